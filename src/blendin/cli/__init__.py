@@ -1,0 +1,46 @@
+"""The ``blendin`` command: a thin shell over the library, one module per command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from blendin.errors import BlendinError
+
+
+class _Group(click.Group):
+    """Turns BlendinError into a one-line message and exit code 2 (traceback with --debug)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except BlendinError as error:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show the full traceback of errors.")
+@click.version_option(package_name="blendin")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """blendin: release tabular data safely (k-anonymity, l-diversity, t-closeness).
+
+    Example: blendin demo
+    """
+    ctx.obj = {"debug": debug}
+
+
+def _register() -> None:
+    """Import the command modules: each adds its commands to ``main``."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+_register()

@@ -1,0 +1,236 @@
+"""Encoding and the frequency table: the only summary of the data the search needs.
+
+A table is reduced, chunk by chunk, to its distinct (quasi-identifier, sensitive) text tuples
+with counts by the engine's group-by; hierarchies are built from the distinct values, and the
+tuples are encoded to integer ground codes. Equivalence classes at any generalization are then
+group-sums over this small table, never over rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.errors import BlendinError
+from blendin.hierarchy.core import Hierarchy
+
+COUNT = "__blendin_count__"
+
+
+def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.ChunkedArray:
+    """The column as text, with nulls, NaN and empty strings all mapped to ``missing``."""
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if pa.types.is_floating(column.type):
+        column = pc.if_else(pc.is_nan(column), None, column)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if not pa.types.is_string(column.type):
+        if pa.types.is_large_string(column.type):
+            column = column.cast(pa.string())
+        else:
+            column = pc.cast(column, pa.string())
+    column = pc.if_else(pc.equal(column, ""), None, column)
+    return pc.fill_null(column, missing)
+
+
+def distinct_tuples(
+    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
+) -> pa.Table:
+    """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk."""
+    partials = []
+    for batch in batches:
+        table = pa.table({c: as_text(batch.column(c), missing) for c in columns})
+        partials.append(table.group_by(list(columns)).aggregate([([], "count_all")]))
+    if not partials:
+        raise BlendinError("the table has no rows", fix="give a table with at least one row")
+    merged = pa.concat_tables(partials)
+    if len(partials) > 1:
+        merged = merged.group_by(list(columns)).aggregate([("count_all", "sum")])
+        merged = merged.rename_columns([*columns, "count_all"])
+    return merged.rename_columns([*columns, COUNT])
+
+
+@dataclass(frozen=True, eq=False)
+class SensitiveDomain:
+    """The values of a sensitive attribute and their distribution over the whole table.
+
+    ``numbers`` orders the values for the ordered distance of t-closeness (None when the
+    values are not numbers); ``hierarchy`` serves the hierarchical distance.
+    """
+
+    name: str
+    labels: np.ndarray
+    overall: np.ndarray
+    hierarchy: Hierarchy | None = None
+
+    @property
+    def numbers(self) -> np.ndarray | None:
+        try:
+            return self.labels.astype(float)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, eq=False)
+class Classes:
+    """Equivalence classes: their sizes and, per sensitive attribute, their histograms.
+
+    ``histograms[name]`` has shape (classes, values of ``domains[name]``).
+    """
+
+    sizes: np.ndarray
+    histograms: Mapping[str, np.ndarray]
+    domains: Mapping[str, SensitiveDomain]
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def subset(self, mask: np.ndarray) -> Classes:
+        """Only the classes where ``mask`` is true."""
+        return Classes(
+            self.sizes[mask], {k: v[mask] for k, v in self.histograms.items()}, self.domains
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class FrequencyTable:
+    """Distinct quasi-identifier tuples (ground codes) with counts and sensitive values.
+
+    ``tuples`` is int32 (n, QIs); ``counts`` int64 (n,). ``sensitive[name]`` is an (n, values)
+    int64 histogram of that attribute's values within each tuple.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> df = pd.DataFrame({"sex": ["m", "f", "m"], "dx": ["flu", "flu", "gout"]})
+    >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+    >>> ft = FrequencyTable.from_table(df, {"sex": sex}, ["dx"])
+    >>> ft.counts.tolist(), ft.n_records
+    ([1, 2], 3)
+    """
+
+    qi_names: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    tuples: np.ndarray
+    counts: np.ndarray
+    sensitive: Mapping[str, np.ndarray]
+    domains: Mapping[str, SensitiveDomain]
+
+    @property
+    def n_records(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def heights(self) -> tuple[int, ...]:
+        return tuple(h.height for h in self.hierarchies)
+
+    @classmethod
+    def from_table(
+        cls,
+        data,
+        hierarchies: Mapping[str, Hierarchy],
+        sensitive: Sequence[str] = (),
+        *,
+        sensitive_hierarchies: Mapping[str, Hierarchy] | None = None,
+        missing: str = "",
+    ) -> FrequencyTable:
+        """Build from an in-memory table (pandas, polars, pyarrow) with built hierarchies."""
+        from blendin.io import to_arrow
+
+        table = to_arrow(data)
+        columns = [*hierarchies, *sensitive]
+        return cls.from_distinct(
+            distinct_tuples(table.to_batches() or [table], columns, missing),
+            hierarchies,
+            sensitive,
+            sensitive_hierarchies=sensitive_hierarchies,
+        )
+
+    @classmethod
+    def from_distinct(
+        cls,
+        distinct: pa.Table,
+        hierarchies: Mapping[str, Hierarchy],
+        sensitive: Sequence[str] = (),
+        *,
+        sensitive_hierarchies: Mapping[str, Hierarchy] | None = None,
+    ) -> FrequencyTable:
+        """Encode the output of :func:`distinct_tuples` with the given hierarchies."""
+        names = tuple(hierarchies)
+        codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
+        stacked = np.stack(codes, axis=1) if codes else np.zeros((len(distinct), 0), np.int32)
+        tuples, tuple_of_row = np.unique(stacked, axis=0, return_inverse=True)
+        tuple_of_row = tuple_of_row.reshape(-1)
+        row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
+        counts = np.bincount(tuple_of_row, weights=row_counts, minlength=len(tuples))
+        histograms, domains = {}, {}
+        for name in sensitive:
+            hierarchy = (sensitive_hierarchies or {}).get(name)
+            values = distinct.column(name)
+            if hierarchy is not None:
+                value_codes, labels = hierarchy.encode(values, name), hierarchy.ground
+            else:
+                encoded = pc.dictionary_encode(values).combine_chunks()
+                labels = np.array(encoded.dictionary.to_pylist(), dtype=object)
+                value_codes = encoded.indices.to_numpy()
+            flat = tuple_of_row * len(labels) + value_codes
+            hist = np.bincount(flat, weights=row_counts, minlength=len(tuples) * len(labels))
+            histograms[name] = hist.astype(np.int64).reshape(len(tuples), len(labels))
+            overall = histograms[name].sum(axis=0)
+            domains[name] = SensitiveDomain(name, labels, overall, hierarchy)
+        return cls(
+            names,
+            tuple(hierarchies[n] for n in names),
+            tuples.astype(np.int32),
+            counts.astype(np.int64),
+            histograms,
+            domains,
+        )
+
+    def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
+        """Group tuples into classes: ``class_of_tuple[i]`` is tuple i's class id."""
+        sizes = np.bincount(class_of_tuple, weights=self.counts, minlength=n_classes)
+        hists = {}
+        for name, hist in self.sensitive.items():
+            width = hist.shape[1]
+            flat = (class_of_tuple[:, None] * width + np.arange(width)).ravel()
+            out = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * width)
+            hists[name] = out.astype(np.int64).reshape(n_classes, width)
+        return Classes(sizes.astype(np.int64), hists, self.domains)
+
+    def generalized(self, levels: Sequence[int]) -> np.ndarray:
+        """Codes of every tuple at the given level per QI, shape (n, QIs)."""
+        return np.stack(
+            [h.codes[lvl][self.tuples[:, i]] for i, (h, lvl) in enumerate(
+                zip(self.hierarchies, levels))],
+            axis=1,
+        )
+
+    def classes_at(self, levels: Sequence[int]) -> tuple[Classes, np.ndarray]:
+        """Equivalence classes at a lattice node and each tuple's class id."""
+        key = combine_keys(self.generalized(levels), [
+            len(h.labels[lvl]) for h, lvl in zip(self.hierarchies, levels)])
+        uniq, class_of_tuple = np.unique(key, return_inverse=True)
+        class_of_tuple = class_of_tuple.reshape(-1)
+        return self.classes(class_of_tuple, len(uniq)), class_of_tuple
+
+
+def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
+    """One int64 key per row from several code columns (mixed radix).
+
+    Falls back to ranking when the product of radices would overflow int64.
+    """
+    key = np.zeros(codes.shape[0], dtype=np.int64)
+    span = 1
+    for i, radix in enumerate(radices):
+        if span * radix >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1).astype(np.int64)
+            span = int(key.max()) + 1 if key.size else 1
+        key = key * radix + codes[:, i]
+        span *= radix
+    return key

@@ -1,0 +1,150 @@
+"""A value hierarchy as integer matrices: one gather generalizes a whole column.
+
+Level 0 holds the ground values (the distinct values of the column, as text); each higher
+level is a coarser partition of them, the top usually a single ``*``. ``codes[level, g]`` is
+the index, in ``labels[level]``, of the label that ground value ``g`` takes at ``level``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.errors import BlendinError, preview
+
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True, eq=False)
+class Hierarchy:
+    """Generalization levels of one attribute.
+
+    ``labels[level]`` is an object array of the distinct labels at that level, ``codes`` an
+    int32 matrix of shape (height, number of ground values). ``numbers`` gives each ground
+    value a position on a number line (numbers, or days for dates) where the values are
+    ordered, and is None for categories; ``kind`` is ``"numeric"``, ``"date"`` or
+    ``"categorical"``.
+
+    >>> h = Hierarchy.from_rows([["29", "25-29", "*"], ["31", "30-34", "*"]])
+    >>> h.height, list(h.labels[1])
+    (3, ['25-29', '30-34'])
+    >>> h.generalize(np.array([1, 0]), 1).tolist()
+    [1, 0]
+    """
+
+    labels: tuple[np.ndarray, ...]
+    codes: np.ndarray
+    kind: str = "categorical"
+    numbers: np.ndarray | None = None
+
+    @property
+    def height(self) -> int:
+        """Number of levels, the ground level included."""
+        return self.codes.shape[0]
+
+    @property
+    def ground(self) -> np.ndarray:
+        """The ground values, as text."""
+        return self.labels[0]
+
+    def generalize(self, ground_codes: np.ndarray, level: int) -> np.ndarray:
+        """Codes at ``level`` of the given ground codes (one gather)."""
+        return self.codes[level][ground_codes]
+
+    def label_array(self, level: int) -> np.ndarray:
+        """Label of every ground value at ``level``, indexed by ground code."""
+        return self.labels[level][self.codes[level]]
+
+    def encode(self, column: pa.Array | pa.ChunkedArray, name: str = "column") -> np.ndarray:
+        """Ground codes (int32) of a text column; every value must be a ground value.
+
+        Raises a BlendinError listing the values the hierarchy does not cover.
+        """
+        value_set = pa.array(self.ground.astype(str).tolist(), type=pa.string())
+        codes = pc.index_in(column, value_set=value_set)
+        if codes.null_count:
+            missing = pc.unique(pc.filter(column, pc.is_null(codes))).to_pylist()
+            raise BlendinError(
+                f"the hierarchy of {name!r} does not cover {len(missing)} value(s) of the "
+                f"data: {preview(sorted(map(str, missing)))}",
+                fix=f"add these values to the hierarchy of {name!r}, or map them "
+                "(missing values: [input] missing = ...)",
+            )
+        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
+
+    def to_rows(self) -> list[list[str]]:
+        """The ARX table form: one row per ground value, levels left to right."""
+        table = np.stack([self.label_array(level) for level in range(self.height)], axis=1)
+        return table.astype(str).tolist()
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Sequence[Sequence[str]],
+        *,
+        kind: str = "categorical",
+        numbers: np.ndarray | None = None,
+        name: str = "hierarchy",
+    ) -> Hierarchy:
+        """Build from ARX-style rows ``value;level1;...;top``.
+
+        Checks that every row has the same length, that ground values are distinct and that
+        each level is a function of the level below (the hierarchy is a tree).
+        """
+        if not rows:
+            raise BlendinError(f"{name} has no rows", fix="give one row per value")
+        widths = {len(r) for r in rows}
+        if len(widths) != 1:
+            bad = next(i for i, r in enumerate(rows) if len(r) != len(rows[0]))
+            raise BlendinError(
+                f"{name}: rows have different lengths ({sorted(widths)}); row {bad + 1} "
+                f"({';'.join(map(str, rows[bad]))!r}) differs from row 1",
+                fix="give every value the same number of levels",
+            )
+        table = np.array(rows, dtype=object).astype(str).astype(object)
+        ground, first = np.unique(table[:, 0], return_index=True)
+        if len(ground) != len(table):
+            dupes = [v for v, c in zip(*np.unique(table[:, 0], return_counts=True)) if c > 1]
+            raise BlendinError(
+                f"{name}: value(s) listed more than once: {preview(dupes)}",
+                fix="list each value once in the first column",
+            )
+        order = np.argsort(table[:, 0], kind="stable")
+        table = table[order]
+        if numbers is not None:
+            numbers = np.asarray(numbers, dtype=float)[order]
+        labels, codes = [], []
+        for level in range(table.shape[1]):
+            level_labels, level_codes = _unique_in_order(table[:, level])
+            labels.append(level_labels)
+            codes.append(level_codes)
+        codes_matrix = np.stack(codes).astype(np.int32)
+        _check_tree(codes_matrix, labels, name)
+        return cls(tuple(labels), codes_matrix, kind, numbers)
+
+
+def _unique_in_order(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct labels (in order of first appearance) and each entry's index."""
+    uniq, first, inverse = np.unique(column, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    labels = np.empty(len(uniq), dtype=object)
+    labels[rank] = uniq
+    return labels, rank[inverse].astype(np.int32)
+
+
+def _check_tree(codes: np.ndarray, labels: list[np.ndarray], name: str) -> None:
+    for level in range(1, codes.shape[0] - 1):
+        pairs = np.unique(np.stack([codes[level], codes[level + 1]], axis=1), axis=0)
+        parents = np.bincount(pairs[:, 0], minlength=len(labels[level]))
+        if (parents > 1).any():
+            bad = int(np.flatnonzero(parents > 1)[0])
+            above = labels[level + 1][pairs[pairs[:, 0] == bad, 1]]
+            raise BlendinError(
+                f"{name}: level {level} value {labels[level][bad]!r} generalizes to more "
+                f"than one value at level {level + 1} ({preview(above)}): not a tree",
+                fix="give each label one parent, or make the labels distinct",
+            )

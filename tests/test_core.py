@@ -1,0 +1,57 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+import blendin as bl
+from blendin.frequency import combine_keys
+from blendin.hierarchy.core import Hierarchy
+
+
+def test_hierarchy_rows_round_trip():
+    rows = [["29", "25-29", "*"], ["31", "30-34", "*"], ["27", "25-29", "*"]]
+    h = Hierarchy.from_rows(rows)
+    assert sorted(h.to_rows()) == sorted(rows)
+    assert h.height == 3
+
+
+def test_hierarchy_rejects_non_tree():
+    rows = [["a", "x", "1"], ["b", "x", "2"]]
+    with pytest.raises(bl.BlendinError, match="not a tree"):
+        Hierarchy.from_rows(rows)
+
+
+def test_hierarchy_rejects_ragged_rows():
+    with pytest.raises(bl.BlendinError, match="different lengths"):
+        Hierarchy.from_rows([["a", "*"], ["b", "x", "*"]])
+
+
+def test_encode_names_uncovered_values():
+    h = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    import pyarrow as pa
+
+    with pytest.raises(bl.BlendinError, match="'c'"):
+        h.encode(pa.array(["a", "c"]), "letter")
+
+
+def test_frequency_table_counts_match_pandas():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.integers(0, 4, 500), "b": rng.integers(0, 3, 500),
+                       "s": rng.choice(["x", "y", "z"], 500)})
+    ha = Hierarchy.from_rows([[str(i), str(i // 2), "*"] for i in range(4)])
+    hb = Hierarchy.from_rows([[str(i), "*"] for i in range(3)])
+    ft = bl.FrequencyTable.from_table(df, {"a": ha, "b": hb}, ["s"])
+    expected = df.groupby(["a", "b"]).size()
+    assert ft.n_records == 500
+    assert sorted(ft.counts.tolist()) == sorted(expected.tolist())
+    classes, _ = ft.classes_at([1, 1])
+    by_half = df.assign(h=df.a // 2).groupby("h")
+    assert sorted(classes.sizes.tolist()) == sorted(by_half.size().tolist())
+    hist = by_half.s.value_counts().unstack(fill_value=0)
+    assert sorted(map(tuple, classes.histograms["s"].tolist())) == sorted(
+        map(tuple, hist.to_numpy().tolist()))
+
+
+def test_combine_keys_distinct_for_distinct_rows():
+    codes = np.array([[0, 1], [1, 0], [1, 1], [0, 1]])
+    key = combine_keys(codes, [2, 2])
+    assert key[0] == key[3] and len(set(key.tolist())) == 3
