@@ -1,10 +1,33 @@
-"""Reading tables of any kind into Arrow, and giving results back in the kind given."""
+"""Reading tables of any kind into Arrow, and giving results back in the kind given.
+
+A :class:`Source` reads a CSV or Parquet file in chunks (so a file larger than memory can be
+reduced to its frequency table) or wraps an in-memory pandas, polars or pyarrow table.
+:func:`write_table` writes atomically: a temporary file in the target's folder, then a rename,
+so a failed write leaves nothing half-written.
+"""
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
 import pyarrow as pa
 
-from blendin.errors import BlendinError
+from blendin.errors import BlendinError, preview
+
+#: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
+BLOCK_SIZE = 64 << 20
+DELIMITERS = ",;\t|"
+CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+WRITE_SUFFIXES = (".csv", ".parquet", ".xlsx")
+#: Excel's row limit, header included
+XLSX_MAX_ROWS = 1_048_576
 
 
 def to_arrow(data) -> pa.Table:
@@ -18,8 +41,11 @@ def to_arrow(data) -> pa.Table:
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
+    if isinstance(data, Source):
+        return data.read_all()
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
+        _check_unique([str(c) for c in data.columns])
         return pa.Table.from_pandas(data, preserve_index=False)
     if module == "polars":
         return data.to_arrow()
@@ -27,3 +53,386 @@ def to_arrow(data) -> pa.Table:
         f"cannot read a {type(data).__name__} as a table",
         fix="pass a pandas or polars DataFrame, a pyarrow Table, or a file path",
     )
+
+
+def from_arrow(table: pa.Table, like):
+    """``table`` as the same kind of object as ``like`` (pandas, polars or pyarrow).
+
+    Anything else (a file path, a :class:`Source`) gives a pyarrow Table.
+
+    >>> import pandas as pd
+    >>> type(from_arrow(pa.table({"a": [1]}), pd.DataFrame())).__name__
+    'DataFrame'
+    """
+    module = type(like).__module__.split(".")[0]
+    if module == "pandas":
+        return table.to_pandas()
+    if module == "polars":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    return table
+
+
+def _check_unique(names: Sequence[str]) -> None:
+    seen, dupes = set(), []
+    for name in names:
+        if name in seen and name not in dupes:
+            dupes.append(name)
+        seen.add(name)
+    if dupes:
+        raise BlendinError(
+            f"the table has duplicate column names: {preview(dupes)}",
+            fix="give every column a distinct name in the header",
+        )
+
+
+def _suffix(path: Path) -> str:
+    """The extension, compression included: ``data.csv.gz`` -> ``.csv.gz``."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if len(suffixes) >= 2 and suffixes[-1] in (".gz", ".bz2", ".zst"):
+        return "".join(suffixes[-2:])
+    return suffixes[-1] if suffixes else ""
+
+
+class Source:
+    """A table to read: a CSV or Parquet file, or an in-memory pandas/polars/pyarrow table.
+
+    CSV files are read in chunks of ``block_size`` bytes with every column as text, so values
+    keep their exact spelling (``007`` stays ``007``) and a file larger than memory works.
+    The delimiter is sniffed among ``, ; tab |`` unless given.
+
+    >>> import pandas as pd
+    >>> src = Source(pd.DataFrame({"age": [30, 41], "sex": ["f", "m"]}))
+    >>> src.columns, src.read_all().num_rows
+    (['age', 'sex'], 2)
+    """
+
+    def __init__(
+        self,
+        data,
+        *,
+        delimiter: str | None = None,
+        encoding: str | None = "utf-8",
+        block_size: int = BLOCK_SIZE,
+    ) -> None:
+        self.delimiter = _delimiter_option(delimiter)
+        self.encoding = encoding or "utf-8"
+        self.block_size = block_size
+        self.path: Path | None = None
+        self._table: pa.Table | None = None
+        if isinstance(data, str | os.PathLike):
+            self.path = Path(data)
+            self.kind = self._file_kind()
+            self.columns = self._read_header()
+        else:
+            self.kind = "memory"
+            self._table = to_arrow(data)
+            self.columns = list(self._table.column_names)
+            _check_unique(self.columns)
+            if self._table.num_rows == 0:
+                raise _no_rows("the table")
+
+    @property
+    def name(self) -> str:
+        return str(self.path) if self.path is not None else "the table"
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows chunk by chunk (only ``columns`` when given); can be iterated again."""
+        wanted = list(self.columns if columns is None else columns)
+        missing = [c for c in wanted if c not in self.columns]
+        if missing:
+            raise BlendinError(
+                f"{self.name} has no column(s) {preview(missing)}",
+                fix=f"use one of its columns: {preview(self.columns, 10)}",
+            )
+        if self.kind == "memory":
+            yield from self._table.select(wanted).to_batches()
+            return
+        reader = self._csv_batches(wanted) if self.kind == "csv" else self._parquet_batches(
+            wanted)
+        rows = 0
+        for batch in reader:
+            rows += batch.num_rows
+            if batch.num_rows:
+                yield batch
+        if rows == 0:
+            raise _no_rows(self.name)
+
+    def read_all(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The whole table (only ``columns`` when given) in memory."""
+        if self.kind == "memory" and columns is None:
+            return self._table
+        names = list(self.columns if columns is None else columns)
+        batches = list(self.batches(names))
+        return pa.Table.from_batches(batches) if batches else pa.table(
+            {c: pa.array([], pa.string()) for c in names})
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _file_kind(self) -> str:
+        path = self.path
+        if not path.exists():
+            near = _near_files(path)
+            raise BlendinError(
+                f"file {str(path)!r} does not exist",
+                fix=f"did you mean {near!r}?" if near else "check the path",
+            )
+        if path.is_dir():
+            raise BlendinError(f"{str(path)!r} is a folder, not a file",
+                               fix="give the path of a CSV or Parquet file")
+        suffix = _suffix(path)
+        if suffix in PARQUET_SUFFIXES:
+            return "parquet"
+        if suffix in CSV_SUFFIXES or not suffix:
+            return "csv"
+        raise BlendinError(
+            f"cannot read {str(path)!r}: unknown file type {suffix!r}",
+            fix="give a .csv (.csv.gz) or .parquet file",
+        )
+
+    def _read_header(self) -> list[str]:
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                names = pq.ParquetFile(self.path).schema_arrow.names
+            except (pa.ArrowException, OSError) as error:
+                raise BlendinError(f"cannot read {self.name} as Parquet: {error}",
+                                   fix="check that the file is a Parquet file") from None
+            _check_unique(names)
+            return names
+        return self._read_csv_header()
+
+    def _read_csv_header(self) -> list[str]:
+        with pa.input_stream(str(self.path), compression="detect") as stream:
+            head = stream.read(1 << 16)
+        if not head.strip():
+            raise BlendinError(f"{self.name} is empty", fix="give a file with a header and rows")
+        text = self._decode_head(head)
+        lines = text.splitlines()
+        if len(head) == 1 << 16 and len(lines) > 1:
+            lines = lines[:-1]  # the last line may be cut off
+        header = lines[0]
+        if self.delimiter is None:
+            self.delimiter = _sniff("\n".join(lines[:50]))
+        names = next(csv.reader([header], delimiter=self.delimiter))
+        if len(names) == 1:
+            other = next((d for d in ";\t|," if d != self.delimiter and d in header), None)
+            if other is not None:
+                shown = {"\t": "'\\t'"}.get(other, repr(other))
+                raise BlendinError(
+                    f"{self.name}: the header gives one column with delimiter "
+                    f"{self.delimiter!r}, but it contains {shown}",
+                    fix=f"pass --delimiter {shown} (or set [input] delimiter)",
+                )
+        names = [n.lstrip("\ufeff") if i == 0 else n for i, n in enumerate(names)]
+        _check_unique(names)
+        return names
+
+    def _decode_head(self, head: bytes) -> str:
+        try:
+            decoder = codecs.getincrementaldecoder(self.encoding)()
+        except LookupError:
+            raise BlendinError(f"unknown text encoding {self.encoding!r}",
+                               fix="use an encoding such as utf-8 or latin-1") from None
+        try:
+            return decoder.decode(head, final=False)
+        except UnicodeDecodeError as error:
+            raise self._encoding_error(error.start) from None
+
+    def _encoding_error(self, offset: int | None = None) -> BlendinError:
+        if offset is None:
+            offset = _first_bad_byte(self.path, self.encoding)
+        where = ""
+        if offset is not None:
+            where = f" at byte {offset} (line {_line_of(self.path, offset)})"
+        return BlendinError(
+            f"{self.name} is not valid {self.encoding} text{where}",
+            fix="pass its encoding, e.g. --encoding latin-1 (or set [input] encoding)",
+        )
+
+    def _csv_batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.csv as pcsv
+
+        read = pcsv.ReadOptions(
+            column_names=self.columns, skip_rows=1, block_size=self.block_size,
+            encoding=self.encoding, use_threads=True)
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False)
+        convert = pcsv.ConvertOptions(
+            column_types={c: pa.string() for c in columns}, include_columns=columns,
+            strings_can_be_null=False, quoted_strings_can_be_null=False)
+        try:
+            reader = pcsv.open_csv(str(self.path), read_options=read, parse_options=parse,
+                                   convert_options=convert)
+            yield from reader
+        except pa.ArrowInvalid as error:
+            raise self._csv_error(error) from None
+
+    def _csv_error(self, error: Exception) -> BlendinError:
+        message = str(error)
+        if "UTF8" in message or "UTF-8" in message or "decode" in message.lower():
+            return self._encoding_error()
+        if "Empty CSV file" in message:
+            return _no_rows(self.name)
+        first = message.splitlines()[0]
+        return BlendinError(
+            f"cannot parse {self.name}: {first}",
+            fix=f"check the delimiter ({self.delimiter!r} was used; pass --delimiter) and "
+            "that every row has one value per column",
+        )
+
+    def _parquet_batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        rows = max(1, self.block_size // 64)
+        yield from pq.ParquetFile(self.path).iter_batches(batch_size=rows, columns=columns)
+
+
+def _no_rows(name: str) -> BlendinError:
+    return BlendinError(f"{name} has no rows", fix="give a table with a header and at least "
+                        "one row")
+
+
+def _delimiter_option(delimiter: str | None) -> str | None:
+    """Accept the spellings people type on a command line for tab."""
+    if delimiter is None or delimiter == "":
+        return None
+    delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(delimiter, delimiter)
+    if len(delimiter) != 1:
+        raise BlendinError(f"the delimiter must be one character, got {delimiter!r}",
+                           fix="pass e.g. --delimiter ';' or --delimiter '\\t'")
+    return delimiter
+
+
+def _sniff(sample: str) -> str:
+    """The delimiter of a CSV sample, among ``, ; tab |``; comma when nothing tells."""
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        header = sample.splitlines()[0] if sample else ""
+        counts = {d: header.count(d) for d in DELIMITERS}
+        best = max(counts, key=counts.get)
+        return best if counts[best] else ","
+
+
+def _first_bad_byte(path: Path, encoding: str, chunk: int = 1 << 20) -> int | None:
+    """Byte offset of the first byte that does not decode (None if the text decodes)."""
+    decoder = codecs.getincrementaldecoder(encoding)()
+    offset = 0
+    with pa.input_stream(str(path), compression="detect") as stream:
+        while True:
+            data = stream.read(chunk)
+            try:
+                decoder.decode(data, final=not data)
+            except UnicodeDecodeError as error:
+                return offset + error.start
+            if not data:
+                return None
+            offset += len(data)
+
+
+def _line_of(path: Path, offset: int) -> int:
+    """1-based line number of byte ``offset``."""
+    lines, done = 1, 0
+    with pa.input_stream(str(path), compression="detect") as stream:
+        while done < offset:
+            data = stream.read(min(1 << 20, offset - done))
+            if not data:
+                break
+            lines += data.count(b"\n")
+            done += len(data)
+    return lines
+
+
+def _near_files(path: Path) -> str | None:
+    import difflib
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        return None
+    names = [p.name for p in folder.iterdir()]
+    match = difflib.get_close_matches(path.name, names, n=1)
+    return str(folder / match[0]) if match else None
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def write_table(
+    table: pa.Table,
+    path: str | os.PathLike,
+    *,
+    delimiter: str = ",",
+    xlsx_styler: Callable | None = None,
+) -> Path:
+    """Write ``table`` to ``path`` atomically; the format follows the extension.
+
+    ``.csv`` (with ``delimiter``), ``.parquet`` or ``.xlsx``. ``xlsx_styler``, when given, is
+    called with the openpyxl worksheet after the rows are written (e.g. to colour classes).
+    The data goes to a temporary file in the same folder, renamed over ``path`` only once
+    complete: on any error nothing is left behind and an existing file is untouched.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> write_table(pa.table({"a": ["x", "y"]}), folder / "out.csv").read_text()
+    '"a"\\n"x"\\n"y"\\n'
+    """
+    path = Path(path)
+    suffix = _suffix(path)
+    writers = {".csv": _write_csv, ".parquet": _write_parquet, ".xlsx": _write_xlsx}
+    if suffix not in writers:
+        raise BlendinError(f"cannot write {str(path)!r}: unknown file type {suffix!r}",
+                           fix=f"use one of {', '.join(WRITE_SUFFIXES)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BlendinError(f"folder {str(folder)!r} does not exist",
+                           fix="create it first or write somewhere else")
+    options = {"delimiter": _delimiter_option(delimiter) or ",", "styler": xlsx_styler}
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        writers[suffix](table, temp, **options)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _write_csv(table: pa.Table, path: str, *, delimiter: str, styler) -> None:
+    import pyarrow.csv as pcsv
+
+    pcsv.write_csv(table, path, write_options=pcsv.WriteOptions(delimiter=delimiter))
+
+
+def _write_parquet(table: pa.Table, path: str, *, delimiter: str, styler) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+
+
+def _write_xlsx(table: pa.Table, path: str, *, delimiter: str, styler) -> None:
+    from openpyxl import Workbook
+
+    if table.num_rows + 1 > XLSX_MAX_ROWS:
+        raise BlendinError(
+            f"{table.num_rows} rows do not fit in an Excel sheet ({XLSX_MAX_ROWS - 1} max)",
+            fix="write a .csv or .parquet file instead",
+        )
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "data"
+    sheet.append(table.column_names)
+    # openpyxl takes one row at a time; Excel output is small by its own limit
+    for batch in table.to_batches(max_chunksize=65536):
+        for row in zip(*(col.to_pylist() for col in batch.columns)):
+            sheet.append(row)
+    sheet.freeze_panes = "A2"
+    if styler is not None:
+        styler(sheet)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    Path(path).write_bytes(buffer.getvalue())
