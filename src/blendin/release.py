@@ -1,0 +1,208 @@
+"""Applying a full-domain solution to rows: the release.
+
+A full-domain solution is one generalization level per quasi-identifier. Applying it is one
+gather per QI (ground code -> label at the chosen level), plus removing (or blanking to ``*``)
+the records of the classes that still violate a privacy model at that node. Those classes are
+named by their generalized key, so every chunk of a large file is recoded on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable, as_text
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.models import PrivacyModel
+
+SUPPRESSION_MODES = ("drop", "keep")
+
+
+class ClassKeyer:
+    """One int64 key per generalized tuple, the same in every chunk of the same data.
+
+    Mixed radix over the QIs' label counts; where the product would overflow, the partial
+    keys are re-ranked against the partial keys of the frequency table (which holds every
+    tuple of the data), so the ranks do not depend on the chunk. A tuple the table does not
+    hold gets a negative key (it cannot belong to a known class).
+
+    >>> codes = np.array([[0, 1], [1, 0]])
+    >>> ClassKeyer([2, 3], codes)(codes).tolist()
+    [1, 3]
+    """
+
+    def __init__(self, radices: Sequence[int], table_codes: np.ndarray) -> None:
+        self.radices = [int(r) for r in radices]
+        self.ranks: dict[int, np.ndarray] = {}
+        key = np.zeros(table_codes.shape[0], dtype=np.int64)
+        span = 1
+        for i, radix in enumerate(self.radices):
+            if span * radix >= 2**62:
+                self.ranks[i] = np.unique(key)
+                key = np.searchsorted(self.ranks[i], key).astype(np.int64)
+                span = len(self.ranks[i])
+            key = key * radix + table_codes[:, i]
+            span *= radix
+
+    @staticmethod
+    def _rank(known: np.ndarray, key: np.ndarray) -> np.ndarray:
+        if not len(known):
+            return np.full(key.shape, -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(known, key), len(known) - 1)
+        return np.where((known[pos] == key) & (key >= 0), pos, -1).astype(np.int64)
+
+    def __call__(self, codes: np.ndarray) -> np.ndarray:
+        key = np.zeros(codes.shape[0], dtype=np.int64)
+        for i, radix in enumerate(self.radices):
+            if i in self.ranks:
+                key = self._rank(self.ranks[i], key)
+            key = key * radix + codes[:, i]
+        return key
+
+
+@dataclass(frozen=True, eq=False)
+class Recoding:
+    """Everything needed to recode rows: hierarchies, levels, the classes to suppress.
+
+    ``suppressed_keys`` are the sorted keys (see :class:`ClassKeyer`) of the classes whose
+    records are removed; ``suppressed_records`` how many records that is in the data the
+    recoding was planned on.
+    """
+
+    qi_names: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    levels: tuple[int, ...]
+    keyer: ClassKeyer
+    suppressed_keys: np.ndarray
+    suppressed_records: int
+    identifiers: tuple[str, ...] = ()
+    missing: str = ""
+
+    def suppressed_rows(self, generalized_codes: np.ndarray) -> np.ndarray:
+        """True for each row (given its generalized codes) that falls in a suppressed class."""
+        if not len(self.suppressed_keys):
+            return np.zeros(generalized_codes.shape[0], dtype=bool)
+        keys = self.keyer(generalized_codes)
+        pos = np.searchsorted(self.suppressed_keys, keys)
+        pos = np.minimum(pos, len(self.suppressed_keys) - 1)
+        return self.suppressed_keys[pos] == keys
+
+
+def violating_classes(ft: FrequencyTable, levels: Sequence[int],
+                      models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, object]:
+    """At node ``levels``: a bool per class (True = violates some model), each tuple's
+    class id, and the Classes."""
+    classes, class_of_tuple = ft.classes_at(levels)
+    ok = np.ones(len(classes), dtype=bool)
+    for model in models:
+        ok &= np.asarray(model.holds(classes), dtype=bool)
+    return ~ok, class_of_tuple, classes
+
+
+def plan(
+    ft: FrequencyTable,
+    levels: Sequence[int],
+    models: Sequence[PrivacyModel],
+    *,
+    identifiers: Sequence[str] = (),
+    missing: str = "",
+) -> Recoding:
+    """The recoding of a full-domain node: which classes to suppress, keyed for any chunk.
+
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> import pandas as pd
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"a": [1, 2, 2, 3]}), {"a": h})
+    >>> plan(ft, [1], [KAnonymity(2)]).suppressed_records
+    1
+    """
+    levels = tuple(int(v) for v in levels)
+    bad, class_of_tuple, _ = violating_classes(ft, levels, models)
+    generalized = ft.generalized(levels) if ft.qi_names else np.zeros((len(ft.counts), 0), int)
+    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
+    keyer = ClassKeyer(radices, generalized)
+    tuple_bad = bad[class_of_tuple]
+    keys = np.unique(keyer(generalized)[tuple_bad])
+    return Recoding(
+        tuple(ft.qi_names), tuple(ft.hierarchies), levels, keyer, keys,
+        int(ft.counts[tuple_bad].sum()), tuple(identifiers), missing,
+    )
+
+
+def _label_column(hierarchy: Hierarchy, level: int, codes: np.ndarray,
+                  blank: np.ndarray | None) -> pa.Array:
+    """Labels of generalized ``codes`` as a string column; rows in ``blank`` become ``*``."""
+    labels = [str(v) for v in hierarchy.labels[level]]
+    codes = codes.astype(np.int32)
+    if blank is not None and blank.any():
+        if SUPPRESSED in labels:
+            star = labels.index(SUPPRESSED)
+        else:
+            star = len(labels)
+            labels.append(SUPPRESSED)
+        codes = np.where(blank, np.int32(star), codes)
+    dictionary = pa.array(labels, type=pa.string())
+    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.string())
+
+
+def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
+           suppressed: str = "drop") -> pa.Table:
+    """Apply ``recoding`` to one chunk of rows (vectorized: one gather per QI).
+
+    Identifiers are removed, QIs replaced by their labels, the records of suppressed classes
+    dropped (``"drop"``) or kept with ``*`` in every QI (``"keep"``); other columns are kept
+    as they are and in their order.
+    """
+    if suppressed not in SUPPRESSION_MODES:
+        raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
+                           fix="use suppressed='drop' (remove records) or 'keep' (show *)")
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    generalized = {}
+    for name, hierarchy, level in zip(recoding.qi_names, recoding.hierarchies,
+                                      recoding.levels):
+        ground = hierarchy.encode(as_text(table.column(name), recoding.missing), name)
+        generalized[name] = hierarchy.codes[level][ground]
+    matrix = (np.stack([generalized[n] for n in recoding.qi_names], axis=1)
+              if recoding.qi_names else np.zeros((table.num_rows, 0), dtype=np.int32))
+    removed = recoding.suppressed_rows(matrix)
+    blank = removed if suppressed == "keep" else None
+    columns, names = [], []
+    positions = dict(zip(recoding.qi_names, range(len(recoding.qi_names))))
+    for name in table.column_names:
+        if name in recoding.identifiers:
+            continue
+        if name in positions:
+            i = positions[name]
+            column = _label_column(recoding.hierarchies[i], recoding.levels[i],
+                                   generalized[name], blank)
+        else:
+            column = table.column(name)
+        columns.append(column)
+        names.append(name)
+    out = pa.table(columns, names=names)
+    if suppressed == "drop" and removed.any():
+        out = out.filter(pa.array(~removed))
+    return out
+
+
+def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
+               suppressed: str = "drop") -> pa.Table:
+    """Recode every chunk and put the release together (one table)."""
+    parts = [recode(b, recoding, suppressed) for b in batches]
+    if not parts:
+        raise BlendinError("the table has no rows", fix="give a table with at least one row")
+    return pa.concat_tables(parts)
+
+
+def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[int, ...]:
+    """Levels in QI order, with a clear error for a QI that has none."""
+    missing = [q for q in qi_names if q not in levels]
+    if missing:
+        raise BlendinError(f"no level given for quasi-identifier(s) {missing}",
+                           fix="give one level per quasi-identifier")
+    return tuple(int(levels[q]) for q in qi_names)
