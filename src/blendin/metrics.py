@@ -1,0 +1,316 @@
+"""Utility metrics: how much a release lost. Every figure here is a LOSS: lower is better.
+
+The metrics are computed from equivalence classes, so they serve full-domain nodes and
+Mondrian partitions alike. A class is described by its size and, per quasi-identifier, the
+cost of its generalized value (a "cell"); suppressed records count as fully generalized
+(their cells are ``*``).
+
+- ``loss``: Iyengar's loss metric (LM). A cell costs (leaves covered - 1) / (leaves - 1) for
+  categories, range width / domain width for numbers and dates; the figure is the mean over
+  records and QIs (weighted by the QI weights), in [0, 1].
+- ``gcp``: Xu et al.'s global certainty penalty: the mean of the normalized certainty penalty
+  (NCP) of cells. NCP is range width / domain width for numbers, and leaves covered / leaves
+  for categories (0 for a single leaf). In [0, 1].
+- ``precision``: Sweeney's precision reported as a loss, i.e. 1 - Prec: the mean over cells of
+  level / (height - 1). In [0, 1]; 0 is the original data.
+- ``entropy``: non-uniform entropy in bits, summed over records and QIs:
+  -log2 P(ground value | generalized value), where P uses the frequencies of the ground values
+  in the whole table. 0 is the original data.
+- ``height``: sum of the generalization levels of the node (full-domain only).
+- ``discernibility``: sum of |E|^2 over kept classes plus n for each suppressed record.
+- ``aecs``: average equivalence class size, records / classes, where the suppressed records
+  (all ``*``, as they appear in the release) form one class of their own.
+
+QI weights (``{qi: weight}``) scale each QI's share in loss, gcp, precision, entropy and
+height; they are normalized to a mean of 1, so equal weights change nothing.
+
+>>> import numpy as np
+>>> class_metrics(np.array([2, 2]), n_records=5, n_suppressed=1,
+...               loss=np.array([[0.5], [0.0]]))["loss"]
+0.4
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable, combine_keys
+from blendin.hierarchy.core import Hierarchy
+
+#: metric name -> what it measures (every metric is a loss: lower is better)
+METRICS: dict[str, str] = {
+    "loss": "Iyengar's loss metric, mean over cells, 0..1",
+    "gcp": "global certainty penalty (mean NCP), 0..1",
+    "precision": "1 - Sweeney's precision: mean level / (height - 1), 0..1",
+    "entropy": "non-uniform entropy, bits over all cells",
+    "height": "sum of generalization levels",
+    "discernibility": "sum of squared class sizes, n per suppressed record",
+    "aecs": "average equivalence class size (suppressed records form one class)",
+}
+
+#: metrics that are sums of per-QI costs of the cells (the rest need class sizes)
+CELL_METRICS = ("loss", "gcp", "precision", "entropy", "height")
+
+
+def check_metric(metric: str) -> str:
+    """The metric name, or a BlendinError listing the known ones."""
+    if metric not in METRICS:
+        raise BlendinError(
+            f"unknown utility metric {metric!r}",
+            fix=f"use one of {', '.join(METRICS)}",
+        )
+    return metric
+
+
+def normalized_weights(qi_names: Sequence[str], weights: Mapping[str, float] | None) -> np.ndarray:
+    """One weight per QI, scaled to a mean of 1 (all 1 when ``weights`` is None).
+
+    QIs missing from ``weights`` weigh 1.
+
+    >>> normalized_weights(["a", "b"], {"a": 3}).tolist()
+    [1.5, 0.5]
+    """
+    q = len(qi_names)
+    if not weights:
+        return np.ones(q)
+    unknown = [name for name in weights if name not in qi_names]
+    if unknown:
+        raise BlendinError(
+            f"weights name {unknown[0]!r}, which is not a quasi-identifier",
+            fix=f"weight only the quasi-identifiers: {', '.join(qi_names)}",
+        )
+    w = np.array([float(weights.get(name, 1.0)) for name in qi_names])
+    bad = [n for n, v in zip(qi_names, w) if not np.isfinite(v) or v < 0]
+    if bad or w.sum() <= 0:
+        raise BlendinError(
+            f"the weight of {(bad or list(qi_names))[0]!r} must be a number >= 0 "
+            "(and not all weights 0)",
+            fix="give each quasi-identifier a weight such as 1 or 2",
+        )
+    return w * (q / w.sum()) if q else w
+
+
+def categorical_loss(leaves: np.ndarray, total: int) -> np.ndarray:
+    """LM of a category cell covering ``leaves`` of ``total`` ground values."""
+    leaves = np.asarray(leaves, dtype=float)
+    return (leaves - 1) / (total - 1) if total > 1 else np.zeros_like(leaves)
+
+
+def categorical_ncp(leaves: np.ndarray, total: int) -> np.ndarray:
+    """NCP of a category cell: leaves / total, 0 for a single leaf."""
+    leaves = np.asarray(leaves, dtype=float)
+    return np.where(leaves > 1, leaves / max(total, 1), 0.0)
+
+
+def range_share(width: np.ndarray, domain_width: float) -> np.ndarray:
+    """LM and NCP of a numeric cell: its range width over the domain's."""
+    width = np.asarray(width, dtype=float)
+    return width / domain_width if domain_width > 0 else np.zeros_like(width)
+
+
+def ground_frequencies(ft: FrequencyTable) -> list[np.ndarray]:
+    """Records per ground value of each QI (float, indexed by ground code)."""
+    return [
+        np.bincount(ft.tuples[:, i], weights=ft.counts, minlength=len(h.ground)).astype(float)
+        for i, h in enumerate(ft.hierarchies)
+    ]
+
+
+def _is_numeric(h: Hierarchy) -> bool:
+    return h.kind in ("numeric", "date") and h.numbers is not None
+
+
+def _level_loss_ncp(h: Hierarchy, level: int) -> tuple[np.ndarray, np.ndarray]:
+    codes = h.codes[level]
+    n_labels = len(h.labels[level])
+    if _is_numeric(h):
+        numbers = np.asarray(h.numbers, dtype=float)
+        lo = np.full(n_labels, np.inf)
+        hi = np.full(n_labels, -np.inf)
+        np.fmin.at(lo, codes, numbers)
+        np.fmax.at(hi, codes, numbers)
+        width = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
+        dom = np.nanmax(numbers) - np.nanmin(numbers) if np.isfinite(numbers).any() else 0.0
+        share = range_share(width, float(dom))
+        return share, share
+    leaves = np.bincount(codes, minlength=n_labels)
+    total = len(h.ground)
+    return categorical_loss(leaves, total), categorical_ncp(leaves, total)
+
+
+@dataclass(frozen=True, eq=False)
+class CellCosts:
+    """Per QI and level, the cost of every generalized value (indexed by its code).
+
+    ``loss[i][l]``, ``ncp[i][l]``, ``log_mass[i][l]`` (log2 of the records whose ground value
+    the cell covers) are arrays over the labels of level ``l`` of QI ``i``; ``share[i][l]`` is
+    l / (height - 1). ``ground_bits[i]`` is sum over records of log2 f(ground value).
+    ``totals[metric][i][l]`` is the metric's sum over all records of QI ``i`` at level ``l``
+    (no suppression), so a node's unsuppressed figure is a sum of one entry per QI.
+    """
+
+    loss: tuple[tuple[np.ndarray, ...], ...]
+    ncp: tuple[tuple[np.ndarray, ...], ...]
+    log_mass: tuple[tuple[np.ndarray, ...], ...]
+    share: tuple[np.ndarray, ...]
+    ground_bits: np.ndarray
+    totals: Mapping[str, tuple[np.ndarray, ...]]
+    n_records: int
+
+    @classmethod
+    def of(cls, ft: FrequencyTable) -> CellCosts:
+        """Compute the costs of every cell of every level of ``ft``'s hierarchies."""
+        freqs = ground_frequencies(ft)
+        loss, ncp, log_mass, share, bits = [], [], [], [], []
+        totals: dict[str, list[np.ndarray]] = {m: [] for m in CELL_METRICS}
+        n = float(ft.n_records)
+        for h, f in zip(ft.hierarchies, freqs):
+            h_loss, h_ncp, h_mass = [], [], []
+            top = h.height - 1
+            h_share = np.arange(h.height) / top if top > 0 else np.zeros(h.height)
+            present = f > 0
+            g_bits = float((f[present] * np.log2(f[present])).sum())
+            for level in range(h.height):
+                codes = h.codes[level]
+                lv_loss, lv_ncp = _level_loss_ncp(h, level)
+                mass = np.bincount(codes, weights=f, minlength=len(h.labels[level]))
+                lv_mass = np.log2(np.where(mass > 0, mass, 1.0))
+                h_loss.append(lv_loss)
+                h_ncp.append(lv_ncp)
+                h_mass.append(lv_mass)
+            loss.append(tuple(h_loss))
+            ncp.append(tuple(h_ncp))
+            log_mass.append(tuple(h_mass))
+            share.append(h_share)
+            bits.append(g_bits)
+            per_level = range(h.height)
+            totals["loss"].append(np.array([f @ h_loss[lv][h.codes[lv]] for lv in per_level]))
+            totals["gcp"].append(np.array([f @ h_ncp[lv][h.codes[lv]] for lv in per_level]))
+            totals["precision"].append(h_share * n)
+            totals["entropy"].append(
+                np.array([f @ h_mass[lv][h.codes[lv]] - g_bits for lv in per_level]))
+            totals["height"].append(np.arange(h.height, dtype=float))
+        return cls(
+            tuple(loss), tuple(ncp), tuple(log_mass), tuple(share), np.array(bits),
+            {m: tuple(v) for m, v in totals.items()}, int(n),
+        )
+
+    def cells(self, levels: Sequence[int], codes: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-class per-QI cell costs for classes with ``codes`` (classes, QIs) at ``levels``."""
+        out = {}
+        for name, table in (("loss", self.loss), ("ncp", self.ncp), ("log_mass", self.log_mass)):
+            cols = [table[i][lv][codes[:, i]] for i, lv in enumerate(levels)]
+            out[name] = np.stack(cols, axis=1) if cols else np.zeros((len(codes), 0))
+        share = np.array([self.share[i][lv] for i, lv in enumerate(levels)], dtype=float)
+        out["share"] = np.broadcast_to(share, (len(codes), len(levels)))
+        return out
+
+    def unsuppressed(self, metric: str, levels: Sequence[int], weights: np.ndarray) -> float:
+        """The node's figure if nothing were suppressed (a lower bound of its figure)."""
+        raw = sum(w * self.totals[metric][i][lv] for i, (lv, w) in enumerate(zip(levels, weights)))
+        return finish_cell_metric(metric, float(raw), self.n_records, len(levels))
+
+    def unsuppressed_all(self, metric: str, nodes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """:meth:`unsuppressed` for many nodes at once (nodes: (m, QIs) levels)."""
+        raw = np.zeros(len(nodes))
+        for i, w in enumerate(weights):
+            raw += w * self.totals[metric][i][nodes[:, i]]
+        return finish_cell_metric(metric, raw, self.n_records, nodes.shape[1])
+
+
+def finish_cell_metric(metric: str, raw, n_records: int, n_qis: int):
+    """Turn a weighted sum over records and QIs into the metric's figure."""
+    if metric in ("loss", "gcp", "precision"):
+        return raw / (n_records * n_qis) if n_records and n_qis else raw * 0.0
+    return raw
+
+
+def class_metrics(
+    sizes: np.ndarray,
+    *,
+    n_records: int,
+    n_suppressed: int = 0,
+    loss: np.ndarray | None = None,
+    ncp: np.ndarray | None = None,
+    share: np.ndarray | None = None,
+    log_mass: np.ndarray | None = None,
+    ground_bits: np.ndarray | None = None,
+    levels: Sequence[int] | None = None,
+    weights: np.ndarray | None = None,
+) -> dict[str, float]:
+    """Metrics of a release given its kept classes (the generic form, e.g. for Mondrian).
+
+    ``sizes`` (classes,) are the kept classes' record counts; ``loss``, ``ncp``, ``share``
+    (level / (height - 1)) and ``log_mass`` (log2 of the table's records whose ground value
+    lies in the cell) are (classes, QIs) cell costs; each is optional and gives its metric.
+    ``entropy`` needs ``log_mass`` and ``ground_bits`` (per QI, sum over all records of log2
+    of their ground value's frequency); ``height`` needs ``levels``. ``n_suppressed`` records
+    are counted as fully generalized. ``weights`` (QIs,) should have a mean of 1
+    (:func:`normalized_weights`).
+
+    >>> class_metrics(np.array([3, 1]), n_records=5, n_suppressed=1)
+    {'discernibility': 15.0, 'aecs': 1.6666666666666667}
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    n = float(n_records)
+    out: dict[str, float] = {}
+    q = next((a.shape[1] for a in (loss, ncp, share, log_mass) if a is not None), None)
+    if q is None and levels is not None:
+        q = len(levels)
+    w = np.ones(q or 0) if weights is None else np.asarray(weights, dtype=float)
+    for name, cells in (("loss", loss), ("gcp", ncp), ("precision", share)):
+        if cells is not None:
+            raw = float(sizes @ (np.asarray(cells, dtype=float) @ w)) + n_suppressed * w.sum()
+            out[name] = float(finish_cell_metric(name, raw, n_records, len(w)))
+    if log_mass is not None and ground_bits is not None:
+        kept = float(sizes @ (np.asarray(log_mass, dtype=float) @ w))
+        sup = n_suppressed * np.log2(n) * w.sum() if n_suppressed else 0.0
+        out["entropy"] = kept + sup - float(np.asarray(ground_bits) @ w)
+    if levels is not None:
+        out["height"] = float(np.asarray(levels, dtype=float) @ w)
+    out["discernibility"] = float(sizes @ sizes + n * n_suppressed)
+    n_classes = len(sizes) + (1 if n_suppressed else 0)
+    out["aecs"] = n / n_classes if n_classes else 0.0
+    return out
+
+
+def utility_of_node(
+    ft: FrequencyTable,
+    levels: Sequence[int],
+    suppressed: np.ndarray | None = None,
+    *,
+    weights: Mapping[str, float] | None = None,
+    costs: CellCosts | None = None,
+) -> dict[str, float]:
+    """Every metric of the full-domain release at ``levels``.
+
+    ``suppressed`` is a bool per tuple of ``ft`` (its records are suppressed), or None.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"x": ["1", "2", "3", "3"]}), {"x": h})
+    >>> m = utility_of_node(ft, [1], np.array([False, False, True]))
+    >>> m["loss"], m["precision"], m["discernibility"]
+    (0.75, 0.75, 12.0)
+    """
+    levels = [int(v) for v in levels]
+    costs = costs or CellCosts.of(ft)
+    w = normalized_weights(ft.qi_names, weights)
+    keep = np.ones(len(ft.counts), bool) if suppressed is None else ~np.asarray(suppressed, bool)
+    codes = ft.generalized(levels)[keep]
+    radices = [len(h.labels[lv]) for h, lv in zip(ft.hierarchies, levels)]
+    key = combine_keys(codes, radices)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    sizes = np.bincount(inverse.reshape(-1), weights=ft.counts[keep], minlength=len(first))
+    cells = costs.cells(levels, codes[first])
+    n_sup = int(ft.counts[~keep].sum())
+    return class_metrics(
+        sizes, n_records=ft.n_records, n_suppressed=n_sup, loss=cells["loss"], ncp=cells["ncp"],
+        share=cells["share"], log_mass=cells["log_mass"], ground_bits=costs.ground_bits,
+        levels=levels, weights=w,
+    )
