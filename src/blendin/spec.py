@@ -1,15 +1,41 @@
-"""Spec: what a release must be. Attribute roles, hierarchies, privacy models, limits."""
+"""Spec: what a release must be. Attribute roles, hierarchies, privacy models, limits.
+
+A Spec is made in Python or read from a TOML file (:meth:`Spec.from_toml`, format in
+``docs/spec.md``) and written back with :meth:`Spec.to_toml`. Validation happens at this
+boundary: every message names the key and says how to fix it.
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
 from blendin.models import PrivacyModel
 
 ALGORITHMS = ("optimal", "exhaustive", "binary", "datafly", "mondrian")
 METRICS = ("loss", "discernibility", "aecs", "precision", "entropy", "height")
+
+#: the keys each TOML section accepts (None: any column name)
+SECTIONS: dict[str, tuple[str, ...] | None] = {
+    "input": ("delimiter", "encoding", "missing"),
+    "attributes": ("identifiers", "sensitive", "insensitive"),
+    "quasi_identifiers": None,
+    "privacy": None,
+    "anonymization": ("max_suppression", "algorithm", "metric"),
+}
+#: the key of a ``[[privacy]]`` table that carries the sensitive attribute's hierarchy
+MODEL_HIERARCHY_KEY = "hierarchy"
 
 
 @dataclass
@@ -49,12 +75,406 @@ class Spec:
     def roles(self) -> dict[str, str]:
         """Column -> role, for every column the spec names."""
         roles: dict[str, str] = {}
-        for role, names in (
-            ("identifier", self.identifiers),
-            ("quasi-identifier", list(self.quasi_identifiers)),
-            ("sensitive", self.sensitive),
-            ("insensitive", self.insensitive),
-        ):
+        for role, names in self._role_lists():
             for name in names:
                 roles.setdefault(name, role)
         return roles
+
+    def _role_lists(self) -> list[tuple[str, list[str]]]:
+        return [
+            ("identifier", list(self.identifiers)),
+            ("quasi-identifier", list(self.quasi_identifiers)),
+            ("sensitive", list(self.sensitive)),
+            ("insensitive", list(self.insensitive)),
+        ]
+
+    # -- TOML ----------------------------------------------------------------------------
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Spec:
+        """Read a spec file; paths inside it resolve relative to the file's folder.
+
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "release.toml"
+        >>> _ = path.write_text('[quasi_identifiers]\\nsex = { flat = true }\\n'
+        ...                     '[[privacy]]\\nmodel = "k-anonymity"\\nk = 2\\n')
+        >>> Spec.from_toml(path).models
+        [KAnonymity(k=2)]
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise BlendinError(f"spec file {str(path)!r} does not exist",
+                               fix="check the path given to --spec")
+        try:
+            with path.open("rb") as handle:
+                table = tomllib.load(handle)
+        except tomllib.TOMLDecodeError as error:
+            raise BlendinError(f"spec file {str(path)!r} is not valid TOML: {error}",
+                               fix="correct the TOML syntax at that line") from None
+        except UnicodeDecodeError:
+            raise BlendinError(f"spec file {str(path)!r} is not UTF-8 text",
+                               fix="save the spec file as UTF-8") from None
+        return cls.from_dict(table, base_dir=path.resolve().parent)
+
+    @classmethod
+    def from_dict(cls, table: Mapping[str, Any], base_dir: str | Path | None = None) -> Spec:
+        """Make a spec from the parsed TOML document (a dict of sections), then validate it.
+
+        >>> spec = Spec.from_dict({"quasi_identifiers": {"sex": {"flat": True}},
+        ...                        "privacy": [{"model": "k-anonymity", "k": 3}]})
+        >>> list(spec.quasi_identifiers), spec.max_suppression
+        (['sex'], 0.0)
+        """
+        from blendin.hierarchy.builders import builder_from_toml
+        from blendin.models import model_from_toml
+
+        base = Path(base_dir) if base_dir is not None else None
+        _expect(table, dict, "the spec", "sections such as [quasi_identifiers]")
+        _check_keys(table, tuple(SECTIONS), "the spec", "section")
+        inp = _section(table, "input")
+        attrs = _section(table, "attributes")
+        anon = _section(table, "anonymization")
+        qis = _section(table, "quasi_identifiers")
+        spec = cls(
+            identifiers=_names(attrs, "identifiers"),
+            sensitive=_names(attrs, "sensitive"),
+            insensitive=_names(attrs, "insensitive"),
+            max_suppression=_number(anon, "max_suppression", 0.0),
+            algorithm=_text(anon, "algorithm", "optimal", "anonymization"),
+            metric=_text(anon, "metric", "loss", "anonymization"),
+            delimiter=_text(inp, "delimiter", None, "input"),
+            encoding=_text(inp, "encoding", "utf-8", "input"),
+            missing=_text(inp, "missing", "", "input"),
+            base_dir=base,
+        )
+        for name, entry in qis.items():
+            where = f"[quasi_identifiers] {name}"
+            _expect(entry, dict, where, f'an inline table such as {name} = {{ flat = true }}')
+            spec.quasi_identifiers[name] = _in_context(where, builder_from_toml, entry, base)
+        privacy = table.get("privacy", [])
+        _expect(privacy, list, "[[privacy]]", '[[privacy]] tables, e.g. model = "k-anonymity"')
+        for i, entry in enumerate(privacy, start=1):
+            where = f"[[privacy]] #{i}"
+            _expect(entry, dict, where, 'a table such as model = "k-anonymity", k = 5')
+            entry = dict(entry)
+            hierarchy = entry.pop(MODEL_HIERARCHY_KEY, None)
+            model = _in_context(where, model_from_toml, entry)
+            spec.models.append(model)
+            if hierarchy is not None:
+                _expect(hierarchy, dict, f"{where} {MODEL_HIERARCHY_KEY}",
+                        'an inline table such as { csv = "hierarchies/occupation.csv" }')
+                spec.sensitive_hierarchies[model.attribute] = _in_context(
+                    where, builder_from_toml, hierarchy, base)
+        spec.validate()
+        return spec
+
+    def to_toml(self) -> str:
+        """The spec as TOML text (paths relative to ``base_dir``); reads back equal.
+
+        Written in the layout of ``docs/spec.md``: one line per hierarchy (inline tables)
+        and a ``[[privacy]]`` table per model.
+
+        >>> from blendin.models import KAnonymity
+        >>> print(Spec(models=[KAnonymity(5)], max_suppression=0.1).to_toml().strip())
+        [[privacy]]
+        model = "k-anonymity"
+        k = 5
+        <BLANKLINE>
+        [anonymization]
+        max_suppression = 0.1
+        algorithm = "optimal"
+        metric = "loss"
+        """
+        chunks = []
+        for section, body in self.to_dict().items():
+            entries = body if isinstance(body, list) else [body]
+            header = f"[[{section}]]" if isinstance(body, list) else f"[{section}]"
+            for entry in entries:
+                lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
+                chunks.append("\n".join([header, *lines]))
+        return "\n\n".join(chunks) + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML document as a dict of sections (what :meth:`from_dict` reads)."""
+        doc: dict[str, Any] = {}
+        inp = {"delimiter": self.delimiter,
+               "encoding": None if self.encoding == "utf-8" else self.encoding,
+               "missing": self.missing or None}
+        inp = {k: v for k, v in inp.items() if v is not None}
+        if inp:
+            doc["input"] = inp
+        attrs = {k: list(getattr(self, k)) for k in SECTIONS["attributes"] if getattr(self, k)}
+        if attrs:
+            doc["attributes"] = attrs
+        if self.quasi_identifiers:
+            doc["quasi_identifiers"] = {
+                name: _builder_toml(name, h, self.base_dir)
+                for name, h in self.quasi_identifiers.items()}
+        doc["privacy"] = [self._model_toml(m) for m in self.models]
+        doc["anonymization"] = {"max_suppression": float(self.max_suppression),
+                                "algorithm": self.algorithm, "metric": self.metric}
+        return doc
+
+    def _model_toml(self, model: PrivacyModel) -> dict[str, Any]:
+        entry = {k: v for k, v in model.to_dict().items() if v is not None}
+        builder = self.sensitive_hierarchies.get(model.attribute)
+        if builder is not None and _needs_hierarchy(model):
+            entry[MODEL_HIERARCHY_KEY] = _builder_toml(model.attribute, builder, self.base_dir)
+        return entry
+
+    # -- validation ----------------------------------------------------------------------
+
+    def validate(self) -> Spec:
+        """Raise BlendinError when the spec cannot work, whatever the data; returns self."""
+        if not self.quasi_identifiers:
+            raise BlendinError(
+                "the spec names no quasi-identifiers",
+                fix="add a [quasi_identifiers] section, e.g. age = { intervals = [5, 10] }")
+        if not self.models:
+            raise BlendinError(
+                "the spec names no privacy model",
+                fix='add a [[privacy]] table, e.g. model = "k-anonymity" and k = 5')
+        for key in SECTIONS["attributes"]:
+            value = getattr(self, key)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise BlendinError(f"{key} must be a list of column names, got {value!r}",
+                                   fix=f'write {key} = ["column", ...]')
+        self._check_roles()
+        for name, hierarchy in self.quasi_identifiers.items():
+            if not isinstance(hierarchy, Hierarchy | HierarchyBuilder):
+                raise BlendinError(
+                    f"quasi-identifier {name!r} has no hierarchy (got {hierarchy!r})",
+                    fix="give a builder such as intervals(5, 10), masking(), flat(), "
+                    "from_csv(path), or a Hierarchy")
+        self._check_models()
+        self._check_limits()
+        self._check_input()
+        return self
+
+    def _check_input(self) -> None:
+        import codecs
+
+        if self.delimiter is not None and (
+                not isinstance(self.delimiter, str) or len(self.delimiter) != 1):
+            raise BlendinError(f"[input] delimiter must be one character, got {self.delimiter!r}",
+                               fix='write e.g. delimiter = ";" or delimiter = "\\t"')
+        try:
+            codecs.lookup(self.encoding)
+        except (LookupError, TypeError):
+            raise BlendinError(f"[input] encoding {self.encoding!r} is not a known encoding",
+                               fix='write e.g. encoding = "utf-8" or "latin-1"') from None
+        if not isinstance(self.missing, str):
+            raise BlendinError(f"[input] missing must be text, got {self.missing!r}",
+                               fix='write e.g. missing = "?"')
+
+    def _check_roles(self) -> None:
+        seen: dict[str, str] = {}
+        for role, names in self._role_lists():
+            for name in names:
+                if name in seen and seen[name] != role:
+                    raise BlendinError(
+                        f"column {name!r} is both {seen[name]} and {role}",
+                        fix=f"give {name!r} one role: remove it from one of the lists")
+                seen[name] = role
+
+    def _check_models(self) -> None:
+        for model in self.models:
+            if not isinstance(model, PrivacyModel):
+                raise BlendinError(f"{model!r} is not a privacy model",
+                                   fix="use e.g. KAnonymity(5) or DistinctLDiversity(col, 3)")
+            attribute = model.attribute
+            if attribute is not None and attribute not in self.sensitive:
+                role = self.roles().get(attribute)
+                shown = f"is {role}" if role else "is not listed as sensitive"
+                raise BlendinError(
+                    f"{model.key} is about {attribute!r}, which {shown}",
+                    fix=f"list {attribute!r} in [attributes] sensitive (and only there)")
+            if _needs_hierarchy(model) and attribute not in self.sensitive_hierarchies:
+                raise BlendinError(
+                    f"{model.key} on {attribute!r} uses the hierarchical distance but "
+                    f"{attribute!r} has no hierarchy",
+                    fix='add hierarchy = { csv = "..." } to that [[privacy]] table, or use '
+                    'distance = "equal"')
+
+    def _check_limits(self) -> None:
+        value = self.max_suppression
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not 0 <= value <= 1 or math.isnan(value)):
+            raise BlendinError(
+                f"max_suppression must be a fraction between 0 and 1, got {value!r}",
+                fix="e.g. max_suppression = 0.05 for at most 5% of the records")
+        for key, valid in (("algorithm", ALGORITHMS), ("metric", METRICS)):
+            value = getattr(self, key)
+            if value not in valid:
+                raise BlendinError(
+                    f"unknown {key} {value!r}{_did_you_mean(str(value), valid)}",
+                    fix=f"use one of: {', '.join(valid)}")
+
+    def validate_columns(self, column_names: Sequence[str], *, released: bool = False) -> None:
+        """Raise BlendinError unless every column the spec names is in ``column_names``.
+
+        With ``released=True`` (checking a release) identifiers need not be present: a
+        release has them removed. Duplicate column names are refused too.
+
+        >>> from blendin.models import KAnonymity
+        >>> Spec(quasi_identifiers={"age": None}, models=[KAnonymity(2)]).validate_columns(
+        ...     ["Age", "sex"])
+        Traceback (most recent call last):
+        ...
+        blendin.errors.BlendinError: the data has no column 'age' (quasi-identifier); fix: \
+did you mean 'Age'? The columns are: 'Age', 'sex'
+        """
+        names = [str(c) for c in column_names]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise BlendinError(f"the data has duplicate column names: {preview(dupes)}",
+                               fix="give every column a distinct name in the header")
+        present = set(names)
+        for role, columns in self._role_lists():
+            if released and role == "identifier":
+                continue
+            for name in columns:
+                if name not in present:
+                    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                    hint = f"did you mean {near[0]!r}? " if near else ""
+                    raise BlendinError(
+                        f"the data has no column {name!r} ({role})",
+                        fix=f"{hint}The columns are: {preview(names, 12)}")
+
+    # -- hierarchies ---------------------------------------------------------------------
+
+    def build_hierarchies(self, distinct: pa.Table) -> dict[str, Hierarchy]:
+        """Every QI's hierarchy, built from the distinct values of its column in ``distinct``.
+
+        ``distinct`` is any table holding the QI columns (e.g. the output of
+        :func:`blendin.frequency.distinct_tuples`); a Hierarchy given directly is used as is.
+
+        >>> from blendin.models import KAnonymity
+        >>> h = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+        >>> spec = Spec(quasi_identifiers={"sex": h}, models=[KAnonymity(2)])
+        >>> spec.build_hierarchies(pa.table({"sex": ["m"]}))["sex"] is h
+        True
+        """
+        return _build_all(self.quasi_identifiers, distinct, self.missing)
+
+    def build_sensitive_hierarchies(self, distinct: pa.Table) -> dict[str, Hierarchy]:
+        """Hierarchies of the sensitive attributes that have one (hierarchical t-closeness)."""
+        return _build_all(self.sensitive_hierarchies, distinct, self.missing)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: pa.Table,
+               missing: str) -> dict[str, Hierarchy]:
+    from blendin.frequency import as_text
+
+    built = {}
+    for name, builder in builders.items():
+        if isinstance(builder, Hierarchy):
+            built[name] = builder
+            continue
+        if name not in distinct.column_names:
+            raise BlendinError(f"the data has no column {name!r}",
+                               fix="check the column names of the spec against the data")
+        values = pc.unique(as_text(distinct.column(name), missing)).to_pylist()
+        built[name] = builder.build(np.array(sorted(values), dtype=object), name)
+    return built
+
+
+def _needs_hierarchy(model: PrivacyModel) -> bool:
+    return getattr(model, "distance", None) == "hierarchical"
+
+
+def _builder_toml(name: str, builder, base_dir: Path | None) -> dict[str, Any]:
+    if isinstance(builder, Hierarchy) or not hasattr(builder, "to_toml"):
+        raise BlendinError(
+            f"the hierarchy of {name!r} is a built Hierarchy, which has no TOML form",
+            fix="use a builder (e.g. from_csv(path) after saving its rows) to write the spec")
+    return builder.to_toml(base_dir)
+
+
+def _toml_key(key: str) -> str:
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else _toml_value(key)
+
+
+def _toml_value(value) -> str:
+    """One TOML value on one line (inline tables may not span lines)."""
+    import tomli_w
+
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items())
+        return f"{{ {inner} }}" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, np.generic):
+        value = value.item()
+    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
+
+
+def _did_you_mean(word: str, valid: Sequence[str]) -> str:
+    near = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.5)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def _check_keys(table: Mapping, valid: Sequence[str], where: str, what: str = "key") -> None:
+    for key in table:
+        if key not in valid:
+            raise BlendinError(
+                f"unknown {what} {key!r} in {where}{_did_you_mean(str(key), valid)}",
+                fix=f"use one of: {', '.join(valid)}")
+
+
+def _section(table: Mapping, name: str) -> dict:
+    section = table.get(name, {})
+    _expect(section, dict, f"[{name}]", f"a [{name}] table")
+    keys = SECTIONS[name]
+    if keys is not None:
+        _check_keys(section, keys, f"[{name}]")
+    return section
+
+
+def _expect(value, kind: type, where: str, example: str) -> None:
+    if not isinstance(value, kind):
+        raise BlendinError(f"{where} must be {_kind_name(kind)}, got {value!r}",
+                           fix=f"write {example}")
+
+
+def _kind_name(kind: type) -> str:
+    return {dict: "a table", list: "a list", str: "text"}.get(kind, kind.__name__)
+
+
+def _names(section: Mapping, key: str) -> list[str]:
+    value = section.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BlendinError(f"[attributes] {key} must be a list of column names, got {value!r}",
+                           fix=f'write {key} = ["column", ...]')
+    return list(value)
+
+
+def _text(section: Mapping, key: str, default, where: str):
+    value = section.get(key, default)
+    if value is not default and not isinstance(value, str):
+        raise BlendinError(f"[{where}] {key} must be text, got {value!r}",
+                           fix=f'write {key} = "..." in quotes')
+    return value
+
+
+def _number(section: Mapping, key: str, default: float) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BlendinError(f"[anonymization] {key} must be a number, got {value!r}",
+                           fix=f"write e.g. {key} = 0.05")
+    return float(value)
+
+
+def _in_context(where: str, make, *args):
+    """Call a maker from another module, prefixing its errors with the spec location."""
+    try:
+        return make(*args)
+    except BlendinError as error:
+        raise BlendinError(f"{where}: {error.problem}", fix=error.fix) from None
+    except (TypeError, KeyError, ValueError) as error:
+        raise BlendinError(f"{where}: {error}",
+                           fix="see docs/spec.md for the keys this table takes") from None

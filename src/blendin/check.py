@@ -1,0 +1,332 @@
+"""The independent checker: is this table, as it stands, safe under the spec's models?
+
+It regroups the values themselves (generalized labels such as ``20-29``, ``021**``,
+``{a,b}`` are just text here) and never uses the search's lattice or frequency-table
+roll-ups, so a bug there cannot hide a violation. Rows whose quasi-identifiers are all ``*``
+count as suppressed, not as a class.
+
+t-closeness compares each class with the distribution of the sensitive attribute over ALL
+records of the checked table, suppressed ones included: a release keeps the sensitive values
+of its suppressed rows, so this is the distribution of the original data that the search
+used too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_tuples
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.io import Source
+from blendin.models import PrivacyModel
+from blendin.spec import Spec
+
+#: how many problem combinations a report lists
+MAX_PROBLEMS = 20
+
+
+@dataclass
+class ModelResult:
+    """The verdict of one privacy model over the classes of the checked table."""
+
+    name: str
+    model: str
+    attribute: str | None
+    passed: bool
+    figure_name: str
+    figure: float | None
+    violating_classes: int
+    violating_records: int
+
+
+@dataclass
+class Problem:
+    """One class that violates a model: its quasi-identifier values and size.
+
+    ``sensitive`` (value counts per sensitive attribute) is filled only on request, as it
+    shows sensitive values.
+    """
+
+    values: dict[str, str]
+    size: int
+    violates: list[str]
+    sensitive: dict[str, dict[str, int]] | None = None
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check` found. ``passed`` is true when every model holds on every class
+    and no identifier column is present."""
+
+    passed: bool
+    records: int
+    classes: int
+    min_class_size: int | None
+    suppressed: int
+    violating_records: int
+    models: list[ModelResult]
+    problems: list[Problem] = field(default_factory=list)
+    violating_classes: int = 0
+    identifiers_present: list[str] = field(default_factory=list)
+    quasi_identifiers: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (figures that do not exist are None)."""
+        out = asdict(self)
+        for model in out["models"]:
+            if model["figure"] is not None and math.isnan(model["figure"]):
+                model["figure"] = None
+        for problem in out["problems"]:
+            if problem["sensitive"] is None:
+                del problem["sensitive"]
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def __str__(self) -> str:
+        failed = [m for m in self.models if not m.passed]
+        if self.passed:
+            head = f"PASSED: all {len(self.models)} privacy model(s) hold"
+        elif failed:
+            head = f"FAILED: {len(failed)} of {len(self.models)} privacy model(s) violated"
+        else:
+            head = "FAILED"
+        share = self.suppressed / self.records if self.records else 0.0
+        lines = [
+            head,
+            f"  records            {self.records}",
+            f"  classes            {self.classes}",
+            f"  smallest class     {_show(self.min_class_size)}",
+            f"  suppressed         {self.suppressed} ({share:.2%})",
+            f"  violating records  {self.violating_records}",
+        ]
+        if self.identifiers_present:
+            lines.append("  identifier column(s) still present: "
+                         + ", ".join(self.identifiers_present) + " (remove them)")
+        lines.append("models:")
+        width = max(len(m.name) for m in self.models)
+        for m in self.models:
+            verdict = "ok  " if m.passed else "FAIL"
+            detail = f"{m.figure_name} = {_show(m.figure)}"
+            if not m.passed:
+                detail += (f"; violated by {m.violating_classes} class(es), "
+                           f"{m.violating_records} record(s)")
+            lines.append(f"  {verdict} {m.name:<{width}}  {detail}")
+        if self.problems:
+            lines.append(f"problem combinations (smallest first, {len(self.problems)} of "
+                         f"{self.violating_classes}):")
+            for p in self.problems:
+                values = ", ".join(f"{k}={v}" for k, v in p.values.items())
+                lines.append(f"  {p.size:>6} x  {values}")
+                for attr, counts in (p.sensitive or {}).items():
+                    shown = ", ".join(f"{v}: {c}" for v, c in counts.items())
+                    lines.append(f"           {attr}: {shown}")
+        return "\n".join(lines)
+
+
+def _show(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def check(
+    data,
+    spec: Spec,
+    *,
+    show_values: bool = False,
+    delimiter: str | None = None,
+    encoding: str | None = None,
+) -> CheckReport:
+    """Check a table as it stands (raw or released) against the spec's privacy models.
+
+    ``data`` is a file path (CSV, Parquet), a :class:`~blendin.io.Source`, or a pandas,
+    polars or pyarrow table. ``delimiter``/``encoding`` override the spec's ``[input]``.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> df = pd.DataFrame({"age": ["20-29", "20-29", "30-39", "*"],
+    ...                    "zip": ["021**", "021**", "021**", "*"]})
+    >>> flat = Hierarchy.from_rows([["x", "*"]])
+    >>> spec = Spec(quasi_identifiers={"age": flat, "zip": flat}, models=[KAnonymity(2)])
+    >>> report = check(df, spec)
+    >>> report.passed, report.classes, report.min_class_size, report.suppressed
+    (False, 2, 1, 1)
+    """
+    spec.validate()
+    source = _source(data, spec, delimiter, encoding)
+    spec.validate_columns(source.columns, released=True)
+    qis = list(spec.quasi_identifiers)
+    sensitive = list(spec.sensitive)
+    columns = list(dict.fromkeys([*qis, *sensitive]))
+    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
+    counts = distinct.column(COUNT).to_numpy().astype(np.int64)
+    records = int(counts.sum())
+    kept = ~_all_suppressed(distinct, qis)
+    domains, value_codes = _domains(distinct, sensitive, spec, counts)
+    class_of, first_row, n_classes = _group(distinct, qis, kept)
+    classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
+    results, ok = _evaluate(spec.models, classes, records, domains)
+    problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
+                         show_values=show_values)
+    present = [c for c in spec.identifiers if c in source.columns]
+    all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
+    return CheckReport(
+        passed=all(r.passed for r in results) and not present,
+        records=records,
+        classes=n_classes,
+        min_class_size=int(classes.sizes.min()) if n_classes else None,
+        suppressed=int(counts[~kept].sum()),
+        violating_records=int(classes.sizes[~all_ok].sum()),
+        models=results,
+        problems=problems,
+        violating_classes=int((~all_ok).sum()),
+        identifiers_present=present,
+        quasi_identifiers=qis,
+    )
+
+
+def _source(data, spec: Spec, delimiter: str | None, encoding: str | None) -> Source:
+    if isinstance(data, Source):
+        return data
+    if isinstance(data, str | os.PathLike):
+        return Source(data, delimiter=delimiter or spec.delimiter,
+                      encoding=encoding or spec.encoding)
+    return Source(data)
+
+
+def _all_suppressed(distinct: pa.Table, qis: Sequence[str]) -> np.ndarray:
+    """True for rows whose every quasi-identifier is ``*``."""
+    mask = np.ones(distinct.num_rows, dtype=bool)
+    for name in qis:
+        mask &= pc.equal(distinct.column(name), SUPPRESSED).to_numpy(zero_copy_only=False)
+    return mask
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct labels of a text column and each row's index among them."""
+    labels = np.array(sorted(pc.unique(column).to_pylist()), dtype=object)
+    index = pc.index_in(column, value_set=pa.array(labels.tolist(), pa.string()))
+    return labels, index.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _group(distinct: pa.Table, qis: Sequence[str], kept: np.ndarray):
+    """Class id of every kept distinct row, the first row of each class, number of classes."""
+    table = distinct.filter(pa.array(kept))
+    codes, radices = [], []
+    for name in qis:
+        labels, index = _codes(table.column(name))
+        codes.append(index)
+        radices.append(max(len(labels), 1))
+    stacked = np.stack(codes, axis=1) if table.num_rows else np.zeros((0, len(qis)), np.int64)
+    key = combine_keys(stacked, radices)
+    _, first, class_of = np.unique(key, return_index=True, return_inverse=True)
+    kept_rows = np.flatnonzero(kept)
+    return class_of.reshape(-1), kept_rows[first], len(first)
+
+
+def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray):
+    """Per sensitive attribute: its domain (overall over all records) and each row's code."""
+    hierarchies = spec.build_sensitive_hierarchies(distinct) if spec.sensitive_hierarchies \
+        else {}
+    domains, value_codes = {}, {}
+    for name in sensitive:
+        column = distinct.column(name)
+        hierarchy: Hierarchy | None = hierarchies.get(name)
+        if hierarchy is not None:
+            labels, codes = hierarchy.ground, hierarchy.encode(column, name).astype(np.int64)
+        else:
+            labels, codes = _codes(column)
+        overall = np.bincount(codes, weights=counts, minlength=len(labels)).astype(np.int64)
+        domains[name] = SensitiveDomain(name, labels, overall, hierarchy)
+        value_codes[name] = codes
+    return domains, value_codes
+
+
+def _classes(class_of, n_classes, counts, value_codes, kept, domains) -> Classes:
+    sizes = np.bincount(class_of, weights=counts, minlength=n_classes).astype(np.int64)
+    histograms = {}
+    for name, codes in value_codes.items():
+        width = len(domains[name].labels)
+        flat = class_of * width + codes[kept]
+        hist = np.bincount(flat, weights=counts, minlength=n_classes * width)
+        histograms[name] = hist.astype(np.int64).reshape(n_classes, width)
+    return Classes(sizes, histograms, domains)
+
+
+def model_name(model: PrivacyModel) -> str:
+    """A short readable name: ``k-anonymity (k=5)``, ``distinct-l-diversity (occupation, l=3)``.
+
+    >>> from blendin.models import KAnonymity
+    >>> model_name(KAnonymity(5))
+    'k-anonymity (k=5)'
+    """
+    params = {k: v for k, v in model.to_dict().items() if k != "model" and v is not None}
+    attribute = params.pop("attribute", None)
+    parts = ([attribute] if attribute else []) + [f"{k}={v}" for k, v in params.items()]
+    return f"{model.key} ({', '.join(parts)})" if parts else model.key
+
+
+def _evaluate(models, classes: Classes, records: int, domains):
+    results, ok = [], []
+    for model in models:
+        model.validate(records, domains)
+        holds = np.asarray(model.holds(classes), dtype=bool) if len(classes) else np.zeros(
+            0, bool)
+        figure = float(model.figure(classes)) if len(classes) else float("nan")
+        ok.append(holds)
+        results.append(ModelResult(
+            name=model_name(model),
+            model=model.key,
+            attribute=model.attribute,
+            passed=bool(holds.all()),
+            figure_name=model.figure_name or "figure",
+            figure=figure,
+            violating_classes=int((~holds).sum()),
+            violating_records=int(classes.sizes[~holds].sum()),
+        ))
+    return results, ok
+
+
+def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
+              show_values: bool) -> list[Problem]:
+    if not ok:
+        return []
+    bad = np.flatnonzero(~np.logical_and.reduce(ok))
+    if not len(bad):
+        return []
+    labels = {name: np.array(distinct.column(name).take(pa.array(first_row[bad])).to_pylist(),
+                             dtype=object) for name in qis}
+    # smallest first; ties in label order so the listing is stable
+    order = np.lexsort([*(labels[n].astype(str) for n in reversed(qis)), classes.sizes[bad]])
+    problems = []
+    for i in order[:MAX_PROBLEMS]:
+        cls = bad[i]
+        sensitive = None
+        if show_values:
+            sensitive = {}
+            for name, hist in classes.histograms.items():
+                row = hist[cls]
+                values = classes.domains[name].labels
+                sensitive[name] = {str(values[j]): int(row[j]) for j in np.flatnonzero(row)}
+        problems.append(Problem(
+            values={name: str(labels[name][i]) for name in qis},
+            size=int(classes.sizes[cls]),
+            violates=[model_name(m) for m, h in zip(models, ok) if not h[cls]],
+            sensitive=sensitive,
+        ))
+    return problems
+
