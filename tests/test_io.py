@@ -1,0 +1,212 @@
+import gzip
+import os
+from pathlib import Path
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from blendin.errors import BlendinError
+from blendin.io import Source, from_arrow, to_arrow, write_table
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_sniffs_delimiter_and_keeps_text(tmp_path, delimiter):
+    rows = [["zip", "age", "note"], ["02138", "007", "a b"], ["02139", "41", ""]]
+    path = write(tmp_path / "d.csv", "\n".join(delimiter.join(r) for r in rows) + "\n")
+    src = Source(path)
+    assert src.delimiter == delimiter
+    assert src.columns == ["zip", "age", "note"]
+    table = src.read_all()
+    assert table.column("zip").to_pylist() == ["02138", "02139"]
+    assert table.column("age").to_pylist() == ["007", "41"]
+    assert all(pa.types.is_string(t) for t in table.schema.types)
+
+
+def test_batches_reiterable_and_chunked(tmp_path):
+    n = 20_000
+    df = pd.DataFrame({"a": [str(i % 97) for i in range(n)], "b": ["x"] * n})
+    path = tmp_path / "big.csv"
+    df.to_csv(path, index=False)
+    src = Source(path, block_size=1 << 14)
+    first = list(src.batches(["a"]))
+    second = list(src.batches(["a"]))
+    assert len(first) > 1, "a small block size must give several chunks"
+    assert sum(b.num_rows for b in first) == sum(b.num_rows for b in second) == n
+    assert first[0].schema.names == ["a"]
+    assert pa.Table.from_batches(first).column("a").to_pylist() == df.a.tolist()
+
+
+def test_gzip_and_crlf(tmp_path):
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(gzip.compress(b"a;b\r\n1;x\r\n2;y\r\n"))
+    table = Source(path).read_all()
+    assert table.to_pydict() == {"a": ["1", "2"], "b": ["x", "y"]}
+
+
+def test_parquet_and_memory_sources(tmp_path):
+    table = pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    pq.write_table(table, tmp_path / "d.parquet")
+    assert Source(tmp_path / "d.parquet").read_all().equals(table)
+    for frame in (table, table.to_pandas(), pl.from_arrow(table)):
+        src = Source(frame)
+        assert src.columns == ["a", "b"]
+        assert src.read_all().num_rows == 3
+        assert sum(b.num_rows for b in src.batches(["b"])) == 3
+
+
+def test_given_delimiter_wins_over_sniffing(tmp_path):
+    path = write(tmp_path / "d.csv", "a;b,c\n1;2,3\n")
+    assert Source(path, delimiter=";").columns == ["a", "b,c"]
+    assert Source(path, delimiter=",").columns == ["a;b", "c"]
+
+
+def test_latin1_encoding_option(tmp_path):
+    path = write(tmp_path / "d.csv", "name;city\nJosé;Zürich\n", "latin-1")
+    with pytest.raises(BlendinError, match=r"not valid utf-8 .*line 2.*--encoding latin-1"):
+        Source(path).read_all()
+    assert Source(path, encoding="latin-1").read_all().column("name").to_pylist() == ["José"]
+
+
+def test_bad_byte_far_from_header_is_located(tmp_path):
+    body = "".join(f"{i};x\n" for i in range(5000))
+    path = tmp_path / "d.csv"
+    path.write_bytes(b"a;b\n" + body.encode() + b"5000;\xe9\n")
+    offset = 4 + len(body.encode()) + 5
+    with pytest.raises(BlendinError, match=f"at byte {offset} \\(line 5002\\)"):
+        Source(path).read_all()
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("", "is empty"),
+        ("a;b\n", "has no rows"),
+        ("a;a;b\n1;2;3\n", "duplicate column names: 'a'"),
+        ("a;b;c\n1;2;3\n", None),
+    ],
+)
+def test_bad_files(tmp_path, text, pattern):
+    path = write(tmp_path / "d.csv", text)
+    if pattern is None:
+        assert Source(path).read_all().num_rows == 1
+        return
+    with pytest.raises(BlendinError, match=pattern):
+        Source(path).read_all()
+
+
+def test_wrong_delimiter_suggests_the_right_one(tmp_path):
+    path = write(tmp_path / "d.csv", "a;b;c\n1;2;3\n")
+    with pytest.raises(BlendinError, match="--delimiter ';'"):
+        Source(path, delimiter=",")
+    tsv = write(tmp_path / "t.csv", "a\tb\n1\t2\n")
+    with pytest.raises(BlendinError, match=r"--delimiter '\\t'"):
+        Source(tsv, delimiter=",")
+
+
+def test_ragged_rows_name_the_delimiter(tmp_path):
+    path = write(tmp_path / "d.csv", "a,b\n1,2\n1,2,3\n")
+    with pytest.raises(BlendinError, match="cannot parse .*delimiter"):
+        Source(path).read_all()
+
+
+def test_missing_file_is_named_with_a_near_name(tmp_path):
+    write(tmp_path / "adult.csv", "a\n1\n")
+    with pytest.raises(BlendinError, match=r"'.*adlut.csv' does not exist.*adult.csv"):
+        Source(tmp_path / "adlut.csv")
+
+
+def test_memory_errors():
+    with pytest.raises(BlendinError, match="no rows"):
+        Source(pd.DataFrame({"a": []}))
+    dupes = pd.DataFrame([[1, 2]], columns=["a", "a"])
+    with pytest.raises(BlendinError, match="duplicate column names"):
+        Source(dupes)
+    with pytest.raises(BlendinError, match="cannot read a list"):
+        to_arrow([1, 2])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".xlsx"])
+def test_write_table_round_trip(tmp_path, suffix):
+    table = pa.table({"age": ["20-29", "*"], "zip": ["021**", "*"]})
+    path = write_table(table, tmp_path / f"out{suffix}")
+    assert path.exists()
+    if suffix == ".xlsx":
+        from openpyxl import load_workbook
+
+        rows = list(load_workbook(path).active.values)
+        assert rows == [("age", "zip"), ("20-29", "021**"), ("*", "*")]
+    else:
+        assert Source(path).read_all().equals(table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out{suffix}"]
+
+
+def test_write_csv_delimiter_and_styler(tmp_path):
+    table = pa.table({"a": ["1"], "b": ["x;y"]})
+    path = write_table(table, tmp_path / "o.csv", delimiter=";")
+    assert Source(path, delimiter=";").read_all().to_pydict() == {"a": ["1"], "b": ["x;y"]}
+    seen = []
+    write_table(table, tmp_path / "o.xlsx", xlsx_styler=lambda ws: seen.append(ws.title))
+    assert seen == ["data"]
+
+
+def test_failed_write_leaves_nothing_and_keeps_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.csv"
+    target.write_text("old\n")
+
+    def broken(table, path, **kwargs):
+        Path(path).write_text("half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pcsv, "write_csv", broken)
+    with pytest.raises(OSError, match="disk full"):
+        write_table(pa.table({"a": ["1"]}), target)
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["out.csv"]
+
+
+def test_failed_styler_leaves_nothing(tmp_path):
+    def styler(ws):
+        raise RuntimeError("bad colour")
+
+    with pytest.raises(RuntimeError):
+        write_table(pa.table({"a": ["1"]}), tmp_path / "o.xlsx", xlsx_styler=styler)
+    assert os.listdir(tmp_path) == []
+
+
+def test_write_errors(tmp_path):
+    with pytest.raises(BlendinError, match="unknown file type '.json'"):
+        write_table(pa.table({"a": [1]}), tmp_path / "o.json")
+    with pytest.raises(BlendinError, match="does not exist"):
+        write_table(pa.table({"a": [1]}), tmp_path / "nope" / "o.csv")
+
+
+def test_from_arrow_gives_the_kind_given():
+    table = pa.table({"a": [1, 2]})
+    assert isinstance(from_arrow(table, pd.DataFrame()), pd.DataFrame)
+    assert isinstance(from_arrow(table, pl.DataFrame()), pl.DataFrame)
+    assert from_arrow(table, table) is table
+    assert from_arrow(table, "file.csv") is table
+    assert from_arrow(table, pd.DataFrame()).a.tolist() == [1, 2]
+
+
+def test_reads_adult():
+    path = DATA / "adult" / "adult.csv"
+    if not path.exists():
+        pytest.skip("benchmark data absent")
+    src = Source(path)
+    assert src.delimiter == ";"
+    assert src.columns[:3] == ["sex", "age", "race"]
+    table = src.read_all()
+    assert table.num_rows == 30162
+    assert table.column("salary-class").to_pylist()[0] == "<=50K"
