@@ -240,8 +240,7 @@ def _group(distinct: pa.Table, qis: Sequence[str], kept: np.ndarray):
 
 def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray):
     """Per sensitive attribute: its domain (overall over all records) and each row's code."""
-    hierarchies = spec.build_sensitive_hierarchies(distinct) if spec.sensitive_hierarchies \
-        else {}
+    hierarchies = spec.build_sensitive_hierarchies(distinct)
     domains, value_codes = {}, {}
     for name in sensitive:
         column = distinct.column(name)

@@ -216,8 +216,11 @@ class Spec:
         return doc
 
     def _model_toml(self, model: PrivacyModel) -> dict[str, Any]:
-        entry = {k: v for k, v in model.to_dict().items() if v is not None}
         builder = self.sensitive_hierarchies.get(model.attribute)
+        if builder is None:
+            builder = _model_hierarchy(model)
+        params = model.to_dict() if builder is None else _without_hierarchy(model)
+        entry = {k: v for k, v in params.items() if v is not None}
         if builder is not None and _needs_hierarchy(model):
             entry[MODEL_HIERARCHY_KEY] = _builder_toml(model.attribute, builder, self.base_dir)
         return entry
@@ -289,7 +292,8 @@ class Spec:
                 raise BlendinError(
                     f"{model.key} is about {attribute!r}, which {shown}",
                     fix=f"list {attribute!r} in [attributes] sensitive (and only there)")
-            if _needs_hierarchy(model) and attribute not in self.sensitive_hierarchies:
+            if (_needs_hierarchy(model) and attribute not in self.sensitive_hierarchies
+                    and _model_hierarchy(model) is None):
                 raise BlendinError(
                     f"{model.key} on {attribute!r} uses the hierarchical distance but "
                     f"{attribute!r} has no hierarchy",
@@ -358,8 +362,21 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         return _build_all(self.quasi_identifiers, distinct, self.missing)
 
     def build_sensitive_hierarchies(self, distinct: pa.Table) -> dict[str, Hierarchy]:
-        """Hierarchies of the sensitive attributes that have one (hierarchical t-closeness)."""
-        return _build_all(self.sensitive_hierarchies, distinct, self.missing)
+        """Hierarchies of the sensitive attributes that have one (hierarchical t-closeness).
+
+        From ``sensitive_hierarchies``, else from a model that carries one (a t-closeness
+        model's ``hierarchy``), built from the distinct values of the attribute's column.
+        """
+        from blendin.hierarchy.builders import builder_from_toml
+
+        builders = dict(self.sensitive_hierarchies)
+        for model in self.models:
+            carried = _model_hierarchy(model)
+            if carried is not None and model.attribute not in builders:
+                if isinstance(carried, Mapping):
+                    carried = builder_from_toml(dict(carried), self.base_dir)
+                builders[model.attribute] = carried
+        return _build_all(builders, distinct, self.missing)
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -384,6 +401,19 @@ def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: p
 
 def _needs_hierarchy(model: PrivacyModel) -> bool:
     return getattr(model, "distance", None) == "hierarchical"
+
+
+def _model_hierarchy(model: PrivacyModel):
+    """The hierarchy a model carries itself (builder, Hierarchy or TOML table), if any."""
+    return getattr(model, "hierarchy_spec", None)
+
+
+def _without_hierarchy(model: PrivacyModel) -> dict[str, Any]:
+    """The model's TOML table without its own hierarchy (the spec writes it, with paths
+    relative to the spec's folder)."""
+    params = {k: v for k, v in model.params().items() if k != "hierarchy_spec"} if hasattr(
+        model, "params") else {k: v for k, v in model.to_dict().items() if k != "model"}
+    return {"model": model.key, **params}
 
 
 def _builder_toml(name: str, builder, base_dir: Path | None) -> dict[str, Any]:
