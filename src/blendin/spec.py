@@ -395,7 +395,7 @@ def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: p
             raise BlendinError(f"the data has no column {name!r}",
                                fix="check the column names of the spec against the data")
         values = pc.unique(as_text(distinct.column(name), missing)).to_pylist()
-        built[name] = builder.build(np.array(sorted(values), dtype=object), name)
+        built[name] = builder.build(np.array(sorted(values), dtype=object), name, missing)
     return built
 
 
