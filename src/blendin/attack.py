@@ -1,0 +1,285 @@
+"""The linking attack: join an identified table to a release on the quasi-identifiers.
+
+Sweeney joined the Cambridge voter list (name, ZIP, birth date, sex) to "anonymized"
+hospital records on ZIP, birth date and sex, and found the Governor's diagnosis. This module
+runs that attack: for every person of the external table it counts the release records the
+person is compatible with. A released label is compatible with a person's exact value when
+it covers it (``30-39`` covers 34, ``021**`` covers 02138, ``1965`` covers 1965-03-07, ``*``
+covers everything; see :mod:`blendin.labels`). A person compatible with exactly one record
+is re-identified; a sensitive value shared by every compatible record is learned with
+certainty, re-identified or not.
+
+The join never loops over rows: the distinct release tuples and the distinct external
+tuples are matched through one small compatibility matrix per quasi-identifier (distinct
+labels × distinct values), combined by gathers and a logical and, in blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.errors import BlendinError, preview
+from blendin.frequency import as_text, combine_keys
+from blendin.hierarchy.core import Hierarchy
+from blendin.labels import KINDS, covers, guess_kind, parse_dates, parse_values
+
+#: cells of the (release tuples × external tuples) matrix handled at once
+BLOCK_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """Outcome of :func:`attack`; counts are of external people (rows of the external
+    table). ``matches[i]`` is the number of release records external row ``i`` is compatible
+    with."""
+
+    on: tuple[str, ...]
+    kinds: dict[str, str]
+    k: int
+    external: int
+    release: int
+    no_match: int
+    reidentified: int
+    ambiguous: int
+    hidden: int
+    records_reidentified: int
+    correct: int | None
+    learned: dict[str, int]
+    matches: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+
+    @property
+    def reidentified_share(self) -> float:
+        """Share of the release's records singled out by some external person."""
+        return self.records_reidentified / self.release if self.release else 0.0
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in vars(self).items() if k != "matches"}
+        out["on"] = list(self.on)
+        out["reidentified_share"] = self.reidentified_share
+        return out
+
+    def lines(self) -> list[str]:
+        """The report as text lines."""
+        n = max(self.external, 1)
+
+        def row(label: str, count: int) -> str:
+            return f"{label:<38} {count:>8}  ({100 * count / n:.1f}%)"
+
+        rows = [
+            f"join on            {', '.join(f'{c} ({self.kinds[c]})' for c in self.on)}",
+            f"external people    {self.external}; release records {self.release}",
+            row("match no record", self.no_match),
+            row("match exactly 1 (re-identified)", self.reidentified),
+            row(f"match 2..{self.k - 1}", self.ambiguous) if self.k > 2 else None,
+            row(f"match {self.k} or more", self.hidden),
+            f"release records singled out            {self.records_reidentified:>8}  "
+            f"({100 * self.reidentified_share:.1f}% of the release)",
+        ]
+        if self.correct is not None:
+            rows.append(row("re-identifications correct", self.correct))
+        for name, count in self.learned.items():
+            rows.append(row(f"{name} learned with certainty", count))
+        return [r for r in rows if r is not None]
+
+
+def attack(
+    release,
+    external,
+    on: Sequence[str] | str | None = None,
+    *,
+    k: int = 5,
+    sensitive: Sequence[str] | str | None = None,
+    truth: str | None = None,
+    kinds: Mapping[str, str] | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    missing: str = "",
+) -> AttackReport:
+    """Link ``external`` (identified people) to ``release`` on the columns ``on``.
+
+    ``on`` defaults to the columns both tables share. ``sensitive`` (default: the release's
+    columns the external table does not have) are the values an attacker wants to learn.
+    ``truth`` names a column present in both tables that identifies the person (used only
+    to score the attack, never to match). ``kinds`` fixes how an external column is read
+    (``"numeric"``, ``"date"``, ``"categorical"``; guessed otherwise); ``hierarchies`` let
+    hierarchy labels (``Married``) cover their ground values.
+
+    >>> import pandas as pd
+    >>> release = pd.DataFrame({"age": ["30-39", "30-39", "40"], "dx": ["flu", "flu", "gout"]})
+    >>> voters = pd.DataFrame({"name": ["Ann", "Bob"], "age": [34, 40]})
+    >>> r = attack(release, voters, on="age")
+    >>> r.matches.tolist(), r.reidentified, r.learned
+    ([2, 1], 1, {'dx': 2})
+    """
+    from blendin.io import to_arrow
+
+    rel, ext = to_arrow(release), to_arrow(external)
+    on = _join_columns(rel, ext, on, truth)
+    if k < 2:
+        raise BlendinError(f"k must be 2 or more, got {k}", fix="pass e.g. --k 5")
+    sensitive = _sensitive_columns(rel, ext, on, sensitive, truth)
+    if truth is not None:
+        for table, what in ((rel, "release"), (ext, "external table")):
+            if truth not in table.column_names:
+                raise BlendinError(f"the truth column {truth!r} is not in the {what}",
+                                   fix="name a column both tables have, or leave out --truth")
+    rel_text = {c: as_text(rel.column(c), missing) for c in on}
+    ext_text = {c: as_text(ext.column(c), missing) for c in on}
+    rel_codes, rel_labels = _encode(rel_text, on)
+    ext_codes, ext_values = _encode(ext_text, on)
+    kinds = _kinds(on, ext_values, rel_labels, kinds or {}, missing)
+    compat = [covers(rel_labels[c], ext_values[c], kinds[c], (hierarchies or {}).get(c),
+                     name=c, missing=missing) for c in on]
+    rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
+                                                                    for c in on])
+    ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
+    histograms = {s: _histogram(rel_tuple, len(rel_counts), rel.column(s), missing)
+                  for s in sensitive}
+    matched, only, learned = _match(compat, rel_keys, ext_keys, rel_counts, histograms)
+    per_row = matched[ext_tuple]
+    single = per_row == 1
+    correct = None
+    if truth is not None:
+        rel_truth = np.asarray(as_text(rel.column(truth), missing).to_pylist(), dtype=object)
+        ext_truth = np.asarray(as_text(ext.column(truth), missing).to_pylist(), dtype=object)
+        guess = rel_truth[rel_first[only[ext_tuple[single]]]]
+        correct = int((guess == ext_truth[single]).sum())
+    return AttackReport(
+        on=tuple(on),
+        kinds=kinds,
+        k=k,
+        external=ext.num_rows,
+        release=rel.num_rows,
+        no_match=int((per_row == 0).sum()),
+        reidentified=int(single.sum()),
+        ambiguous=int(((per_row >= 2) & (per_row < k)).sum()),
+        hidden=int((per_row >= k).sum()),
+        records_reidentified=int(np.unique(only[matched == 1]).size),
+        correct=correct,
+        learned={s: int(v[ext_tuple].sum()) for s, v in learned.items()},
+        matches=per_row,
+    )
+
+
+def _split(names: Sequence[str] | str | None) -> list[str] | None:
+    if isinstance(names, str):
+        return [c.strip() for c in names.split(",") if c.strip()]
+    return None if names is None else list(names)
+
+
+def _join_columns(rel: pa.Table, ext: pa.Table, on, truth) -> list[str]:
+    on = _split(on)
+    if on is None:
+        on = [c for c in rel.column_names if c in ext.column_names and c != truth]
+        if not on:
+            raise BlendinError(
+                "the release and the external table have no column in common to join on "
+                f"(release: {preview(rel.column_names, 8)}; external: "
+                f"{preview(ext.column_names, 8)})",
+                fix="rename the external columns to match the release, or pass --on",
+            )
+        return on
+    if not on:
+        raise BlendinError("no join columns given", fix="pass e.g. --on dob,sex,zip")
+    for table, what in ((rel, "release"), (ext, "external table")):
+        absent = [c for c in on if c not in table.column_names]
+        if absent:
+            raise BlendinError(
+                f"join column(s) {preview(absent)} not in the {what} (it has "
+                f"{preview(table.column_names, 10)})",
+                fix=f"rename the {what}'s column to {absent[0]!r}, or leave it out of --on",
+            )
+    return on
+
+
+def _sensitive_columns(rel, ext, on, sensitive, truth) -> list[str]:
+    chosen = _split(sensitive)
+    if chosen is None:
+        return [c for c in rel.column_names
+                if c not in on and c not in ext.column_names and c != truth]
+    absent = [c for c in chosen if c not in rel.column_names]
+    if absent:
+        raise BlendinError(f"sensitive column(s) {preview(absent)} not in the release",
+                           fix=f"use release columns: {preview(rel.column_names, 10)}")
+    return chosen
+
+
+def _encode(text: Mapping[str, pa.ChunkedArray], on: Sequence[str]
+            ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Dictionary codes per column (rows × columns) and each column's distinct values."""
+    codes, values = [], {}
+    for c in on:
+        encoded = pc.dictionary_encode(text[c]).combine_chunks()
+        values[c] = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+        codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+    return np.stack(codes, axis=1), values
+
+
+def _tuples(codes: np.ndarray, radices: Sequence[int]):
+    """Row -> tuple id, a row of each tuple, tuple counts, and tuple codes."""
+    key = combine_keys(codes, radices)
+    _, first, row_tuple, counts = np.unique(key, return_index=True, return_inverse=True,
+                                            return_counts=True)
+    row_tuple = row_tuple.reshape(-1)
+    return row_tuple, first, counts.astype(np.int64), codes[first]
+
+
+def _histogram(row_tuple: np.ndarray, n_tuples: int, column, missing: str) -> np.ndarray:
+    encoded = pc.dictionary_encode(as_text(column, missing)).combine_chunks()
+    width = len(encoded.dictionary)
+    value = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = np.bincount(row_tuple * width + value, minlength=n_tuples * width)
+    return flat.reshape(n_tuples, width)
+
+
+def _kinds(on, ext_values, rel_labels, given: Mapping[str, str], missing: str
+           ) -> dict[str, str]:
+    """How each external column is read; a column the release shows as dates must parse."""
+    kinds = {}
+    for c in on:
+        if c in given:
+            if given[c] not in KINDS:
+                raise BlendinError(f"unknown kind {given[c]!r} for column {c!r}",
+                                   fix=f"use one of {', '.join(KINDS)}")
+            kinds[c] = given[c]
+            continue
+        kinds[c] = guess_kind(ext_values[c], missing)
+        if kinds[c] == "categorical" and _looks_like_dates(rel_labels[c], ext_values[c]):
+            parse_values(ext_values[c], "date", c, missing)  # raises, naming bad values
+    return kinds
+
+
+def _looks_like_dates(labels: np.ndarray, values: np.ndarray) -> bool:
+    """The release shows date labels and most external values are dates."""
+    shown = labels[(labels != "*") & (labels != "")]
+    if not len(shown) or np.isnan(parse_dates(shown)[0]).any():
+        return False
+    first, _ = parse_dates(values)
+    return bool(np.mean(~np.isnan(first)) >= 0.5) and len(values) > 0
+
+
+def _match(compat, rel_keys, ext_keys, rel_counts, histograms):
+    """Per external tuple: compatible release records, the one compatible tuple (when the
+    match is unique), and whether each sensitive attribute has one compatible value."""
+    n_rel, n_ext = len(rel_keys), len(ext_keys)
+    matched = np.zeros(n_ext, dtype=np.int64)
+    only = np.full(n_ext, -1, dtype=np.int64)
+    learned = {s: np.zeros(n_ext, dtype=bool) for s in histograms}
+    block = max(1, BLOCK_CELLS // max(n_rel, 1))
+    weights = rel_counts.astype(np.float64)
+    for start in range(0, n_ext, block):  # blocks of distinct external tuples
+        stop = min(start + block, n_ext)
+        ok = np.ones((n_rel, stop - start), dtype=bool)
+        for q, matrix in enumerate(compat):
+            ok &= matrix[np.ix_(rel_keys[:, q], ext_keys[start:stop, q])]
+        counts = np.rint(weights @ ok).astype(np.int64)
+        matched[start:stop] = counts
+        only[start:stop] = np.where(counts == 1, ok.argmax(axis=0), -1)
+        for s, hist in histograms.items():
+            seen = (ok.T.astype(np.float64) @ hist) > 0
+            learned[s][start:stop] = (counts >= 1) & (seen.sum(axis=1) == 1)
+    return matched, only, learned
