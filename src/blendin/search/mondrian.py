@@ -116,13 +116,13 @@ class _Tree:
     n_leaves: int
 
 
-def _attribute(h: Hierarchy, ground_present: np.ndarray) -> _Ordered | _Tree:
+def _attribute(h: Hierarchy) -> _Ordered | _Tree:
     if h.kind in ("numeric", "date") and h.numbers is not None:
         numbers = np.asarray(h.numbers, dtype=float)
         values, rank = np.unique(numbers, return_inverse=True)  # NaN sorts last
-        present = numbers[ground_present]
-        present = present[~np.isnan(present)]
-        span = float(present.max() - present.min()) if present.size else 0.0
+        # the hierarchy's range, as the full-domain metrics use it
+        finite = numbers[~np.isnan(numbers)]
+        span = float(finite.max() - finite.min()) if finite.size else 0.0
         return _Ordered(rank.reshape(-1).astype(np.int64), values, span or 1.0, h.kind)
     leaves = tuple(np.bincount(c, minlength=len(lab)) for c, lab in zip(h.codes, h.labels))
     return _Tree(h.codes, leaves, h.codes.shape[1])
@@ -188,8 +188,7 @@ class _State:
     def __init__(self, ft: FrequencyTable, models: list[PrivacyModel], relaxed: bool,
                  budget: int) -> None:
         self.ft, self.models, self.relaxed, self.budget = ft, models, relaxed, budget
-        self.attrs = [_attribute(h, np.unique(ft.tuples[:, i]))
-                      for i, h in enumerate(ft.hierarchies)]
+        self.attrs = [_attribute(h) for h in ft.hierarchies]
         # per-tuple attribute value used for cuts: rank (ordered) or ground code (tree)
         self.values = np.stack(
             [a.rank[ft.tuples[:, i]] if isinstance(a, _Ordered) else ft.tuples[:, i]
@@ -386,37 +385,37 @@ def _classes(ft: FrequencyTable, tuples: np.ndarray, group: np.ndarray, n: int) 
 
 @dataclass(frozen=True, eq=False)
 class _Covers:
-    """Per group and attribute: the bounds (ordered) or lowest common ancestor (tree)."""
+    """Per group and attribute: rank bounds (ordered attributes), the lowest common ancestor
+    in the hierarchy (every attribute) and the number of distinct ground values."""
 
     lo: np.ndarray
     hi: np.ndarray
     lca: np.ndarray
     node: np.ndarray
-    distinct: np.ndarray  # distinct ground values per group and attribute
+    distinct: np.ndarray
+    kept: np.ndarray  # tuples not suppressed, sorted by group
+    starts: np.ndarray  # first position of each group in ``kept``
 
 
-def _covers(ft: FrequencyTable, p: Partitioning) -> tuple[list, _Covers, np.ndarray]:
-    attrs = [_attribute(h, np.unique(ft.tuples[:, i])) for i, h in enumerate(ft.hierarchies)]
+def _covers(ft: FrequencyTable, p: Partitioning) -> tuple[list, _Covers]:
+    attrs = [_attribute(h) for h in ft.hierarchies]
     kept = np.flatnonzero(p.group_of_tuple >= 0)
     kept = kept[np.argsort(p.group_of_tuple[kept], kind="stable")]
     group = p.group_of_tuple[kept]
     starts = np.searchsorted(group, np.arange(p.n_groups))
-    q, g = len(attrs), p.n_groups
-    lo, hi = np.zeros((g, q), np.int64), np.zeros((g, q), np.int64)
-    lca, node = np.zeros((g, q), np.int64), np.zeros((g, q), np.int64)
-    distinct = np.zeros((g, q), np.int64)
-    for d, attr in enumerate(attrs):
+    shape = (p.n_groups, len(attrs))
+    lo, hi, lca, node, distinct = (np.zeros(shape, np.int64) for _ in range(5))
+    for d, (attr, h) in enumerate(zip(attrs, ft.hierarchies)):
+        if p.n_groups == 0:
+            break
         ground = ft.tuples[kept, d].astype(np.int64)
-        if g == 0:
-            continue
-        distinct[:, d] = _count_distinct(group, ground, g)
+        distinct[:, d] = _count_distinct(group, ground, p.n_groups)
+        lca[:, d], node[:, d] = _lca(h.codes, ground, starts)
         if isinstance(attr, _Ordered):
             r = attr.rank[ground]
             lo[:, d] = np.minimum.reduceat(r, starts)
             hi[:, d] = np.maximum.reduceat(r, starts)
-        else:
-            lca[:, d], node[:, d] = _lca(attr.codes, ground, starts)
-    return attrs, _Covers(lo, hi, lca, node, distinct), kept
+    return attrs, _Covers(lo, hi, lca, node, distinct, kept, starts)
 
 
 def _count_distinct(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -432,14 +431,12 @@ def group_labels(ft: FrequencyTable, p: Partitioning, *, sets: bool = False) -> 
     lowest common ancestor in the hierarchy, or with ``sets=True`` as ``{a,b}`` (sorted).
     A group mixing missing and present numbers shows ``*``.
     """
-    attrs, cov, kept = _covers(ft, p)
+    attrs, cov = _covers(ft, p)
+    kept = cov.kept
     out = []
     for d, (attr, h) in enumerate(zip(attrs, ft.hierarchies)):
         single = cov.distinct[:, d] == 1
-        first = np.zeros(p.n_groups, np.int64)
-        if p.n_groups:
-            first_tuple = kept[np.searchsorted(p.group_of_tuple[kept], np.arange(p.n_groups))]
-            first = ft.tuples[first_tuple, d]
+        first = ft.tuples[kept[cov.starts], d] if p.n_groups else np.zeros(0, np.int64)
         labels = np.asarray(h.ground, dtype=object)[first].copy()
         many = ~single
         if isinstance(attr, _Ordered):
@@ -504,14 +501,15 @@ def _sets(ft: FrequencyTable, p: Partitioning, kept: np.ndarray, d: int,
 
 
 def mondrian_utility(ft: FrequencyTable, p: Partitioning, *, sets: bool = False) -> dict:
-    """Utility figures of a partitioning.
+    """Utility figures of a partitioning, as :mod:`blendin.metrics` defines them.
 
-    ``discernibility`` is the sum of squared group sizes plus, for each suppressed record, the
-    table size; ``aecs`` the average group size over k (k = 1 here: the plain average);
-    ``ncp[attribute]`` the normalized certainty penalty averaged over records (numbers:
-    range / whole-table range; categories: leaves under the released node / all leaves,
-    0 for a single value; sets: values in the set / all leaves; suppressed records: 1);
-    ``gcp`` the mean NCP over attributes (Xu et al. 2006), between 0 and 1.
+    Each group's cell on a QI is its released value: a range (numbers, dates), the lowest
+    common ancestor (categories) or, with ``sets=True``, the set of values. So ``gcp`` uses
+    NCP = range / hierarchy range for numbers and leaves covered / all leaves for
+    categories (Xu et al. 2006); ``loss`` is Iyengar's LM; ``precision`` uses the level of
+    the lowest common ancestor in the hierarchy; ``entropy`` the records the cell covers;
+    ``discernibility`` and ``aecs`` the group sizes. Suppressed records count as ``*``.
+    ``groups`` is the number of groups.
 
     >>> from blendin.models import KAnonymity
     >>> import pandas as pd
@@ -520,37 +518,56 @@ def mondrian_utility(ft: FrequencyTable, p: Partitioning, *, sets: bool = False)
     >>> ft = FrequencyTable.from_table(pd.DataFrame({"age": ["20", "22", "24", "29"]}),
     ...                                {"age": age})
     >>> u = mondrian_utility(ft, mondrian(ft, [KAnonymity(2)]))
-    >>> u["discernibility"], round(u["gcp"], 4)
-    (8, 0.3889)
+    >>> u["discernibility"], round(u["gcp"], 4), u["groups"]
+    (8.0, 0.3889, 2)
     """
-    attrs, cov, _ = _covers(ft, p)
-    sizes = p.sizes(ft).astype(float)
-    n = ft.n_records
-    dropped = p.suppressed(ft)
-    ncp = {}
-    for d, (attr, name) in enumerate(zip(attrs, ft.qi_names)):
+    from blendin.metrics import categorical_loss, class_metrics
+
+    attrs, cov = _covers(ft, p)
+    shape = (p.n_groups, len(attrs))
+    loss, ncp, share, log_mass = (np.zeros(shape) for _ in range(4))
+    bits = np.zeros(len(attrs))
+    for d, (attr, h) in enumerate(zip(attrs, ft.hierarchies)):
+        freq = np.bincount(ft.tuples[:, d], weights=ft.counts, minlength=len(h.ground))
+        bits[d] = float((freq[freq > 0] * np.log2(freq[freq > 0])).sum())
+        level, node = cov.lca[:, d], cov.node[:, d]
+        share[:, d] = level / (h.height - 1) if h.height > 1 else 0.0
         if isinstance(attr, _Ordered):
-            per_group = attr.width(cov.lo[:, d], cov.hi[:, d])
+            loss[:, d] = ncp[:, d] = attr.width(cov.lo[:, d], cov.hi[:, d])
+            by_rank = np.concatenate([[0.0], np.cumsum(np.bincount(
+                attr.rank, weights=freq, minlength=len(attr.values)))])
+            mass = by_rank[cov.hi[:, d] + 1] - by_rank[cov.lo[:, d]]
         else:
-            level, node = cov.lca[:, d], cov.node[:, d]
-            leaves = np.full(p.n_groups, float(attr.n_leaves))
-            low = level < attr.codes.shape[0]
-            for lv in np.unique(level[low]):
-                at = level == lv
-                leaves[at] = attr.leaves[lv][node[at]]
+            leaves, mass = _node_sums(h, level, node, np.ones(len(h.ground)), freq)
             if sets:
                 leaves = cov.distinct[:, d].astype(float)
-            per_group = np.where(cov.distinct[:, d] > 1, leaves / attr.n_leaves, 0.0)
-        ncp[name] = float((per_group @ sizes + dropped) / n) if n else 0.0
-    return {
-        "records": n,
-        "groups": p.n_groups,
-        "suppressed": dropped,
-        "discernibility": int((sizes**2).sum()) + dropped * n,
-        "aecs": float(sizes.sum() / p.n_groups) if p.n_groups else float("nan"),
-        "ncp": ncp,
-        "gcp": float(np.mean(list(ncp.values()))) if ncp else 0.0,
-    }
+                mass = _set_mass(ft, p, cov, d, freq)
+            loss[:, d] = categorical_loss(leaves, attr.n_leaves)
+            ncp[:, d] = np.where(cov.distinct[:, d] > 1, leaves / attr.n_leaves, 0.0)
+        log_mass[:, d] = np.log2(np.maximum(mass, 1.0))
+    figures = class_metrics(
+        p.sizes(ft), n_records=ft.n_records, n_suppressed=p.suppressed(ft), loss=loss,
+        ncp=ncp, share=share, log_mass=log_mass, ground_bits=bits)
+    return {**figures, "groups": p.n_groups}
+
+
+def _node_sums(h: Hierarchy, level: np.ndarray, node: np.ndarray,
+               *weights: np.ndarray) -> list[np.ndarray]:
+    """Per group, sums of per-ground-value ``weights`` under its node (everything at the top)."""
+    out = [np.full(len(level), float(w.sum())) for w in weights]
+    for lv in np.unique(level[level < h.height]):
+        at = level == lv
+        for o, w in zip(out, weights):
+            o[at] = np.bincount(h.codes[lv], weights=w, minlength=len(h.labels[lv]))[node[at]]
+    return out
+
+
+def _set_mass(ft: FrequencyTable, p: Partitioning, cov: _Covers, d: int,
+              freq: np.ndarray) -> np.ndarray:
+    """Per group, records of the table whose value is among the group's values."""
+    radix = len(freq)
+    pairs = np.unique(p.group_of_tuple[cov.kept] * radix + ft.tuples[cov.kept, d])
+    return np.bincount(pairs // radix, weights=freq[pairs % radix], minlength=p.n_groups)
 
 
 # --------------------------------------------------------------------------------------------
