@@ -1,0 +1,337 @@
+import json
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from blendin.check import check
+from blendin.errors import BlendinError
+from blendin.hierarchy.core import Hierarchy
+from blendin.models import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from blendin.spec import Spec
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+ADULT_QIS = ["age", "education", "marital-status", "native-country", "race", "salary-class",
+             "sex", "workclass"]
+FLAT = Hierarchy.from_rows([["x", "*"]])  # the checker never uses QI hierarchies
+
+
+def spec_for(qis, models, sensitive=(), **kwargs) -> Spec:
+    return Spec(quasi_identifiers={q: FLAT for q in qis}, sensitive=list(sensitive),
+                models=list(models), **kwargs)
+
+
+RELEASED = pd.DataFrame({
+    "age": ["20-29", "20-29", "20-29", "30-39", "30-39", "{a,b}", "*", "*", "*"],
+    "zip": ["021**", "021**", "021**", "021**", "021**", "37-42", "*", "*", "021**"],
+    "sex": ["*", "*", "*", "*", "*", "m", "*", "*", "*"],
+    "dx": ["flu", "gout", "flu", "flu", "flu", "hiv", "flu", "gout", "gout"],
+})
+
+
+def test_released_labels_known_answer():
+    spec = spec_for(["age", "zip", "sex"], [KAnonymity(2), DistinctLDiversity("dx", 2)],
+                    ["dx"])
+    report = check(RELEASED, spec)
+    # classes: (20-29,021**,*) 3, (30-39,021**,*) 2, ({a,b},37-42,m) 1, (*,021**,*) 1;
+    # the two all-* rows are suppressed
+    assert (report.records, report.classes, report.suppressed) == (9, 4, 2)
+    assert report.min_class_size == 1
+    assert not report.passed
+    k, ell = report.models
+    assert (k.passed, k.figure, k.violating_classes, k.violating_records) == (False, 1, 2, 2)
+    assert (ell.passed, ell.figure, ell.violating_classes, ell.violating_records) == (
+        False, 1, 3, 4)
+    assert report.violating_records == 4 and report.violating_classes == 3
+    sizes = [p.size for p in report.problems]
+    assert sizes == sorted(sizes) == [1, 1, 2]
+    assert report.problems[0].values == {"age": "*", "zip": "021**", "sex": "*"}
+    assert report.problems[1].violates == ["k-anonymity (k=2)", "distinct-l-diversity (dx, l=2)"]
+    assert report.problems[2].values["age"] == "30-39"
+    assert all(p.sensitive is None for p in report.problems)
+    assert "flu" not in str(report)
+
+
+def test_show_values():
+    spec = spec_for(["age", "zip", "sex"], [DistinctLDiversity("dx", 2)], ["dx"])
+    report = check(RELEASED, spec, show_values=True)
+    by_age = {p.values["age"]: p.sensitive for p in report.problems}
+    assert by_age["30-39"] == {"dx": {"flu": 2}}
+    assert "flu: 2" in str(report)
+    assert json.loads(report.to_json())["problems"][0]["sensitive"]
+
+
+def test_passing_table_and_kinds_of_input():
+    df = RELEASED.iloc[:5]
+    spec = spec_for(["age", "zip", "sex"], [KAnonymity(2)])
+    for data in (df, pa.Table.from_pandas(df), pl.from_pandas(df)):
+        report = check(data, spec)
+        assert report.passed and report.problems == []
+        assert (report.classes, report.min_class_size, report.violating_records) == (2, 2, 0)
+    assert str(report).startswith("PASSED")
+
+
+def test_all_suppressed():
+    df = pd.DataFrame({"a": ["*"] * 3, "b": ["*"] * 3})
+    report = check(df, spec_for(["a", "b"], [KAnonymity(2)]))
+    assert report.passed and report.classes == 0 and report.suppressed == 3
+    out = report.to_dict()
+    assert out["min_class_size"] is None and out["models"][0]["figure"] is None
+    json.dumps(out)
+
+
+def test_missing_values_form_their_own_label():
+    df = pd.DataFrame({"a": ["x", None, "", "x"], "b": [1.0, np.nan, np.nan, 1.0]})
+    report = check(df, spec_for(["a", "b"], [KAnonymity(2)], missing="?"))
+    assert report.passed and report.classes == 2
+    assert report.min_class_size == 2
+
+
+def test_identifier_left_in_release_fails():
+    df = RELEASED.assign(ssn="1")
+    report = check(df, spec_for(["age", "zip", "sex"], [KAnonymity(1)], identifiers=["ssn"]))
+    assert not report.passed and report.identifiers_present == ["ssn"]
+    assert all(m.passed for m in report.models)
+    assert "ssn" in str(report)
+
+
+def test_t_closeness_uses_all_records_including_suppressed():
+    df = pd.DataFrame({"q": ["a", "a", "b", "b", "*", "*"],
+                       "dx": ["flu", "flu", "gout", "gout", "flu", "flu"]})
+    # overall over all 6 records: flu 4/6, gout 2/6; class a (1, 0) -> 1/3, b (0, 1) -> 2/3
+    report = check(df, spec_for(["q"], [TCloseness("dx", 0.5)], ["dx"]))
+    (t,) = report.models
+    assert t.figure == pytest.approx(2 / 3)
+    assert (t.passed, t.violating_classes, t.violating_records) == (False, 1, 2)
+
+
+def test_hierarchical_t_closeness_with_spec_hierarchy():
+    df = pd.DataFrame({"q": ["a", "a", "b", "b"], "dx": ["flu", "cold", "hiv", "flu"]})
+    tree = Hierarchy.from_rows([["flu", "viral-resp", "*"], ["cold", "viral-resp", "*"],
+                                ["hiv", "other", "*"]])
+    spec = spec_for(["q"], [TCloseness("dx", 0.3, "hierarchical")], ["dx"],
+                    sensitive_hierarchies={"dx": tree})
+    report = check(df, spec)
+    # overall: flu 1/2, cold 1/4, hiv 1/4; class a: flu 1/2, cold 1/2 -> cold +1/4 and
+    # hiv -1/4 meet at the root (level 2 of 2): 1/4; class b the same by symmetry
+    assert report.models[0].figure == pytest.approx(0.25)
+    assert report.passed
+
+
+def test_bad_models_for_the_table():
+    df = RELEASED
+    with pytest.raises(BlendinError, match="k = 20 is larger than the table"):
+        check(df, spec_for(["age"], [KAnonymity(20)]))
+    with pytest.raises(BlendinError, match=r"l = 4 but 'dx' has only 3"):
+        check(df, spec_for(["age"], [DistinctLDiversity("dx", 4)], ["dx"]))
+    with pytest.raises(BlendinError, match="k must be a whole number >= 1"):
+        KAnonymity(0)
+    with pytest.raises(BlendinError, match="t must be between 0 and 1"):
+        TCloseness("dx", 1.5)
+
+
+def test_bad_columns_and_roles():
+    with pytest.raises(BlendinError, match=r"no column 'age'.*did you mean 'agee'"):
+        check(RELEASED.rename(columns={"age": "agee"}), spec_for(["age"], [KAnonymity(2)]))
+    with pytest.raises(BlendinError, match="'age' is both identifier and quasi-identifier"):
+        check(RELEASED, spec_for(["age"], [KAnonymity(2)], identifiers=["age"]))
+    dupes = pd.DataFrame([["a", "b"]], columns=["age", "age"])
+    with pytest.raises(BlendinError, match="duplicate column names"):
+        check(dupes, spec_for(["age"], [KAnonymity(1)]))
+    with pytest.raises(BlendinError, match="no rows"):
+        check(RELEASED.iloc[:0], spec_for(["age"], [KAnonymity(1)]))
+
+
+def test_bad_files(tmp_path):
+    spec = spec_for(["age"], [KAnonymity(1)])
+    with pytest.raises(BlendinError, match="does not exist"):
+        check(tmp_path / "nope.csv", spec)
+    path = tmp_path / "semi.csv"
+    path.write_text("age;zip\n20;021\n")
+    with pytest.raises(BlendinError, match="--delimiter ';'"):
+        check(path, spec, delimiter=",")
+    assert check(path, spec).passed
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("age;city\n20;Zürich\n".encode("latin-1"))
+    with pytest.raises(BlendinError, match="--encoding latin-1"):
+        check(latin, spec)
+    assert check(latin, spec, encoding="latin-1").records == 1
+    (tmp_path / "empty.csv").write_text("age;zip\n")
+    with pytest.raises(BlendinError, match="no rows"):
+        check(tmp_path / "empty.csv", spec)
+    (tmp_path / "dupe.csv").write_text("age;age\n1;2\n")
+    with pytest.raises(BlendinError, match="duplicate column names"):
+        check(tmp_path / "dupe.csv", spec)
+
+
+def test_chunked_file_gives_the_same_answer(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 30_000
+    df = pd.DataFrame({"a": rng.choice(["1-5", "6-9", "*"], n), "b": rng.choice(["x", "*"], n),
+                       "s": rng.choice(list("pqrs"), n)})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    from blendin.io import Source
+
+    spec = spec_for(["a", "b"], [KAnonymity(5), EntropyLDiversity("s", 3)], ["s"])
+    whole = check(df, spec).to_dict()
+    chunked = check(Source(path, block_size=1 << 12), spec).to_dict()
+    assert whole == chunked
+    assert whole["suppressed"] == int(((df.a == "*") & (df.b == "*")).sum())
+
+
+# -- brute force -------------------------------------------------------------------------
+
+
+def brute_force(rows, models):
+    """Plain-Python grouping: class sizes and per-model figures and verdicts."""
+    groups = defaultdict(list)
+    suppressed = 0
+    for q1, q2, s in rows:
+        if q1 == "*" and q2 == "*":
+            suppressed += 1
+        else:
+            groups[(q1, q2)].append(s)
+    overall = Counter(s for _, _, s in rows)
+    results = []
+    for model in models:
+        per_class = {}
+        for key, values in groups.items():
+            counts = Counter(values)
+            if isinstance(model, KAnonymity):
+                per_class[key] = (len(values), len(values) >= model.k)
+            elif isinstance(model, DistinctLDiversity):
+                per_class[key] = (len(counts), len(counts) >= model.l)
+            elif isinstance(model, EntropyLDiversity):
+                h = -sum(c / len(values) * math.log(c / len(values)) for c in counts.values())
+                per_class[key] = (math.exp(h), h >= math.log(model.l) - 1e-9)
+            elif isinstance(model, TCloseness):
+                n, total = len(values), len(rows)
+                d = 0.5 * sum(abs(counts[v] / n - overall[v] / total) for v in overall)
+                per_class[key] = (d, d <= model.t + 1e-9)
+        bad = [k for k, (_, ok) in per_class.items() if not ok]
+        figures = [f for f, _ in per_class.values()]
+        figure = (max(figures) if isinstance(model, TCloseness) else min(figures)) \
+            if figures else None
+        results.append((figure, len(bad), sum(len(groups[k]) for k in bad)))
+    sizes = [len(v) for v in groups.values()]
+    return sizes, suppressed, results
+
+
+labels = st.sampled_from(["*", "20-29", "30-39", "021**", "{a,b}", ""])
+rows_strategy = st.lists(st.tuples(labels, labels, st.sampled_from(["p", "q", "r"])),
+                         min_size=1, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=rows_strategy, k=st.integers(1, 4), ell=st.integers(1, 2),
+       t=st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+def test_agrees_with_brute_force(rows, k, ell, t):
+    models = [KAnonymity(min(k, len(rows))), DistinctLDiversity("s", ell),
+              EntropyLDiversity("s", ell), TCloseness("s", t)]
+    df = pd.DataFrame(rows, columns=["q1", "q2", "s"])
+    spec = spec_for(["q1", "q2"], models, ["s"])
+    if ell > len({s for *_, s in rows}):
+        with pytest.raises(BlendinError, match="no class can be that diverse"):
+            check(df, spec)
+        return
+    report = check(df, spec)
+    sizes, suppressed, expected = brute_force(rows, models)
+    assert report.records == len(rows) and report.suppressed == suppressed
+    assert report.classes == len(sizes)
+    assert report.min_class_size == (min(sizes) if sizes else None)
+    for result, (figure, bad_classes, bad_records) in zip(report.models, expected):
+        if figure is None:
+            assert math.isnan(result.figure)
+        else:
+            assert result.figure == pytest.approx(figure)
+        assert (result.violating_classes, result.violating_records) == (bad_classes, bad_records)
+        assert result.passed == (bad_classes == 0)
+    assert report.passed == all(r.passed for r in report.models)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=rows_strategy, c=st.sampled_from([0.5, 1.0, 2.0, 3.0]), ell=st.integers(1, 3))
+def test_recursive_cl_agrees_with_brute_force(rows, c, ell):
+    df = pd.DataFrame(rows, columns=["q1", "q2", "s"])
+    groups = defaultdict(list)
+    for q1, q2, s in rows:
+        if (q1, q2) != ("*", "*"):
+            groups[(q1, q2)].append(s)
+    bad = 0
+    for values in groups.values():
+        r = sorted(Counter(values).values(), reverse=True)
+        bad += not (len(r) >= ell and r[0] < c * sum(r[ell - 1:]))
+    distinct = len({s for *_, s in rows})
+    if ell > distinct:
+        return
+    report = check(df, spec_for(["q1", "q2"], [RecursiveCLDiversity("s", c, ell)], ["s"]))
+    assert report.models[0].violating_classes == bad
+
+
+# -- adult -------------------------------------------------------------------------------
+
+
+def adult() -> pd.DataFrame:
+    path = DATA / "adult" / "adult.csv"
+    if not path.exists():
+        pytest.skip("benchmark data absent")
+    return pd.read_csv(path, sep=";", dtype=str, keep_default_na=False)
+
+
+def test_raw_adult_is_not_2_anonymous():
+    df = adult()
+    spec = spec_for(ADULT_QIS, [KAnonymity(2), DistinctLDiversity("occupation", 2)],
+                    ["occupation"], delimiter=";")
+    report = check(DATA / "adult" / "adult.csv", spec)
+    sizes = df.groupby(ADULT_QIS).size()
+    distinct = df.groupby(ADULT_QIS).occupation.nunique()
+    assert not report.passed
+    assert (report.records, report.classes) == (30162, len(sizes))
+    assert report.min_class_size == sizes.min() == 1
+    k, ell = report.models
+    assert k.violating_classes == (sizes < 2).sum()
+    assert k.violating_records == sizes[sizes < 2].sum()
+    assert ell.violating_classes == (distinct < 2).sum()
+    assert ell.violating_records == sizes[distinct < 2].sum()
+    assert report.violating_records == sizes[(sizes < 2) | (distinct < 2)].sum()
+
+
+def test_generalized_adult_against_pandas():
+    df = adult()
+    levels = {"age": 2, "education": 2, "marital-status": 1, "native-country": 1, "race": 1,
+              "salary-class": 0, "sex": 0, "workclass": 2}
+    released = df.copy()
+    for qi, level in levels.items():
+        rows = (DATA / "adult" / f"adult_hierarchy_{qi}.csv").read_text().splitlines()
+        mapping = {p[0]: p[level] for p in (r.split(";") for r in rows if r)}
+        released[qi] = df[qi].map(mapping)
+    assert released[ADULT_QIS].notna().all().all()
+    # suppress the rows of classes smaller than 5, as a release would
+    size = released.groupby(ADULT_QIS)[ADULT_QIS[0]].transform("size")
+    released.loc[size < 5, ADULT_QIS] = "*"
+    spec = spec_for(ADULT_QIS, [KAnonymity(5), EntropyLDiversity("occupation", 2)],
+                    ["occupation"])
+    report = check(released, spec)
+    kept = released[size >= 5]
+    sizes = kept.groupby(ADULT_QIS).size()
+    assert report.suppressed == int((size < 5).sum()) > 0
+    assert report.classes == len(sizes) and report.min_class_size == sizes.min() >= 5
+    assert report.models[0].passed
+    shares = kept.groupby(ADULT_QIS).occupation.value_counts(normalize=True)
+    entropy = (-(shares * np.log(shares))).groupby(level=list(range(len(ADULT_QIS)))).sum()
+    assert report.models[1].figure == pytest.approx(np.exp(entropy.min()))
+    assert report.models[1].violating_classes == (entropy < np.log(2) - 1e-9).sum()
