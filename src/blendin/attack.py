@@ -16,6 +16,7 @@ labels × distinct values), combined by gathers and a logical and, in blocks.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -188,10 +189,13 @@ def _join_columns(rel: pa.Table, ext: pa.Table, on, truth) -> list[str]:
     for table, what in ((rel, "release"), (ext, "external table")):
         absent = [c for c in on if c not in table.column_names]
         if absent:
+            near = difflib.get_close_matches(absent[0], table.column_names, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
             raise BlendinError(
                 f"join column(s) {preview(absent)} not in the {what} (it has "
                 f"{preview(table.column_names, 10)})",
-                fix=f"rename the {what}'s column to {absent[0]!r}, or leave it out of --on",
+                fix=f"{hint}give the {what}'s column holding {absent[0]!r} that name, or "
+                f"leave {absent[0]!r} out of --on",
             )
     return on
 

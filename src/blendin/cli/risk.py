@@ -1,0 +1,57 @@
+"""``blendin risk``: re-identification risk of a table (raw or released)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from blendin.cli import main
+
+
+@main.command("risk")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--qi", default=None, help="Quasi-identifier columns, comma-separated.")
+@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+              help="Take the quasi-identifiers and sensitive attributes from a spec (TOML).")
+@click.option("--sensitive", default=None,
+              help="Sensitive columns to test for homogeneous classes, comma-separated.")
+@click.option("--threshold", default=0.2, show_default=True, type=float,
+              help="A record is at risk when its risk is above this (0.2 = 1 in 5).")
+@click.option("--population", default=None, type=float,
+              help="Size of the population the table was drawn from.")
+@click.option("--sampling-fraction", default=None, type=float,
+              help="Share of the population in the table (instead of --population).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
+@click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
+def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: str | None,
+                 threshold: float, population: float | None,
+                 sampling_fraction: float | None, as_json: bool, delimiter: str | None,
+                 encoding: str) -> None:
+    """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
+    marketer models, sample uniques, homogeneous classes, and (with --population) the
+    estimated population uniques.
+
+    Released labels (30-39, 021**, *) are compared as they are; rows whose
+    quasi-identifiers are all * are suppressed and not at risk.
+
+    Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
+    """
+    from blendin.io import Source
+    from blendin.risk import risk
+
+    spec = None
+    if spec_path is not None:
+        from blendin.spec import Spec
+
+        spec = Spec.from_toml(spec_path)
+        delimiter = delimiter or spec.delimiter
+    table = Source(data, delimiter=delimiter, encoding=encoding).read_all()
+    report = risk(table, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
+                  population=population, sampling_fraction=sampling_fraction,
+                  missing=spec.missing if spec is not None else "")
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, default=float))
+    else:
+        click.echo("\n".join(report.lines()))
