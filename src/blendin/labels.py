@@ -198,6 +198,9 @@ def _to_days(text: pa.Array) -> np.ndarray:
     trimmed = pc.utf8_slice_codeunits(pc.utf8_trim_whitespace(text), 0, 10)
     for fmt in _DATE_FORMATS:
         parsed = pc.strptime(trimmed, format=fmt, unit="s", error_is_null=True)
+        # strptime rolls 1965-02-30 over to March: keep only dates that print back the same
+        same = pc.equal(pc.strftime(parsed, format=fmt), trimmed)
+        parsed = pc.if_else(pc.fill_null(same, False), parsed, pa.scalar(None, parsed.type))
         seconds = pc.cast(parsed, pa.int64()).to_numpy(zero_copy_only=False)
         got = ~np.isnan(seconds.astype(float)) & np.isnan(days)
         days[got] = seconds.astype(float)[got] // 86400
