@@ -681,3 +681,22 @@ def test_model_from_toml_errors(table, pattern, fix):
     with pytest.raises(BlendinError, match=pattern) as info:
         model_from_toml(table)
     assert fix in info.value.fix
+
+
+def test_entropy_of_a_single_value_is_exactly_zero():
+    classes = make_classes([[7, 0], [1, 0], [3, 3]])
+    assert EntropyLDiversity("s", 1).per_class(classes).tolist()[:2] == [1.0, 1.0]
+    assert EntropyLDiversity("s", 1).figure(classes) == 1.0
+
+
+def test_models_pickle_and_serve_several_tables():
+    import pickle
+
+    model = TCloseness("s", 0.5, "ordered")
+    forward = make_classes([[1, 0, 0, 0]], labels=["1", "2", "3", "4"], overall=[1, 1, 1, 1])
+    shuffled = make_classes([[1, 0, 0, 0]], labels=["2", "1", "3", "4"], overall=[1, 1, 1, 1])
+    for _ in range(2):  # prepared orders are kept per table and never mixed up
+        assert model.distances(forward) == pytest.approx([(0.75 + 0.5 + 0.25) / 3])
+        assert model.distances(shuffled) == pytest.approx([(0.25 + 0.5 + 0.25) / 3])
+    cold = pickle.loads(pickle.dumps(model))
+    assert cold == model and cold.distances(forward) == pytest.approx([0.5])

@@ -258,7 +258,8 @@ def entropies(histograms: np.ndarray) -> np.ndarray:
     # r log r with log(max(r, 1)): zero where r is 0 or 1, and no log(0) warning
     weighted = (counts * np.log(np.maximum(counts, 1.0))).sum(axis=1)
     safe_n = np.maximum(n, 1.0)
-    return np.where(n > 0, np.log(safe_n) - weighted / safe_n, 0.0)
+    # clipped: a single value gives log n - log n, which may round a hair below zero
+    return np.maximum(np.where(n > 0, np.log(safe_n) - weighted / safe_n, 0.0), 0.0)
 
 
 class EntropyLDiversity(_LDiversity):
@@ -511,9 +512,14 @@ class TCloseness(_SensitiveModel):
         """What ``make(domain)`` returns, computed once per domain (searches call often)."""
         hit = self._prepared.get(id(domain))
         if hit is None or hit[0] is not domain:
+            if len(self._prepared) >= 8:  # old tables: let them go
+                self._prepared.clear()
             hit = (domain, make(domain))
             self._prepared[id(domain)] = hit
         return hit[1]
+
+    def __getstate__(self) -> dict:
+        return {**vars(self), "_prepared": {}}
 
     def _order(self, domain: SensitiveDomain) -> np.ndarray:
         return self._cached(domain, _value_order)
