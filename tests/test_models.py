@@ -700,3 +700,9 @@ def test_models_pickle_and_serve_several_tables():
         assert model.distances(shuffled) == pytest.approx([(0.25 + 0.5 + 0.25) / 3])
     cold = pickle.loads(pickle.dumps(model))
     assert cold == model and cold.distances(forward) == pytest.approx([0.5])
+
+
+def test_repr_reads_back():
+    h = {"csv": "dx.csv"}
+    for model in (*ROUND_TRIP, TCloseness("dx", 0.3, "hierarchical", hierarchy=h)):
+        assert eval(repr(model)) == model  # noqa: S307 (our own repr)

@@ -469,6 +469,9 @@ class TCloseness(_SensitiveModel):
             del params["hierarchy_spec"]
         return params
 
+    def __repr__(self) -> str:
+        return super().__repr__().replace("hierarchy_spec=", "hierarchy=")
+
     def to_dict(self) -> dict:
         table = {"model": self.key, "attribute": self.attribute, "t": self.t,
                  "distance": self.distance}
