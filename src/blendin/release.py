@@ -79,6 +79,8 @@ class Recoding:
     keyer: ClassKeyer
     suppressed_keys: np.ndarray
     suppressed_records: int
+    #: per tuple of the planned frequency table: its records are suppressed
+    suppressed_tuples: np.ndarray
     identifiers: tuple[str, ...] = ()
     missing: str = ""
 
@@ -130,7 +132,7 @@ def plan(
     keys = np.unique(keyer(generalized)[tuple_bad])
     return Recoding(
         tuple(ft.qi_names), tuple(ft.hierarchies), levels, keyer, keys,
-        int(ft.counts[tuple_bad].sum()), tuple(identifiers), missing,
+        int(ft.counts[tuple_bad].sum()), tuple_bad, tuple(identifiers), missing,
     )
 
 
@@ -161,6 +163,15 @@ def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use suppressed='drop' (remove records) or 'keep' (show *)")
+    marked, removed = recode_marked(batch, recoding)
+    if suppressed == "drop" and removed.any():
+        return marked.filter(pa.array(~removed))
+    return marked
+
+
+def recode_marked(batch: pa.Table | pa.RecordBatch,
+                  recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
+    """The chunk recoded with suppressed records kept as ``*``, and which rows those are."""
     table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
     generalized = {}
     for name, hierarchy, level in zip(recoding.qi_names, recoding.hierarchies,
@@ -170,7 +181,6 @@ def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
     matrix = (np.stack([generalized[n] for n in recoding.qi_names], axis=1)
               if recoding.qi_names else np.zeros((table.num_rows, 0), dtype=np.int32))
     removed = recoding.suppressed_rows(matrix)
-    blank = removed if suppressed == "keep" else None
     columns, names = [], []
     positions = dict(zip(recoding.qi_names, range(len(recoding.qi_names))))
     for name in table.column_names:
@@ -179,15 +189,12 @@ def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
         if name in positions:
             i = positions[name]
             column = _label_column(recoding.hierarchies[i], recoding.levels[i],
-                                   generalized[name], blank)
+                                   generalized[name], removed)
         else:
             column = table.column(name)
         columns.append(column)
         names.append(name)
-    out = pa.table(columns, names=names)
-    if suppressed == "drop" and removed.any():
-        out = out.filter(pa.array(~removed))
-    return out
+    return pa.table(columns, names=names), removed
 
 
 def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
@@ -197,6 +204,16 @@ def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
     if not parts:
         raise BlendinError("the table has no rows", fix="give a table with at least one row")
     return pa.concat_tables(parts)
+
+
+def recode_all_marked(batches: Iterable[pa.Table | pa.RecordBatch],
+                      recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
+    """Every chunk recoded with suppressed records as ``*``, and the mask of those rows."""
+    parts = [recode_marked(b, recoding) for b in batches]
+    if not parts:
+        raise BlendinError("the table has no rows", fix="give a table with at least one row")
+    return (pa.concat_tables([t for t, _ in parts]),
+            np.concatenate([m for _, m in parts]))
 
 
 def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[int, ...]:

@@ -1,0 +1,585 @@
+"""Anonymize a table: reduce it to a frequency table, search, release, prove, report.
+
+The pipeline, for an in-memory frame or a file read chunk by chunk:
+
+1. check the spec's columns exist; reduce the rows to distinct (QI, sensitive) text tuples;
+2. build the hierarchies from the distinct values; encode the frequency table;
+3. let the models check the table can meet them; search (full-domain lattice, or Mondrian);
+4. recode the rows (one gather per QI, chunk by chunk) and suppress the violating classes;
+5. verify the release with the independent checker, which regroups the released values
+   themselves; a release it rejects is never returned nor written.
+
+:func:`apply_solution` re-applies a saved full-domain solution to new data of the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from blendin.errors import BlendinError, preview
+from blendin.frequency import FrequencyTable, distinct_tuples
+from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source, from_arrow
+from blendin.metrics import utility_of_node
+from blendin.models import PrivacyModel
+from blendin.release import (
+    SUPPRESSION_MODES,
+    Recoding,
+    plan,
+    recode_all_marked,
+    violating_classes,
+)
+from blendin.spec import Spec
+
+SOLUTION_FORMAT = "blendin-solution"
+SOLUTION_VERSION = 1
+
+ProgressCallback = Callable[[int, int], None]
+
+
+# -- the result ----------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Result:
+    """What :func:`anonymize` did: the release and the figures that describe it.
+
+    ``data`` is the release, of the same kind as the input (pandas, polars or pyarrow; a
+    pyarrow Table for a file path). ``levels`` maps each QI to its generalization level
+    (empty for Mondrian, which recodes locally). ``utility`` holds every utility figure;
+    ``classes`` and ``min_class_size`` describe the released equivalence classes;
+    ``suppressed`` counts the records removed (or blanked to ``*`` when kept); ``check`` is
+    the independent checker's report on the release.
+    """
+
+    data: Any
+    levels: dict[str, int]
+    utility: dict[str, float]
+    classes: int
+    min_class_size: int
+    suppressed: int
+    records: int
+    nodes_checked: int
+    seconds: float
+    algorithm: str
+    metric: str
+    check: Any
+    solution: Any
+    spec: Spec
+    hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
+    suppressed_mode: str = "drop"
+    #: hierarchies of sensitive attributes (hierarchical t-closeness), saved with a solution
+    sensitive_hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
+    #: what a saved solution re-applied to this data showed (None for a fresh search)
+    applied_from: str | None = None
+
+    @property
+    def table(self) -> pa.Table:
+        """The release as a pyarrow Table (what is written to files)."""
+        from blendin.io import to_arrow
+
+        return to_arrow(self.data)
+
+    @property
+    def heights(self) -> dict[str, int]:
+        """Number of levels of each QI's hierarchy."""
+        return {q: h.height for q, h in self.hierarchies.items()}
+
+    def to_dict(self) -> dict:
+        """The figures as plain JSON-ready values (no data)."""
+        return {
+            "algorithm": self.algorithm,
+            "metric": self.metric,
+            "levels": dict(self.levels),
+            "heights": self.heights if self.levels else {},
+            "records": self.records,
+            "released": self.records - (self.suppressed if self.suppressed_mode == "drop"
+                                        else 0),
+            "suppressed": self.suppressed,
+            "suppressed_share": self.suppressed / self.records if self.records else 0.0,
+            "suppressed_mode": self.suppressed_mode,
+            "max_suppression": self.spec.max_suppression,
+            "classes": self.classes,
+            "min_class_size": self.min_class_size,
+            "utility": {k: _plain(v) for k, v in self.utility.items()},
+            "nodes_checked": self.nodes_checked,
+            "seconds": round(self.seconds, 6),
+            "models": [m.to_dict() for m in self.spec.models],
+            "check_passed": _check_passed(self.check),
+            "applied_from": self.applied_from,
+        }
+
+    def summary(self) -> str:
+        """A few lines saying what was done, for people."""
+        lines = []
+        what = "re-applied the saved solution" if self.applied_from else (
+            f"{self.algorithm} search, metric {self.metric}")
+        lines.append(f"anonymized {self.records:,} records ({what})")
+        if self.levels:
+            heights = self.heights
+            parts = [f"{q} {lvl}/{heights[q] - 1}" for q, lvl in self.levels.items()]
+            lines.append("levels: " + ", ".join(parts))
+        share = 100 * self.suppressed / self.records if self.records else 0.0
+        how = "removed" if self.suppressed_mode == "drop" else "kept with * in every QI"
+        lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
+                     f"{100 * self.spec.max_suppression:g}%), {how}")
+        lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}")
+        if self.utility:
+            lines.append("utility: " + ", ".join(
+                f"{k} {_fmt(v)}" for k, v in self.utility.items()))
+        if self.applied_from is None:
+            lines.append(f"nodes checked: {self.nodes_checked:,}")
+        lines.append(f"time: {self.seconds:.3f} s")
+        models = ", ".join(_model_text(m) for m in self.spec.models)
+        lines.append(f"verified by the checker: {models}")
+        return "\n".join(lines)
+
+    def save_solution(self, path: str | os.PathLike) -> Path:
+        """Write the solution as JSON: levels, inline hierarchies, models, limits.
+
+        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else.
+        """
+        if not self.levels:
+            raise BlendinError(
+                f"a {self.algorithm} release has no levels to save (it recodes each group "
+                "on its own)",
+                fix="save solutions of full-domain searches (optimal, exhaustive, binary, "
+                "datafly)")
+        payload = solution_dict(self.spec, self.hierarchies, self.levels,
+                                self.sensitive_hierarchies)
+        return _write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+
+    def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
+        """Write the (already verified) release atomically; CSV or Parquet by extension."""
+        from blendin.io import write_table
+
+        return write_table(self.table, path, delimiter=delimiter)
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float | np.floating):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _model_text(model: PrivacyModel) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in model.to_dict().items() if k != "model")
+    return f"{model.key} ({params})"
+
+
+def _check_passed(report) -> bool | None:
+    if report is None:
+        return None
+    for name in ("ok", "passed", "holds"):
+        if hasattr(report, name):
+            value = getattr(report, name)
+            return bool(value() if callable(value) else value)
+    return bool(report)
+
+
+# -- the pipeline --------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Prepared:
+    """The data reduced for the search: source, hierarchies, frequency table."""
+
+    source: Source
+    spec: Spec
+    hierarchies: dict[str, Hierarchy]
+    sensitive_hierarchies: dict[str, Hierarchy]
+    ft: FrequencyTable
+
+
+@dataclass(eq=False)
+class Outcome:
+    """What an algorithm produced: the release and its description.
+
+    ``marked`` is the release with every record, the suppressed ones showing ``*`` in each
+    QI; ``removed`` marks those rows. The checker verifies ``marked`` (so t-closeness
+    compares against the distribution of all records, as the search did).
+    """
+
+    marked: pa.Table
+    removed: np.ndarray
+    levels: dict[str, int]
+    nodes_checked: int
+    solution: Any
+    suppressed: int
+    class_sizes: np.ndarray
+    utility: dict[str, float]
+
+
+def anonymize(
+    data,
+    spec: Spec,
+    *,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    suppressed: str = "drop",
+    progress: ProgressCallback | None = None,
+) -> Result:
+    """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
+
+    ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
+    chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
+    violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
+    (``"keep"``). ``progress(nodes_checked, total_nodes)`` is called during the search.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> df = pd.DataFrame({"age": [31, 32, 33, 47], "dx": ["a", "b", "a", "c"]})
+    >>> age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+    ...                            for a in (31, 32, 33, 47)])
+    >>> spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"],
+    ...             models=[KAnonymity(2)], max_suppression=0.25)
+    >>> result = anonymize(df, spec)
+    >>> result.levels, result.data["age"].tolist(), result.suppressed
+    ({'age': 1}, ['30-39', '30-39', '30-39'], 1)
+    """
+    start = time.perf_counter()
+    if suppressed not in SUPPRESSION_MODES:
+        raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
+                           fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
+    algorithm = algorithm or spec.algorithm or "optimal"
+    metric = metric or spec.metric or "loss"
+    _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    prepared = prepare(data, spec)
+    run = ALGORITHMS.get(algorithm, _full_domain)
+    outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
+                  progress=progress)
+    release, report = verify(outcome, spec, suppressed)
+    return Result(
+        data=from_arrow(release, data),
+        levels=outcome.levels,
+        utility=outcome.utility,
+        classes=int(len(outcome.class_sizes)),
+        min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
+        suppressed=outcome.suppressed,
+        records=prepared.ft.n_records,
+        nodes_checked=outcome.nodes_checked,
+        seconds=time.perf_counter() - start,
+        algorithm=algorithm,
+        metric=metric,
+        check=report,
+        solution=outcome.solution,
+        spec=spec,
+        hierarchies=prepared.hierarchies,
+        suppressed_mode=suppressed,
+        sensitive_hierarchies=prepared.sensitive_hierarchies,
+    )
+
+
+FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
+
+
+def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise BlendinError(f"unknown {what} {value!r}",
+                           fix=f"use one of {', '.join(dict.fromkeys(choices))}")
+
+
+def prepare(data, spec: Spec) -> Prepared:
+    """Spec and columns checked, rows reduced to distinct tuples, hierarchies built, the
+    frequency table encoded, the models' feasibility checked."""
+    spec.validate()
+    source = data if isinstance(data, Source) else Source(
+        data, delimiter=spec.delimiter, encoding=spec.encoding)
+    spec.validate_columns(source.columns)
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
+    hierarchies = spec.build_hierarchies(distinct)
+    sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
+    ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
+                                      sensitive_hierarchies=sensitive_hierarchies)
+    for model in spec.models:
+        model.validate(ft.n_records, ft.domains)
+    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft)
+
+
+# -- algorithms ----------------------------------------------------------------------------
+
+
+def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed: str,
+                 progress: ProgressCallback | None) -> Outcome:
+    """Search the generalization lattice, then apply the chosen node to every row."""
+    from blendin import search
+
+    spec, ft = prepared.spec, prepared.ft
+    solution = search.find(ft, spec.models, max_suppression=spec.max_suppression,
+                           metric=metric, algorithm=algorithm, progress=progress)
+    levels = getattr(solution, "levels", None)
+    if levels is None:
+        raise BlendinError(
+            "no generalization meets the privacy models within the suppression limit "
+            f"({100 * spec.max_suppression:g}%)",
+            fix="allow more suppression (max_suppression), give the hierarchies more "
+            "levels, or relax the models")
+    checked = int(getattr(solution, "nodes_checked", 0))
+    return full_domain_outcome(prepared, tuple(levels), nodes_checked=checked,
+                               solution=solution)
+
+
+def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
+                        nodes_checked: int = 0, solution: Any = None,
+                        enforce_limit: bool = False) -> Outcome:
+    """Release ``prepared`` at the node ``levels``: recode, mark the suppressed, measure."""
+    spec, ft = prepared.spec, prepared.ft
+    recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
+                    missing=spec.missing)
+    if enforce_limit:
+        _within_limit(recoding, ft, spec)
+    bad, _, classes = violating_classes(ft, levels, spec.models)
+    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    utility = {k: _plain(v) for k, v in utility_of_node(
+        ft, levels, recoding.suppressed_tuples).items()}
+    return Outcome(marked, removed, named, nodes_checked, solution,
+                   recoding.suppressed_records, classes.sizes[~bad], utility)
+
+
+def _within_limit(recoding: Recoding, ft: FrequencyTable, spec: Spec) -> None:
+    limit = spec.max_suppression * ft.n_records
+    if recoding.suppressed_records > limit + 1e-9:
+        share = 100 * recoding.suppressed_records / ft.n_records
+        levels = ", ".join(f"{q} {lvl}" for q, lvl in zip(ft.qi_names, recoding.levels))
+        raise BlendinError(
+            f"the saved solution does not hold on this data: at levels {levels}, "
+            f"{recoding.suppressed_records:,} records ({share:.2f}%) are in classes that "
+            f"violate the models, more than the limit of {100 * spec.max_suppression:g}%",
+            fix="anonymize this data afresh (blendin anonymize), or raise max_suppression")
+
+
+def _mondrian(prepared: Prepared, *, algorithm: str, metric: str, suppressed: str,
+              progress: ProgressCallback | None) -> Outcome:
+    """Multidimensional local recoding (search/mondrian.py): partition, label, measure."""
+    from blendin.search import mondrian as m
+
+    spec, ft = prepared.spec, prepared.ft
+    p = m.mondrian(ft, spec.models, max_suppression=spec.max_suppression)
+    table = prepared.source.read_all()
+    marked = m.mondrian_release(table, ft, p, identifiers=spec.identifiers,
+                                missing=spec.missing)
+    removed = m.group_of_rows(table, ft, p, spec.missing) < 0
+    figures = m.mondrian_utility(ft, p)
+    utility = {k: _plain(figures[k]) for k in ("gcp", "discernibility", "aecs") if k in figures}
+    return Outcome(marked, removed, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
+
+
+#: algorithms that are not a full-domain lattice search; everything else goes to find()
+ALGORITHMS: dict[str, Callable[..., Outcome]] = {"mondrian": _mondrian}
+
+
+# -- verification --------------------------------------------------------------------------
+
+
+def verify(outcome: Outcome, spec: Spec, suppressed: str):
+    """Run the independent checker on the release; refuse what it rejects.
+
+    The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
+    as suppressed, not as a class); the release returned drops them when ``suppressed`` is
+    ``"drop"``, which leaves exactly the classes the checker verified.
+    """
+    from blendin.check import check
+
+    report = check(outcome.marked, spec)
+    if not _check_passed(report):
+        raise BlendinError(
+            f"the release failed the independent check, so it was not released:\n{report}",
+            fix="this is a bug in blendin; please report it with the spec")
+    release = outcome.marked
+    if suppressed == "drop" and outcome.removed.any():
+        release = release.filter(pa.array(~outcome.removed))
+    return release, report
+
+
+# -- saved solutions -----------------------------------------------------------------------
+
+
+def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
+                  levels: Mapping[str, int],
+                  sensitive_hierarchies: Mapping[str, Hierarchy] | None = None) -> dict:
+    """The JSON form of a full-domain solution (hierarchies inline, ARX rows)."""
+    return {
+        "format": SOLUTION_FORMAT,
+        "version": SOLUTION_VERSION,
+        "quasi_identifiers": list(hierarchies),
+        "levels": {q: int(levels[q]) for q in hierarchies},
+        "hierarchies": {q: _hierarchy_dict(h) for q, h in hierarchies.items()},
+        "identifiers": list(spec.identifiers),
+        "sensitive": list(spec.sensitive),
+        "insensitive": list(spec.insensitive),
+        "sensitive_hierarchies": {q: _hierarchy_dict(h)
+                                  for q, h in (sensitive_hierarchies or {}).items()},
+        "models": [m.to_dict() for m in spec.models],
+        "max_suppression": float(spec.max_suppression),
+        "missing": spec.missing,
+    }
+
+
+def _hierarchy_dict(h: Hierarchy) -> dict:
+    out = {"kind": h.kind, "rows": h.to_rows()}
+    if h.numbers is not None:
+        out["numbers"] = [None if np.isnan(v) else float(v) for v in h.numbers]
+    return out
+
+
+def _hierarchy_from(d: dict, name: str) -> Hierarchy:
+    numbers = d.get("numbers")
+    if numbers is not None:
+        numbers = np.array([np.nan if v is None else v for v in numbers], dtype=float)
+    return Hierarchy.from_rows(d["rows"], kind=d.get("kind", "categorical"), numbers=numbers,
+                               name=f"the saved hierarchy of {name!r}")
+
+
+def load_solution(solution) -> dict:
+    """A saved solution from a path, a JSON string's dict or a Result."""
+    if isinstance(solution, Result):
+        return solution_dict(solution.spec, solution.hierarchies, solution.levels,
+                             solution.sensitive_hierarchies)
+    if isinstance(solution, dict):
+        payload = solution
+    else:
+        path = Path(solution)
+        if not path.is_file():
+            raise BlendinError(f"solution file {str(path)!r} does not exist",
+                               fix="give the file written by --save-solution")
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise BlendinError(f"{str(path)!r} is not a JSON solution file: {error}",
+                               fix="give the file written by --save-solution") from None
+    if not isinstance(payload, dict) or payload.get("format") != SOLUTION_FORMAT:
+        raise BlendinError("this is not a blendin solution (no \"format\": "
+                           f"\"{SOLUTION_FORMAT}\")",
+                           fix="give the file written by --save-solution")
+    for key in ("quasi_identifiers", "levels", "hierarchies", "models"):
+        if key not in payload:
+            raise BlendinError(f"the solution has no {key!r}",
+                               fix="save it again with --save-solution")
+    return payload
+
+
+def _models_from(tables: Sequence[dict]) -> list[PrivacyModel]:
+    from blendin import models
+
+    make = getattr(models, "model_from_toml", None)
+    if make is not None:
+        return [make(dict(t)) for t in tables]
+    out = []
+    for table in tables:
+        if table.get("model") != "k-anonymity":
+            raise BlendinError(f"unknown model {table.get('model')!r} in the solution",
+                               fix="use a blendin version that knows this model")
+        out.append(models.KAnonymity(int(table["k"])))
+    return out
+
+
+def spec_from_solution(payload: dict, spec: Spec | None = None) -> Spec:
+    """The Spec a saved solution stands for (roles, models, limits from ``spec`` if given)."""
+    hierarchies = {q: _hierarchy_from(payload["hierarchies"][q], q)
+                   for q in payload["quasi_identifiers"]}
+    sens_h = {q: _hierarchy_from(d, q)
+              for q, d in payload.get("sensitive_hierarchies", {}).items()}
+    if spec is not None:
+        absent = [q for q in spec.quasi_identifiers if q not in hierarchies]
+        if absent:
+            raise BlendinError(f"the solution has no level for QI(s) {preview(absent)}",
+                               fix="use the spec the solution was made with")
+        return Spec(quasi_identifiers={q: hierarchies[q] for q in spec.quasi_identifiers},
+                    identifiers=list(spec.identifiers), sensitive=list(spec.sensitive),
+                    insensitive=list(spec.insensitive), models=list(spec.models),
+                    max_suppression=spec.max_suppression, sensitive_hierarchies={
+                        **sens_h, **_built_only(spec.sensitive_hierarchies)},
+                    delimiter=spec.delimiter, encoding=spec.encoding, missing=spec.missing,
+                    base_dir=spec.base_dir)
+    return Spec(quasi_identifiers=hierarchies, identifiers=list(payload.get("identifiers", [])),
+                sensitive=list(payload.get("sensitive", [])),
+                insensitive=list(payload.get("insensitive", [])),
+                models=_models_from(payload["models"]),
+                max_suppression=float(payload.get("max_suppression", 0.0)),
+                sensitive_hierarchies=sens_h, missing=payload.get("missing", ""))
+
+
+def _built_only(hierarchies: Mapping[str, Any]) -> dict:
+    return {k: v for k, v in hierarchies.items() if isinstance(v, Hierarchy)}
+
+
+def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str = "drop",
+                   delimiter: str | None = None, encoding: str | None = None) -> Result:
+    """Re-apply a saved full-domain solution to new data of the same shape.
+
+    ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
+    a Result. The saved hierarchies must cover the new values (else a BlendinError names
+    them). Records of classes that violate the models at the saved levels are suppressed;
+    when that is within the saved limit the release is verified and returned, and when it is
+    over the limit a BlendinError says so and nothing is released: the spec does not hold
+    on this data with this solution, so it must be anonymized afresh.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> age = Hierarchy.from_rows([["31", "30-39"], ["32", "30-39"], ["47", "40-49"]])
+    >>> spec = Spec(quasi_identifiers={"age": age}, models=[KAnonymity(2)])
+    >>> saved = solution_dict(spec, {"age": age}, {"age": 1})
+    >>> new = pd.DataFrame({"age": [32, 31, 47, 47]})
+    >>> apply_solution(new, saved).data["age"].tolist()
+    ['30-39', '30-39', '40-49', '40-49']
+    """
+    start = time.perf_counter()
+    payload = load_solution(solution)
+    used = spec_from_solution(payload, spec)
+    if delimiter is not None:
+        used.delimiter = delimiter
+    if encoding is not None:
+        used.encoding = encoding
+    levels = tuple(int(payload["levels"][q]) for q in used.quasi_identifiers)
+    prepared = prepare(data, used)
+    outcome = full_domain_outcome(prepared, levels, enforce_limit=True)
+    release, report = verify(outcome, used, suppressed)
+    origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
+    return Result(
+        data=from_arrow(release, data), levels=outcome.levels,
+        utility=outcome.utility, classes=int(len(outcome.class_sizes)),
+        min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
+        suppressed=outcome.suppressed, records=prepared.ft.n_records, nodes_checked=0,
+        seconds=time.perf_counter() - start, algorithm="saved", metric="-", check=report,
+        solution=payload, spec=used, hierarchies=prepared.hierarchies,
+        suppressed_mode=suppressed, applied_from=origin,
+        sensitive_hierarchies=prepared.sensitive_hierarchies)
+
+
+def _write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write a small text file atomically (temporary file, then rename)."""
+    import tempfile
+
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise BlendinError(f"folder {str(folder)!r} does not exist",
+                           fix="create it first or write somewhere else")
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,139 @@
+"""``blendin anonymize`` and ``blendin apply``: make a release, or re-apply a saved one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from blendin.cli import main
+
+OUTPUT_SUFFIXES = (".csv", ".parquet", ".xlsx")
+
+
+def _check_output(data: str, output: str) -> None:
+    """Refuse an unknown output type or writing over the input, before any work is done."""
+    from blendin.errors import BlendinError
+
+    out = Path(output)
+    if out.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise BlendinError(f"cannot write {output!r}: unknown file type {out.suffix!r}",
+                           fix=f"end the output name with {', '.join(OUTPUT_SUFFIXES)}")
+    if out.exists() and Path(data).exists() and out.resolve() == Path(data).resolve():
+        raise BlendinError(f"the output {output!r} is the input file",
+                           fix="write the release to another file; the input is never changed")
+
+
+def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
+            solution: str | None = None) -> None:
+    """Write the verified release (and the solution), then say what was done."""
+    written = result.write(output, delimiter=delimiter)
+    saved = result.save_solution(solution) if solution else None
+    if as_json:
+        payload = result.to_dict()
+        payload["output"] = str(written)
+        if saved is not None:
+            payload["solution"] = str(saved)
+        click.echo(json.dumps(payload, indent=2))
+    elif not quiet:
+        click.echo(result.summary())
+        click.echo(f"wrote {written}" + (f"; solution saved to {saved}" if saved else ""))
+
+
+_COMMON = [
+    click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+                 help="Where to write the release: .csv, .parquet or .xlsx."),
+    click.option("--suppressed", type=click.Choice(["drop", "keep"]), default="drop",
+                 show_default=True,
+                 help="Remove suppressed records, or keep them with * in every QI."),
+    click.option("--json", "as_json", is_flag=True,
+                 help="Print the figures as JSON (levels, suppressed, classes, utility...)."),
+    click.option("--quiet", "-q", is_flag=True, help="Print nothing and show no progress."),
+    click.option("--delimiter", default=None,
+                 help="Input CSV delimiter, e.g. ';' or '\\t' (default: spec's, else sniffed)."),
+    click.option("--encoding", default=None,
+                 help="Input text encoding, e.g. latin-1 (default: the spec's, else utf-8)."),
+    click.option("--output-delimiter", default=",", show_default=True,
+                 help="Delimiter of a CSV release."),
+]
+
+
+def _common(command):
+    for option in reversed(_COMMON):
+        command = option(command)
+    return command
+
+
+@main.command("anonymize")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
+              help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
+@click.option("--algorithm", default=None,
+              type=click.Choice(["optimal", "exhaustive", "binary", "datafly", "mondrian"]),
+              help="Search algorithm (default: the spec's, else optimal).")
+@click.option("--metric", default=None,
+              type=click.Choice(["loss", "gcp", "discernibility", "aecs", "precision",
+                                 "entropy", "height"]),
+              help="Utility metric the search minimizes (default: the spec's, else loss).")
+@click.option("--save-solution", "solution", default=None, type=click.Path(dir_okay=False),
+              help="Also save the chosen levels and hierarchies as JSON, for blendin apply.")
+@_common
+def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
+                      solution: str | None, output: str, suppressed: str, as_json: bool,
+                      quiet: bool, delimiter: str | None, encoding: str | None,
+                      output_delimiter: str) -> None:
+    """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
+
+    Searches the generalization levels that meet the privacy models with the least loss,
+    recodes the records, suppresses what cannot be saved (within the spec's limit), and
+    writes the release only after the independent checker has verified it. Prints the
+    chosen level per quasi-identifier, the records suppressed, the classes, the utility
+    figures, the nodes checked and the time.
+
+    Example: blendin anonymize patients.csv --spec release.toml -o release.csv
+    """
+    from blendin.anonymize import anonymize
+    from blendin.progress import Progress
+    from blendin.spec import Spec
+
+    _check_output(data, output)
+    spec = Spec.from_toml(spec_path)
+    if delimiter is not None:
+        spec.delimiter = delimiter
+    if encoding is not None:
+        spec.encoding = encoding
+    with Progress(enabled=not quiet) as progress:
+        result = anonymize(data, spec, algorithm=algorithm, metric=metric,
+                           suppressed=suppressed, progress=progress)
+    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
+            solution=solution)
+
+
+@main.command("apply")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--solution", required=True, type=click.Path(dir_okay=False),
+              help="A solution saved by blendin anonymize --save-solution.")
+@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+              help="Check against this spec's roles and models instead of the saved ones.")
+@_common
+def apply_command(data: str, solution: str, spec_path: str | None, output: str,
+                  suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
+                  encoding: str | None, output_delimiter: str) -> None:
+    """Re-apply a saved solution to DATA (new records of the same shape).
+
+    Generalizes every quasi-identifier to its saved level with the saved hierarchies and
+    suppresses the classes that violate the models. If that takes more suppression than
+    the limit allows, the solution does not hold on this data: nothing is written and the
+    exit code is 2 (anonymize the data afresh instead).
+
+    Example: blendin apply march.csv --solution sol.json -o march_release.csv
+    """
+    from blendin.anonymize import apply_solution
+    from blendin.spec import Spec
+
+    _check_output(data, output)
+    spec = Spec.from_toml(spec_path) if spec_path else None
+    result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
+                            encoding=encoding)
+    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter)

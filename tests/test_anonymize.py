@@ -1,0 +1,393 @@
+"""anonymize(): known answers, kinds in and out, files, refusals, figures computed otherwise."""
+
+import itertools
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import blendin.search
+from blendin import check as check_module
+from blendin.anonymize import anonymize, apply_solution, load_solution
+from blendin.check import check
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable
+from blendin.hierarchy.core import Hierarchy
+from blendin.metrics import utility_of_node
+from blendin.models import DistinctLDiversity, KAnonymity, TCloseness
+from blendin.release import plan
+from blendin.spec import Spec
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def brute_force_find(ft, models, *, max_suppression=0.0, metric="loss", algorithm="optimal",
+                     policy=None, weights=None, progress=None):
+    """Every lattice node; the feasible one of least loss (ties: lowest height, then order)."""
+    best, checked = None, 0
+    for node in itertools.product(*(range(h) for h in ft.heights)):
+        checked += 1
+        rec = plan(ft, node, models)
+        if rec.suppressed_records > max_suppression * ft.n_records + 1e-9:
+            continue
+        loss = utility_of_node(ft, node, rec.suppressed_tuples)[metric]
+        key = (round(loss, 12), sum(node), node)
+        if best is None or key < best[0]:
+            best = (key, node)
+        if progress is not None:
+            progress(checked, int(np.prod(ft.heights)))
+    return SimpleNamespace(levels=None if best is None else best[1], nodes_checked=checked)
+
+
+@pytest.fixture(autouse=True)
+def search_stand_in(monkeypatch):
+    """Until the lattice search is in the package, a brute-force stand-in plays find()."""
+    if not hasattr(blendin.search, "find"):
+        monkeypatch.setattr(blendin.search, "find", brute_force_find, raising=False)
+
+
+def age_hierarchy(ages):
+    return Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                                for a in sorted(set(ages))])
+
+
+SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+
+
+def people():
+    return pd.DataFrame({
+        "name": ["ann", "bea", "cy", "dan", "ed"],
+        "age": [21, 22, 35, 36, 51],
+        "dx": ["flu", "gout", "flu", "cold", "flu"],
+        "sex": ["f", "f", "m", "m", "m"],
+        "visits": [3, 1, 4, 1, 5],
+    })
+
+
+def people_spec(**kw):
+    df = people()
+    base = dict(quasi_identifiers={"age": age_hierarchy(df.age), "sex": SEX},
+                identifiers=["name"], sensitive=["dx"], models=[KAnonymity(2)],
+                max_suppression=0.2)
+    base.update(kw)
+    return Spec(**base)
+
+
+def test_known_answer_drop():
+    result = anonymize(people(), people_spec())
+    # (decade, sex) leaves 51/m alone: 1 of 5 records suppressed (20%, the limit);
+    # loss 0.3 beats (*, sex) at 0.5
+    assert result.levels == {"age": 1, "sex": 0}
+    out = result.data
+    assert list(out.columns) == ["age", "dx", "sex", "visits"]
+    assert out.age.tolist() == ["20-29", "20-29", "30-39", "30-39"]
+    assert out.sex.tolist() == ["f", "f", "m", "m"]
+    assert out.dx.tolist() == ["flu", "gout", "flu", "cold"]
+    assert out.visits.tolist() == [3, 1, 4, 1]
+    assert (result.suppressed, result.classes, result.min_class_size) == (1, 2, 2)
+    assert result.records == 5
+    assert result.utility["loss"] == pytest.approx(0.3)
+    assert result.utility["discernibility"] == 2 * 2 + 2 * 2 + 5 * 1
+    assert result.check.passed
+    assert result.nodes_checked >= 1
+
+
+def test_known_answer_keep_shows_star():
+    result = anonymize(people(), people_spec(), suppressed="keep")
+    out = result.data
+    assert len(out) == 5
+    assert out.iloc[4][["age", "sex"]].tolist() == ["*", "*"]
+    assert out.iloc[4][["dx", "visits"]].tolist() == ["flu", 5]
+    assert result.suppressed == 1
+    assert check(out, people_spec()).passed
+
+
+def test_no_suppression_allowed_generalizes_further():
+    result = anonymize(people(), people_spec(max_suppression=0.0))
+    assert result.suppressed == 0
+    assert result.levels == {"age": 2, "sex": 0}
+    assert result.data.age.tolist() == ["*"] * 5
+
+
+def test_infeasible_spec_is_a_clear_error():
+    spec = people_spec(models=[KAnonymity(2), DistinctLDiversity("dx", 4)])
+    with pytest.raises(BlendinError) as info:
+        anonymize(people(), spec)
+    assert info.value.fix
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])
+def test_same_kind_out(kind):
+    df = people()
+    data = {"pandas": df, "polars": pl.from_pandas(df), "pyarrow": pa.Table.from_pandas(df)}[kind]
+    result = anonymize(data, people_spec())
+    assert type(result.data) is type(data)
+    assert pa.Table.from_pandas(people()).num_rows == 5  # input untouched
+    table = result.table
+    assert table.column("age").to_pylist() == ["20-29", "20-29", "30-39", "30-39"]
+
+
+def test_input_is_not_modified():
+    df = people()
+    before = df.copy()
+    anonymize(df, people_spec())
+    pd.testing.assert_frame_equal(df, before)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_file_in_and_out(tmp_path, suffix):
+    src = tmp_path / f"people{suffix}"
+    if suffix == ".csv":
+        people().to_csv(src, index=False)
+    else:
+        people().to_parquet(src, index=False)
+    result = anonymize(src, people_spec())
+    assert isinstance(result.data, pa.Table)
+    out = tmp_path / f"release{suffix}"
+    result.write(out)
+    back = pd.read_csv(out, dtype=str) if suffix == ".csv" else pq.read_table(out).to_pandas()
+    assert list(back.columns) == ["age", "dx", "sex", "visits"]
+    assert back.age.tolist() == ["20-29", "20-29", "30-39", "30-39"]
+    assert check(out, people_spec()).passed
+    sizes = back.groupby(["age", "sex"]).size()
+    assert (result.classes, result.min_class_size) == (len(sizes), sizes.min())
+
+
+def test_file_read_in_chunks_gives_the_same_release(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 3000
+    df = pd.DataFrame({"age": rng.integers(18, 90, n), "sex": rng.choice(["f", "m"], n),
+                       "dx": rng.choice(["a", "b", "c", "d"], n)})
+    path = tmp_path / "big.csv"
+    df.to_csv(path, index=False)
+    spec = Spec(quasi_identifiers={"age": age_hierarchy(df.age), "sex": SEX},
+                sensitive=["dx"], models=[KAnonymity(20)], max_suppression=0.05)
+    from blendin.io import Source
+
+    chunked = anonymize(Source(path, block_size=4096), spec)
+    whole = anonymize(df, spec)
+    assert chunked.levels == whole.levels
+    assert chunked.data.column("age").to_pylist() == whole.data.age.tolist()
+    assert chunked.data.column("dx").to_pylist() == whole.data.dx.tolist()
+
+
+def test_checker_rejection_refuses(monkeypatch):
+    real = check_module.check
+
+    def failing(data, spec, **kw):
+        report = real(data, spec, **kw)
+        report.passed = False
+        return report
+
+    monkeypatch.setattr(check_module, "check", failing)
+    with pytest.raises(BlendinError, match="independent check"):
+        anonymize(people(), people_spec())
+
+
+def test_missing_column_and_bad_mode():
+    with pytest.raises(BlendinError, match="'age'"):
+        anonymize(people().drop(columns="age"), people_spec())
+    with pytest.raises(BlendinError, match="drop"):
+        anonymize(people(), people_spec(), suppressed="hide")
+    with pytest.raises(BlendinError, match="algorithm"):
+        anonymize(people(), people_spec(), algorithm="magic")
+
+
+def test_uncovered_value_names_it():
+    df = people()
+    df.loc[0, "age"] = 99
+    with pytest.raises(BlendinError, match="'99'"):
+        anonymize(df, people_spec())
+
+
+def random_table(seed, n=400):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({
+        "id": np.arange(n),
+        "age": rng.integers(20, 60, n),
+        "zip": rng.choice(["0213", "0214", "0215", "0311", "0312"], n),
+        "sex": rng.choice(["f", "m"], n),
+        "dx": rng.choice(["flu", "gout", "cold", "hiv"], n, p=[0.4, 0.3, 0.2, 0.1]),
+    })
+
+
+def zip_hierarchy():
+    return Hierarchy.from_rows([[z, z[:3] + "*", z[:2] + "**", "*"]
+                                for z in ["0213", "0214", "0215", "0311", "0312"]])
+
+
+def random_spec(df, models, max_suppression):
+    return Spec(quasi_identifiers={"age": age_hierarchy(df.age), "zip": zip_hierarchy(),
+                                   "sex": SEX},
+                identifiers=["id"], sensitive=["dx"], models=models,
+                max_suppression=max_suppression)
+
+
+@pytest.mark.parametrize("seed,models,limit", [
+    (0, [KAnonymity(5)], 0.0),
+    (1, [KAnonymity(10)], 0.05),
+    (2, [KAnonymity(3), DistinctLDiversity("dx", 2)], 0.05),
+    (3, [KAnonymity(2), TCloseness("dx", 0.3)], 0.1),
+])
+def test_figures_match_pandas_on_the_written_file(tmp_path, seed, models, limit):
+    df = random_table(seed)
+    spec = random_spec(df, models, limit)
+    result = anonymize(df, spec)
+    path = tmp_path / "out.csv"
+    result.write(path)
+    back = pd.read_csv(path, dtype=str)
+    assert "id" not in back.columns
+    assert check(path, spec).passed
+    sizes = back.groupby(["age", "zip", "sex"]).size()
+    assert result.classes == len(sizes)
+    assert result.min_class_size == sizes.min()
+    assert result.suppressed == len(df) - len(back)
+    assert result.suppressed <= limit * len(df)
+    assert result.utility["discernibility"] == pytest.approx(
+        float((sizes**2).sum() + len(df) * result.suppressed))
+    # the levels say what each value became
+    h = spec.quasi_identifiers["zip"]
+    to_label = {row[0]: row[result.levels["zip"]] for row in h.to_rows()}
+    kept = df.set_index(df.index).loc[
+        df.index.isin(_kept_rows(df, spec, result))]
+    assert back.zip.tolist() == [to_label[z] for z in kept.zip]
+
+
+def _kept_rows(df, spec, result):
+    """Rows of classes that satisfy every model at the chosen levels (plain pandas)."""
+    labelled = df.copy()
+    for q, h in spec.quasi_identifiers.items():
+        m = {row[0]: row[result.levels[q]] for row in h.to_rows()}
+        labelled[q] = df[q].astype(str).map(m)
+    keep = []
+    for _, group in labelled.groupby(["age", "zip", "sex"]):
+        ok = len(group) >= spec.models[0].k
+        if len(spec.models) > 1 and isinstance(spec.models[1], DistinctLDiversity):
+            ok &= group.dx.nunique() >= spec.models[1].l
+        if len(spec.models) > 1 and isinstance(spec.models[1], TCloseness):
+            overall = df.dx.value_counts(normalize=True)
+            local = group.dx.value_counts(normalize=True).reindex(overall.index, fill_value=0)
+            ok &= 0.5 * (overall - local).abs().sum() <= spec.models[1].t + 1e-12
+        if ok:
+            keep.extend(group.index)
+    return sorted(keep)
+
+
+def test_result_to_dict_is_json():
+    result = anonymize(people(), people_spec())
+    d = json.loads(json.dumps(result.to_dict()))
+    for key in ("levels", "suppressed", "classes", "min_class_size", "nodes_checked",
+                "seconds", "utility"):
+        assert key in d
+    assert d["levels"] == {"age": 1, "sex": 0}
+    assert "levels: age 1/2, sex 0/1" in result.summary()
+    assert "suppressed: 1 records" in result.summary()
+
+
+# -- saved solutions ------------------------------------------------------------------------
+
+
+def test_save_and_apply_on_new_data(tmp_path):
+    df = random_table(7, 600)
+    spec = random_spec(df, [KAnonymity(5)], 0.02)
+    result = anonymize(df, spec)
+    path = tmp_path / "sol.json"
+    result.save_solution(path)
+    saved = json.loads(path.read_text())
+    assert saved["levels"] == result.levels
+    assert saved["hierarchies"]["zip"]["rows"][0] == ["0213", "021*", "02**", "*"]
+    new = random_table(8, 900)
+    applied = apply_solution(new, path)
+    assert applied.levels == result.levels
+    assert applied.nodes_checked == 0
+    assert check(applied.data, spec).passed
+    assert applied.suppressed <= 0.02 * len(new)
+    assert len(applied.data) == len(new) - applied.suppressed
+    assert "id" not in applied.data.columns
+
+
+def test_apply_on_the_same_data_gives_the_same_release():
+    df = random_table(9)
+    spec = random_spec(df, [KAnonymity(4)], 0.05)
+    result = anonymize(df, spec)
+    again = apply_solution(df, load_solution(result))
+    pd.testing.assert_frame_equal(again.data, result.data)
+
+
+def test_apply_refuses_uncovered_values_and_broken_limit():
+    df = random_table(10)
+    spec = random_spec(df, [KAnonymity(5)], 0.0)
+    result = anonymize(df, spec)
+    saved = load_solution(result)
+    other = df.copy()
+    other.loc[0, "zip"] = "9999"
+    with pytest.raises(BlendinError, match="'9999'"):
+        apply_solution(other, saved)
+    assert result.levels != {"age": 2, "zip": 3, "sex": 1}
+    few = df.head(6)  # too few records for the saved levels to keep every class >= 5
+    with pytest.raises(BlendinError, match="does not hold on this data"):
+        apply_solution(few, saved)
+
+
+def test_bad_solution_files(tmp_path):
+    with pytest.raises(BlendinError, match="does not exist"):
+        apply_solution(people(), tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(BlendinError, match="not a blendin solution"):
+        apply_solution(people(), bad)
+
+
+def test_mondrian_dispatch_release_passes_the_checker():
+    df = random_table(11)
+    spec = random_spec(df, [KAnonymity(5)], 0.0)
+    result = anonymize(df, spec, algorithm="mondrian")
+    assert result.levels == {}
+    assert result.algorithm == "mondrian"
+    assert check(result.data, spec).passed
+    sizes = result.data.groupby(["age", "zip", "sex"]).size()
+    assert (result.classes, result.min_class_size) == (len(sizes), sizes.min())
+    with pytest.raises(BlendinError, match="no levels"):
+        result.save_solution("x.json")
+
+
+# -- the ARX benchmark data -----------------------------------------------------------------
+
+
+def adult_spec(k, limit):
+    folder = DATA / "adult"
+    qis = ["age", "education", "marital-status", "native-country", "race", "salary-class",
+           "sex", "workclass"]
+    hierarchies = {}
+    for q in qis:
+        text = (folder / f"adult_hierarchy_{q}.csv").read_text().replace("\r\n", "\n")
+        rows = [line.split(";") for line in text.splitlines() if line]
+        hierarchies[q] = Hierarchy.from_rows(rows, name=q)
+    return Spec(quasi_identifiers=hierarchies, sensitive=["occupation"],
+                models=[KAnonymity(k)], max_suppression=limit, delimiter=";")
+
+
+@pytest.mark.skipif(not (DATA / "adult").is_dir(), reason="benchmark data not present")
+def test_adult_k5_release_matches_pandas(tmp_path):
+    spec = adult_spec(5, 0.0)
+    result = anonymize(DATA / "adult" / "adult.csv", spec)
+    out = tmp_path / "adult_k5.csv"
+    result.write(out)
+    assert check(out, spec, delimiter=",").passed
+    back = pd.read_csv(out, dtype=str, keep_default_na=False)
+    sizes = back.groupby(list(spec.quasi_identifiers)).size()
+    assert result.records == 30162 == len(back) + result.suppressed
+    assert result.suppressed == 0
+    assert (result.classes, result.min_class_size) == (len(sizes), sizes.min())
+    assert sizes.min() >= 5
+    ft = FrequencyTable.from_table(
+        pd.read_csv(DATA / "adult" / "adult.csv", sep=";", dtype=str),
+        {q: h for q, h in spec.quasi_identifiers.items()})
+    assert result.utility["loss"] == pytest.approx(
+        utility_of_node(ft, list(result.levels.values()))["loss"])

@@ -1,0 +1,212 @@
+"""``blendin anonymize`` and ``blendin apply``: output, JSON figures checked on the written file."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import blendin.search
+from blendin.check import check
+from blendin.cli import main
+from blendin.spec import Spec
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def search_stand_in(monkeypatch):
+    """Until the lattice search is in the package, a brute-force stand-in plays find()."""
+    if not hasattr(blendin.search, "find"):
+        from test_anonymize import brute_force_find
+
+        monkeypatch.setattr(blendin.search, "find", brute_force_find, raising=False)
+
+
+def write_case(folder: Path, n=300, seed=0, k=4, limit=0.05) -> tuple[Path, Path]:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "name": [f"p{i}" for i in range(n)],
+        "age": rng.integers(20, 70, n),
+        "zip": rng.choice(["02138", "02139", "02141", "03101", "03102"], n),
+        "sex": rng.choice(["f", "m"], n),
+        "dx": rng.choice(["flu", "gout", "cold"], n),
+    })
+    data = folder / "people.csv"
+    df.to_csv(data, index=False)
+    ages = sorted(set(range(20, 70)))
+    (folder / "age.csv").write_text("\n".join(
+        f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};{'<50' if a < 50 else '>=50'};*" for a in ages))
+    spec = folder / "release.toml"
+    spec.write_text(f"""
+[attributes]
+identifiers = ["name"]
+sensitive = ["dx"]
+
+[quasi_identifiers]
+age = {{ csv = "age.csv" }}
+zip = {{ masking = 5 }}
+sex = {{ flat = true }}
+
+[[privacy]]
+model = "k-anonymity"
+k = {k}
+
+[anonymization]
+max_suppression = {limit}
+""")
+    return data, spec
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+def test_anonymize_json_figures_match_the_written_file(tmp_path):
+    data, spec = write_case(tmp_path)
+    out = tmp_path / "release.csv"
+    result = run("anonymize", data, "--spec", spec, "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    back = pd.read_csv(out, dtype=str)
+    original = pd.read_csv(data, dtype=str)
+    assert list(back.columns) == ["age", "zip", "sex", "dx"]
+    sizes = back.groupby(["age", "zip", "sex"]).size()
+    assert figures["classes"] == len(sizes)
+    assert figures["min_class_size"] == sizes.min() >= 4
+    assert figures["suppressed"] == len(original) - len(back)
+    assert figures["suppressed"] <= 0.05 * len(original)
+    assert set(figures["levels"]) == {"age", "zip", "sex"}
+    assert figures["nodes_checked"] >= 1 and figures["seconds"] > 0
+    assert figures["utility"]["discernibility"] == pytest.approx(
+        float((sizes**2).sum() + len(original) * figures["suppressed"]))
+    assert check(out, Spec.from_toml(spec)).passed
+    # the zip level says how many digits were masked
+    level = figures["levels"]["zip"]
+    assert all(z.endswith("*" * level) or z == "*" for z in back.zip)
+
+
+def test_anonymize_text_output(tmp_path):
+    data, spec = write_case(tmp_path)
+    out = tmp_path / "release.parquet"
+    result = run("anonymize", data, "--spec", spec, "-o", out)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    table = pq.read_table(out).to_pandas()
+    for word in ("levels:", "suppressed:", "classes:", "utility:", "nodes checked:", "time:"):
+        assert word in text
+    sizes = table.groupby(["age", "zip", "sex"]).size()
+    assert f"classes: {len(sizes):,}, smallest {sizes.min():,}" in text
+
+
+def test_quiet_prints_nothing_and_keep_marks_stars(tmp_path):
+    data, spec = write_case(tmp_path, n=120, k=6, limit=0.2)
+    out = tmp_path / "release.csv"
+    result = run("anonymize", data, "--spec", spec, "-o", out, "--quiet",
+                 "--suppressed", "keep")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    back = pd.read_csv(out, dtype=str)
+    assert len(back) == 120
+    stars = (back[["age", "zip", "sex"]] == "*").all(axis=1)
+    kept = back[~stars].groupby(["age", "zip", "sex"]).size()
+    assert kept.min() >= 6
+
+
+def test_save_solution_and_apply(tmp_path):
+    data, spec = write_case(tmp_path, n=400, seed=1)
+    out, sol = tmp_path / "release.csv", tmp_path / "sol.json"
+    first = run("anonymize", data, "--spec", spec, "-o", out, "--save-solution", sol, "--json")
+    assert first.exit_code == 0, first.output
+    levels = json.loads(first.stdout)["levels"]
+    assert json.loads(sol.read_text())["levels"] == levels
+    (tmp_path / "new").mkdir()
+    new_data, _ = write_case(tmp_path / "new", n=500, seed=2)
+    new_out = tmp_path / "new_release.csv"
+    second = run("apply", new_data, "--solution", sol, "-o", new_out, "--json")
+    assert second.exit_code == 0, second.output
+    figures = json.loads(second.stdout)
+    assert figures["levels"] == levels
+    back = pd.read_csv(new_out, dtype=str)
+    sizes = back.groupby(["age", "zip", "sex"]).size()
+    assert figures["classes"] == len(sizes) and figures["min_class_size"] == sizes.min()
+    assert check(new_out, Spec.from_toml(spec)).passed
+
+
+def test_apply_that_does_not_hold_writes_nothing(tmp_path):
+    data, spec = write_case(tmp_path, n=400, seed=1, limit=0.0)
+    sol = tmp_path / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+               "--save-solution", sol).exit_code == 0
+    few = tmp_path / "few.csv"
+    pd.read_csv(data, dtype=str).head(12).to_csv(few, index=False)
+    out = tmp_path / "few_release.csv"
+    result = run("apply", few, "--solution", sol, "-o", out)
+    assert result.exit_code == 2
+    assert "does not hold on this data" in result.stderr
+    assert not out.exists()
+
+
+def test_errors_exit_2_and_leave_no_file(tmp_path):
+    data, spec = write_case(tmp_path)
+    out = tmp_path / "release.csv"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(spec.read_text().replace("k = 4", "k = 100000"))
+    result = run("anonymize", data, "--spec", bad, "-o", out)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ") and "fix:" in result.stderr
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "release.txt")
+    assert result.exit_code == 2 and "file type" in result.stderr
+    result = run("anonymize", data, "--spec", spec, "-o", data)
+    assert result.exit_code == 2 and "input" in result.stderr
+
+
+def test_checker_rejection_writes_nothing(tmp_path, monkeypatch):
+    from blendin import check as check_module
+
+    real = check_module.check
+
+    def failing(*a, **kw):
+        report = real(*a, **kw)
+        report.passed = False
+        return report
+
+    monkeypatch.setattr(check_module, "check", failing)
+    data, spec = write_case(tmp_path)
+    out = tmp_path / "release.csv"
+    result = run("anonymize", data, "--spec", spec, "-o", out)
+    assert result.exit_code == 2 and "independent check" in result.stderr
+    assert not out.exists()
+
+
+def test_help_has_an_example():
+    for command in ("anonymize", "apply"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Example:" in result.output
+
+
+@pytest.mark.skipif(not (DATA / "adult").is_dir(), reason="benchmark data not present")
+def test_adult_cli_k2(tmp_path):
+    qis = ["age", "education", "marital-status", "native-country", "race", "salary-class",
+           "sex", "workclass"]
+    lines = ["[input]", 'delimiter = ";"', "[attributes]", 'sensitive = ["occupation"]',
+             "[quasi_identifiers]"]
+    lines += [f'"{q}" = {{ csv = "{DATA}/adult/adult_hierarchy_{q}.csv" }}' for q in qis]
+    lines += ["[[privacy]]", 'model = "k-anonymity"', "k = 2", "[anonymization]",
+              "max_suppression = 0.0"]
+    spec = tmp_path / "adult.toml"
+    spec.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "adult.parquet"
+    result = run("anonymize", DATA / "adult" / "adult.csv", "--spec", spec, "-o", out,
+                 "--json")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    back = pq.read_table(out).to_pandas()
+    sizes = back.groupby(qis).size()
+    assert figures["classes"] == len(sizes) and figures["min_class_size"] == sizes.min() >= 2
+    assert figures["suppressed"] == 0 and len(back) == 30162
