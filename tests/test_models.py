@@ -706,3 +706,15 @@ def test_repr_reads_back():
     h = {"csv": "dx.csv"}
     for model in (*ROUND_TRIP, TCloseness("dx", 0.3, "hierarchical", hierarchy=h)):
         assert eval(repr(model)) == model  # noqa: S307 (our own repr)
+
+
+def test_hierarchy_given_as_builder_or_toml_table():
+    from blendin.hierarchy.builders import flat
+
+    classes = make_classes([[2, 0, 1], [0, 3, 1]], labels=["a", "b", "c"])
+    equal = TCloseness("s", 0.5).distances(classes)
+    for spec in (flat(), {"flat": True}):
+        model = TCloseness("s", 0.5, "hierarchical", hierarchy=spec)
+        assert model.distances(classes) == pytest.approx(equal)
+    assert TCloseness("s", 0.5, "hierarchical", hierarchy=flat()).to_dict()["hierarchy"] == {
+        "flat": True}
