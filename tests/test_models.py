@@ -29,7 +29,7 @@ from blendin.models import (
 
 scipy_optimize = pytest.importorskip("scipy.optimize")
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=120, deadline=None)
 
 
 def make_classes(hists, labels=None, overall=None, hierarchy=None, name="s"):
@@ -396,7 +396,7 @@ LABEL_SETS = st.sampled_from([
 ])
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(histograms(), LABEL_SETS)
 def test_equal_and_ordered_distance_agree_with_lp(data, labels):
     rows, overall = data
@@ -426,7 +426,7 @@ def hierarchies(draw, m):
     return [[f"v{g}"] + [f"n{codes[lv][g]}" for lv in range(1, len(codes))] for g in range(m)]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_hierarchical_distance_agrees_with_lp(data):
     rows, overall = data.draw(histograms())
@@ -484,7 +484,7 @@ def test_merging_satisfying_classes_keeps_monotone_models(data, kind):
     assert model.holds(both).all()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.data())
 def test_merging_keeps_hierarchical_t_closeness(data):
     rows, overall = data.draw(histograms(max_classes=2))
