@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text, combine_keys
 from blendin.hierarchy.core import Hierarchy
-from blendin.labels import KINDS, covers, guess_kind, parse_dates, parse_values
+from blendin.labels import KINDS, covers, guess_kind, parse_dates, parse_numeric, parse_values
 
 #: cells of the (release tuples × external tuples) matrix handled at once
 BLOCK_CELLS = 1 << 22
@@ -189,7 +189,8 @@ def _join_columns(rel: pa.Table, ext: pa.Table, on, truth) -> list[str]:
     for table, what in ((rel, "release"), (ext, "external table")):
         absent = [c for c in on if c not in table.column_names]
         if absent:
-            near = difflib.get_close_matches(absent[0], table.column_names, n=1)
+            near = [c for c in table.column_names if c.lower() == absent[0].lower()]
+            near = near or difflib.get_close_matches(absent[0], table.column_names, n=1)
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise BlendinError(
                 f"join column(s) {preview(absent)} not in the {what} (it has "
@@ -252,18 +253,23 @@ def _kinds(on, ext_values, rel_labels, given: Mapping[str, str], missing: str
             kinds[c] = given[c]
             continue
         kinds[c] = guess_kind(ext_values[c], missing)
-        if kinds[c] == "categorical" and _looks_like_dates(rel_labels[c], ext_values[c]):
-            parse_values(ext_values[c], "date", c, missing)  # raises, naming bad values
+        if kinds[c] == "categorical":
+            shown = _release_kind(rel_labels[c])
+            if shown is not None:  # the release shows dates/numbers: the values must parse
+                parse_values(ext_values[c], shown, c, missing)
     return kinds
 
 
-def _looks_like_dates(labels: np.ndarray, values: np.ndarray) -> bool:
-    """The release shows date labels and most external values are dates."""
+def _release_kind(labels: np.ndarray) -> str | None:
+    """``"date"`` or ``"numeric"`` when every shown label of a release column is one."""
     shown = labels[(labels != "*") & (labels != "")]
-    if not len(shown) or np.isnan(parse_dates(shown)[0]).any():
-        return False
-    first, _ = parse_dates(values)
-    return bool(np.mean(~np.isnan(first)) >= 0.5) and len(values) > 0
+    if not len(shown):
+        return None
+    if not np.isnan(parse_dates(shown)[0]).any():
+        return "date"
+    if not np.isnan(parse_numeric(shown)[0]).any():
+        return "numeric"
+    return None
 
 
 def _match(compat, rel_keys, ext_keys, rel_counts, histograms):

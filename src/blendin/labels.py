@@ -180,8 +180,8 @@ def parse_values(values: Sequence[str] | np.ndarray, kind: str, name: str = "col
         raise BlendinError(
             f"column {name!r} should hold {what} but has {int(bad.sum())} value(s) that do "
             f"not parse: {shown}",
-            fix=f"write the values of {name!r} as {what}, or treat the column as "
-            "categorical (text)",
+            fix=f"write the values of {name!r} as {what}, or read them as text "
+            f"(kind categorical, e.g. --kind {name}=categorical)",
         )
     out[is_missing] = np.nan
     return out
