@@ -188,6 +188,8 @@ class _State:
     def __init__(self, ft: FrequencyTable, models: list[PrivacyModel], relaxed: bool,
                  budget: int) -> None:
         self.ft, self.models, self.relaxed, self.budget = ft, models, relaxed, budget
+        # histograms are summed only for the attributes some model reads
+        self.sensitive = {m.attribute for m in models if m.attribute is not None}
         self.attrs = [_attribute(h) for h in ft.hierarchies]
         # per-tuple attribute value used for cuts: rank (ordered) or ground code (tree)
         self.values = np.stack(
@@ -277,7 +279,7 @@ class _State:
         sub = sub.reshape(-1)
         parent = uniq // radix
         ok = np.ones(len(uniq), bool)
-        classes = _classes(self.ft, t, sub, len(uniq))
+        classes = _classes(self.ft, t, sub, len(uniq), self.sensitive)
         for model in self.models:
             ok &= model.holds(classes)
         bad = np.bincount(parent, weights=~ok, minlength=n_parts) > 0
@@ -367,11 +369,17 @@ def _lca(codes: np.ndarray, ground: np.ndarray, starts: np.ndarray) -> tuple[np.
     return lca, node
 
 
-def _classes(ft: FrequencyTable, tuples: np.ndarray, group: np.ndarray, n: int) -> Classes:
-    """Classes made of the given tuples, ``group[i]`` being the class of ``tuples[i]``."""
+def _classes(ft: FrequencyTable, tuples: np.ndarray, group: np.ndarray, n: int,
+             sensitive: Sequence[str] | None = None) -> Classes:
+    """Classes made of the given tuples, ``group[i]`` being the class of ``tuples[i]``.
+
+    Only the histograms of ``sensitive`` (all when None) are summed.
+    """
     sizes = np.bincount(group, weights=ft.counts[tuples], minlength=n).astype(np.int64)
     hists = {}
     for name, hist in ft.sensitive.items():
+        if sensitive is not None and name not in sensitive:
+            continue
         width = hist.shape[1]
         flat = (group[:, None] * width + np.arange(width)).ravel()
         out = np.bincount(flat, weights=hist[tuples].ravel(), minlength=n * width)
