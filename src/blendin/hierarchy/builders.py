@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -52,6 +54,14 @@ def distinct_text(values: Sequence | np.ndarray) -> np.ndarray:
     if arr.size == 0:
         return np.empty(0, dtype=object)
     return np.unique(arr.astype(str)).astype(object)
+
+
+def isin_text(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Which ``values`` are in ``among`` (hashing: np.isin on objects is quadratic)."""
+    value_set = pa.array(np.asarray(among, dtype=object).astype(str).tolist(), type=pa.string())
+    found = pc.is_in(pa.array(np.asarray(values, dtype=object).astype(str).tolist(),
+                              type=pa.string()), value_set=value_set)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def assemble(
@@ -95,7 +105,7 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
     """
     values = distinct_text(values)
     ground = hierarchy.ground.astype(str)
-    covered = np.isin(values, ground)
+    covered = isin_text(values, ground)
     uncovered = values[~covered & (values != missing)]
     if len(uncovered):
         raise BlendinError(
@@ -104,7 +114,7 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
             fix=f"add a row for each of these values to {source} of {name!r}",
         )
     add_missing = not covered.all()  # only the missing label can be left
-    keep = np.isin(ground, values)
+    keep = isin_text(ground, values)
     if keep.all() and not add_missing:
         return hierarchy
     table = np.stack([hierarchy.label_array(lv) for lv in range(hierarchy.height)], axis=1)

@@ -1,0 +1,274 @@
+"""ARX hierarchy files: one row per value, ``value;level1;...;top``, no header.
+
+ARX users bring their hierarchies as they are: the delimiter is sniffed among ``; , tab |``
+when not given, CRLF and LF both work, the final newline is optional, fields may be quoted.
+Errors name the file and the line. ``to_csv`` writes the same format (atomically).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from blendin.errors import BlendinError
+from blendin.hierarchy.builders import HierarchyBuilder, restrict
+from blendin.hierarchy.core import Hierarchy
+
+DELIMITERS = (";", ",", "\t", "|")
+KINDS = ("numeric", "date", "categorical")
+
+
+def sniff_delimiter(text: str, path: str = "the file") -> str:
+    """The candidate delimiter found the same number of times (at least once) on every line.
+
+    >>> sniff_delimiter("1,a,b\\n2,a,b\\n"), sniff_delimiter("1;a,b;*\\n2;a;*")
+    (',', ';')
+    """
+    lines = [line for line in text.splitlines()[:200] if line.strip()]
+    best, best_key = None, None
+    for rank, d in enumerate(DELIMITERS):
+        counts = [line.count(d) for line in lines]
+        if not counts or min(counts) == 0:
+            continue
+        key = (len(set(counts)) == 1, min(counts), -rank)
+        if best_key is None or key > best_key:
+            best, best_key = d, key
+    if best is None:
+        raise BlendinError(
+            f"{path}: cannot tell the delimiter (none of ; , tab | is on every line)",
+            fix="give it, e.g. from_csv(path, delimiter=';') (TOML: delimiter = \";\")",
+        )
+    return best
+
+
+def read_rows(path: str | Path, delimiter: str | None = None,
+              encoding: str = "utf-8") -> tuple[list[list[str]], np.ndarray, str]:
+    """The rows of a hierarchy file, the line number of each, and the delimiter used."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BlendinError(f"hierarchy file {str(path)!r} not found",
+                           fix="check the path (in a spec file, relative paths start from "
+                           "the spec's folder)") from None
+    except OSError as exc:
+        raise BlendinError(f"cannot read hierarchy file {str(path)!r}: {exc.strerror}",
+                           fix="check the path and its permissions") from None
+    text = _decode(data, path, encoding)
+    if delimiter is None:
+        delimiter = sniff_delimiter(text, str(path))
+    rows, lines = [], []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        for row in reader:
+            if row and any(field.strip() for field in row):
+                rows.append(row)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise BlendinError(f"{path} line {reader.line_num}: {exc}",
+                           fix="check the quotes on that line") from None
+    if not rows:
+        raise BlendinError(f"hierarchy file {str(path)!r} is empty",
+                           fix="give one row per value: value;level1;...;top")
+    return rows, np.asarray(lines), delimiter
+
+
+def _decode(data: bytes, path: Path, encoding: str) -> str:
+    codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    try:
+        return data.decode(codec)
+    except LookupError:
+        raise BlendinError(f"unknown text encoding {encoding!r}",
+                           fix="use e.g. encoding = \"utf-8\" or \"latin-1\"") from None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise BlendinError(
+            f"{path} line {line} is not {encoding} text (byte 0x{data[exc.start]:02x})",
+            fix=f"save the file as UTF-8, or give its encoding: from_csv({str(path)!r}, "
+            "encoding='latin-1') (TOML: encoding = \"latin-1\")",
+        ) from None
+
+
+def check_rows(rows: list[list[str]], lines: np.ndarray,
+               path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Equal lengths, each value once, one parent per label; errors name the line.
+
+    Returns the rows as a table and their line numbers, a row repeated word for word kept
+    once (ARX accepts those, and some published files have them).
+    """
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    bad = np.flatnonzero(lengths != lengths[0])
+    if len(bad):
+        i = int(bad[0])
+        raise BlendinError(
+            f"{path} line {lines[i]} has {lengths[i]} fields but line {lines[0]} has "
+            f"{lengths[0]} ({len(bad)} line(s) differ)",
+            fix="give every value the same number of levels (repeat a label to pad a row)",
+        )
+    table = np.array(rows, dtype=object)
+    for level in range(table.shape[1] - 1):
+        labels, first, inverse = np.unique(table[:, level], return_index=True,
+                                           return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if level == 0 and len(labels) < len(table):
+            again = first[inverse] != np.arange(len(table))
+            same = (table[first[inverse]] == table).all(axis=1)
+            if (again & ~same).any():
+                i = int(np.flatnonzero(again & ~same)[0])
+                raise BlendinError(
+                    f"{path} line {lines[i]}: value {table[i, 0]!r} is already listed, "
+                    f"differently, on line {lines[first[inverse[i]]]}",
+                    fix="list each value once in the first column",
+                )
+            return check_rows(table[~again].tolist(), lines[~again], path)
+        parent = table[first[inverse], level + 1]
+        differs = np.flatnonzero(parent != table[:, level + 1])
+        if len(differs):
+            i = int(differs[0])
+            j = int(first[inverse[i]])
+            raise BlendinError(
+                f"{path} line {lines[i]}: {table[i, level]!r} generalizes to "
+                f"{table[i, level + 1]!r} at level {level + 1}, but on line {lines[j]} to "
+                f"{table[j, level + 1]!r}: not a tree",
+                fix="give each label one parent, or make the labels distinct",
+            )
+    return table, lines
+
+
+def read_hierarchy(path: str | Path, delimiter: str | None = None,
+                   encoding: str = "utf-8") -> Hierarchy:
+    """The whole hierarchy a file holds (categorical; see FromCsv for numbers and dates)."""
+    rows, lines, _ = read_rows(path, delimiter, encoding)
+    table, _ = check_rows(rows, lines, str(path))
+    return Hierarchy.from_rows(table.tolist(), name=str(path))
+
+
+def with_kind(hierarchy: Hierarchy, kind: str | None, name: str, missing: str) -> Hierarchy:
+    """The hierarchy as numbers or dates (NaN for the missing label) when asked or possible."""
+    from blendin.hierarchy.dates import parse_dates
+    from blendin.hierarchy.intervals import parse_numbers, try_numbers
+
+    if kind == "categorical":
+        return hierarchy
+    ground = hierarchy.ground
+    present = ground != missing
+    numbers = np.full(len(ground), np.nan)
+    if kind == "date":
+        numbers[present] = parse_dates(ground[present], name).astype(np.int64)
+    elif kind == "numeric":
+        numbers[present] = parse_numbers(ground[present], name)
+    else:
+        parsed = try_numbers(ground[present])
+        if parsed is None or not present.any():
+            return hierarchy
+        numbers[present], kind = parsed, "numeric"
+    return dataclasses.replace(hierarchy, kind=kind, numbers=numbers)
+
+
+class FromCsv(HierarchyBuilder):
+    """A hierarchy read from an ARX CSV file (read once, when the builder is made)."""
+
+    def __init__(self, path: str | Path, delimiter: str | None = None, encoding: str = "utf-8",
+                 kind: str | None = None) -> None:
+        if kind is not None and kind not in KINDS:
+            raise BlendinError(f"from_csv: unknown kind {kind!r}",
+                               fix=f"use one of {', '.join(KINDS)}, or leave it out")
+        if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1):
+            raise BlendinError(f"from_csv: delimiter {delimiter!r} is not one character",
+                               fix="give e.g. delimiter=';'")
+        self.path = Path(path)
+        self.delimiter = delimiter
+        self.encoding = encoding
+        self.kind = kind
+        self._hierarchy = read_hierarchy(self.path, delimiter, encoding)
+
+    def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
+        source = f"the hierarchy file {str(self.path)!r}"
+        restricted = restrict(self._hierarchy, values, name, missing, source=source)
+        return with_kind(restricted, self.kind, name, missing)
+
+    def to_toml(self, base_dir: Path | None = None) -> dict:
+        path = self.path.resolve()
+        if base_dir is not None and path.is_relative_to(Path(base_dir).resolve()):
+            path = path.relative_to(Path(base_dir).resolve())  # else absolute
+        table: dict = {"csv": path.as_posix()}
+        if self.delimiter is not None:
+            table["delimiter"] = self.delimiter
+        if self.encoding != "utf-8":
+            table["encoding"] = self.encoding
+        if self.kind is not None:
+            table["kind"] = self.kind
+        return table
+
+    def _key(self) -> tuple:
+        return (self.path.resolve(), self.delimiter, self.encoding, self.kind)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is FromCsv and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in (("delimiter", self.delimiter),
+                        ("kind", self.kind)) if v is not None)
+        if self.encoding != "utf-8":
+            extra += f", encoding={self.encoding!r}"
+        return f"from_csv({str(self.path)!r}{extra})"
+
+
+def from_csv(path: str | Path, delimiter: str | None = None, *, encoding: str = "utf-8",
+             kind: str | None = None) -> FromCsv:
+    """An ARX hierarchy file (``value;level1;...;top`` per line, no header).
+
+    The file is read and checked at once (equal row lengths, each value once, a tree);
+    build() keeps the rows of the data's values and fails if a value has no row. ``kind``
+    (numeric, date, categorical) defaults to numeric when every value is a number.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "sex.csv"
+    >>> _ = path.write_text("male;*\\r\\nfemale;*")
+    >>> from_csv(path).build(["male"], "sex").to_rows()
+    [['male', '*']]
+    """
+    return FromCsv(path, delimiter, encoding, kind)
+
+
+def to_csv(hierarchy: Hierarchy, path: str | Path, delimiter: str = ";") -> Path:
+    """Write ``hierarchy`` as an ARX hierarchy file (UTF-8, LF), atomically; returns the path.
+
+    Rows follow the values' numbers when there are some, else the text order.
+
+    >>> import tempfile, pathlib
+    >>> h = Hierarchy.from_rows([["9", "5-9", "*"], ["10", "10-14", "*"]], kind="numeric",
+    ...                         numbers=[9, 10])
+    >>> out = to_csv(h, pathlib.Path(tempfile.mkdtemp()) / "age.csv")
+    >>> out.read_text()
+    '9;5-9;*\\n10;10-14;*\\n'
+    """
+    if not isinstance(hierarchy, Hierarchy):
+        raise BlendinError(f"to_csv needs a Hierarchy, got {type(hierarchy).__name__}",
+                           fix="build it first: builder.build(values, name)")
+    path = Path(path)
+    rows = np.array(hierarchy.to_rows(), dtype=object)
+    if hierarchy.numbers is not None:
+        rows = rows[np.argsort(hierarchy.numbers, kind="stable")]  # NaN (missing) last
+    buffer = io.StringIO()
+    csv.writer(buffer, delimiter=delimiter, lineterminator="\n").writerows(rows.tolist())
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
