@@ -391,3 +391,21 @@ def test_adult_k5_release_matches_pandas(tmp_path):
         {q: h for q, h in spec.quasi_identifiers.items()})
     assert result.utility["loss"] == pytest.approx(
         utility_of_node(ft, list(result.levels.values()))["loss"])
+
+
+def test_solution_with_hierarchical_t_closeness_round_trips(tmp_path):
+    df = random_table(12, 800)
+    dx = Hierarchy.from_rows([["flu", "infection", "*"], ["cold", "infection", "*"],
+                              ["gout", "chronic", "*"], ["hiv", "chronic", "*"]])
+    spec = random_spec(df, [KAnonymity(3), TCloseness("dx", 0.25, "hierarchical")], 0.05)
+    spec.sensitive_hierarchies = {"dx": dx}
+    result = anonymize(df, spec)
+    path = tmp_path / "sol.json"
+    result.save_solution(path)
+    saved = json.loads(path.read_text())
+    assert saved["sensitive_hierarchies"]["dx"]["rows"][0][0] == "cold"
+    assert saved["models"][1] == {"model": "t-closeness", "attribute": "dx", "t": 0.25,
+                                  "distance": "hierarchical"}
+    again = apply_solution(df, path)
+    pd.testing.assert_frame_equal(again.data, result.data)
+    assert again.levels == result.levels

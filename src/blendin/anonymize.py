@@ -139,7 +139,7 @@ class Result:
         if self.applied_from is None:
             lines.append(f"nodes checked: {self.nodes_checked:,}")
         lines.append(f"time: {self.seconds:.3f} s")
-        models = ", ".join(_model_text(m) for m in self.spec.models)
+        models = "; ".join(str(m) for m in self.spec.models)
         lines.append(f"verified by the checker: {models}")
         return "\n".join(lines)
 
@@ -175,11 +175,6 @@ def _fmt(value) -> str:
     if isinstance(value, float | np.floating):
         return f"{value:.4g}"
     return str(value)
-
-
-def _model_text(model: PrivacyModel) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in model.to_dict().items() if k != "model")
-    return f"{model.key} ({params})"
 
 
 def _check_passed(report) -> bool | None:
@@ -427,10 +422,16 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
         "insensitive": list(spec.insensitive),
         "sensitive_hierarchies": {q: _hierarchy_dict(h)
                                   for q, h in (sensitive_hierarchies or {}).items()},
-        "models": [m.to_dict() for m in spec.models],
+        "models": [_model_dict(m) for m in spec.models],
         "max_suppression": float(spec.max_suppression),
         "missing": spec.missing,
     }
+
+
+def _model_dict(model: PrivacyModel) -> dict:
+    """The model's table without an attached hierarchy (saved built, with the others)."""
+    return {k: _plain(v) for k, v in model.to_dict().items()
+            if v is not None and not k.startswith("hierarchy")}
 
 
 def _hierarchy_dict(h: Hierarchy) -> dict:
