@@ -155,6 +155,9 @@ def test_hierarchical_distance_needs_a_hierarchy():
          r"about 'dx', which is not listed as sensitive.*\[attributes\] sensitive"),
         ({"privacy": [{"model": "distinct-l-diversity", "attribute": "sex", "l": 2}]},
          r"about 'sex', which is quasi-identifier"),
+        ({"privacy": [{"model": "distinct-l-diversity", "attribute": "dx", "l": 2,
+                       "hierarchy": {"flat": True}}], "attributes": {"sensitive": ["dx"]}},
+         r"#1: a hierarchy is given but distinct-l-diversity does not use one"),
     ],
 )
 def test_validation_errors_name_key_and_fix(change, pattern):

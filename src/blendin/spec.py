@@ -161,6 +161,11 @@ class Spec:
             model = _in_context(where, model_from_toml, entry)
             spec.models.append(model)
             if hierarchy is not None:
+                if not _needs_hierarchy(model):
+                    raise BlendinError(
+                        f"{where}: a hierarchy is given but {model.key} does not use one",
+                        fix='remove it, or use model = "t-closeness" with '
+                        'distance = "hierarchical"')
                 _expect(hierarchy, dict, f"{where} {MODEL_HIERARCHY_KEY}",
                         'an inline table such as { csv = "hierarchies/occupation.csv" }')
                 spec.sensitive_hierarchies[model.attribute] = _in_context(
