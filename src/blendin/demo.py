@@ -112,8 +112,11 @@ class Demo:
              str(ra.homogeneity["diagnosis"].classes)),
         ]
         utility = getattr(self.result, "utility", None) or {}
-        for name, value in utility.items():
-            rows.append((f"information loss: {name}", "0", f"{value:.3f}"))
+        if "loss" in utility:  # 0 = nothing generalized, 1 = everything suppressed
+            rows.append(("information loss (0..1)", "0", f"{utility['loss']:.3f}"))
+        suppressed = getattr(self.result, "suppressed", None)
+        if suppressed is not None:
+            rows.append(("records suppressed", "0", str(suppressed)))
         width = max(len(r[0]) for r in rows)
         lines = [f"{'':<{width}}  {'de-identified':>16}  {'anonymized':>16}"]
         lines += [f"{r[0]:<{width}}  {r[1]:>16}  {r[2]:>16}" for r in rows]
@@ -122,7 +125,9 @@ class Demo:
 
 def _uniques(report: RiskReport) -> str:
     p = report.population
-    return "-" if p is None else f"{p.dankar:.0f} ({p.model})"
+    if p is None:
+        return "-"
+    return "0" if p.model == "none" else f"{p.dankar:.0f} ({p.model})"
 
 
 def run_demo(

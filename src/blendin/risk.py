@@ -134,8 +134,9 @@ class RiskReport:
                 value = getattr(p, name)
                 shown = "no solution" if math.isnan(value) else f"{value:.1f}"
                 rows.append(f"  uniques ({name:<6})  {shown}")
+            by = "no sample uniques" if p.model == "none" else f"by {p.model}"
             rows.append(f"  uniques (Dankar)  {p.dankar:.1f} = {_pct(p.share)} of the "
-                        f"population, by {p.model}")
+                        f"population ({by})")
         for h in self.homogeneity.values():
             rows.append(f"homogeneous on {h.attribute}: {h.classes} classes, {h.records} "
                         f"records ({_pct(h.share)})")
