@@ -1,0 +1,476 @@
+"""The generalization lattice and the check of one node.
+
+A node is one generalization level per quasi-identifier. Checking it groups the frequency
+table's tuples by their generalized codes (one gather per QI, one mixed-radix int64 key, one
+group-sum), tests the privacy models on the classes and counts the records of the violating
+classes, which are suppressed when the limit allows. A node is *acceptable* when those
+records number at most ``floor(max_suppression * n)``.
+
+A coarser node is grouped from the classes of an already grouped finer node (a roll-up)
+rather than from the table's tuples: classes only merge under generalization, so the finer
+node's classes, with their sizes and sensitive histograms, are a smaller equivalent input.
+Grouped nodes are kept in a cache bounded by a number of array elements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from blendin.errors import BlendinError
+from blendin.frequency import Classes, FrequencyTable
+from blendin.models import PrivacyModel
+
+# a dense count array is used for grouping when the key space is at most this many times the
+# number of rows grouped (plus a constant): cheaper than hashing
+_DENSE_FACTOR = 4
+_DENSE_SLACK = 1 << 16
+# sources with more classes than this get an intermediate node grouped (see Checker.groups)
+_LADDER_MIN = 2048
+
+
+class Lattice:
+    """All level vectors of a set of hierarchies; ``index`` is their mixed-radix number.
+
+    >>> lat = Lattice([2, 3])
+    >>> lat.size, lat.index((1, 2)), lat.levels(5)
+    (6, 5, (1, 2))
+    >>> lat.successors((0, 2))
+    [(1, 2)]
+    """
+
+    def __init__(self, heights: Sequence[int]) -> None:
+        self.heights = tuple(int(h) for h in heights)
+        self.q = len(self.heights)
+        self.size = math.prod(self.heights)
+        strides, span = [], 1
+        for h in reversed(self.heights):
+            strides.append(span)
+            span *= h
+        self.strides = tuple(reversed(strides))
+
+    @property
+    def bottom(self) -> tuple[int, ...]:
+        return (0,) * self.q
+
+    @property
+    def top(self) -> tuple[int, ...]:
+        return tuple(h - 1 for h in self.heights)
+
+    @property
+    def max_height(self) -> int:
+        """Sum of the top's levels."""
+        return sum(self.top)
+
+    def index(self, levels: Sequence[int]) -> int:
+        return sum(int(lv) * s for lv, s in zip(levels, self.strides))
+
+    def levels(self, index: int) -> tuple[int, ...]:
+        out = []
+        for s, h in zip(self.strides, self.heights):
+            out.append((index // s) % h)
+        return tuple(out)
+
+    def nodes(self) -> np.ndarray:
+        """Every node's levels, shape (size, QIs), row ``i`` being the node of index ``i``."""
+        idx = np.arange(self.size, dtype=np.int64)
+        cols = [(idx // s) % h for s, h in zip(self.strides, self.heights)]
+        return np.stack(cols, axis=1) if cols else np.zeros((1, 0), np.int64)
+
+    def successors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
+        """Nodes one level higher in one QI."""
+        out = []
+        for i, (lv, h) in enumerate(zip(levels, self.heights)):
+            if lv + 1 < h:
+                out.append((*levels[:i], lv + 1, *levels[i + 1:]))
+        return [tuple(int(v) for v in n) for n in out]
+
+    def predecessors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
+        """Nodes one level lower in one QI."""
+        out = []
+        for i, lv in enumerate(levels):
+            if lv > 0:
+                out.append((*levels[:i], lv - 1, *levels[i + 1:]))
+        return [tuple(int(v) for v in n) for n in out]
+
+
+class Groups:
+    """The equivalence classes of a node.
+
+    ``codes[i]`` is the int64 code, at the node's level, of QI ``i`` for every class (decoded
+    from the classes' keys on first use); ``sizes`` the records per class; ``hists[attr]``
+    the sensitive values as sparse triples ``(class, value, count)``.
+    """
+
+    __slots__ = ("levels", "sizes", "hists", "_codes", "_keys", "_radices")
+
+    def __init__(self, levels, sizes, hists, *, codes=None, keys=None, radices=None) -> None:
+        self.levels: tuple[int, ...] = levels
+        self.sizes: np.ndarray = sizes
+        self.hists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = hists
+        self._codes = codes
+        self._keys = keys
+        self._radices = radices
+
+    @property
+    def codes(self) -> tuple[np.ndarray, ...]:
+        if self._codes is None:
+            self._codes = _decode(self._keys, self._radices)
+            self._keys = None
+        return self._codes
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def weight(self) -> int:
+        """Array elements held (for the cache bound)."""
+        return len(self.sizes) * (len(self.levels) + 1) + sum(
+            3 * len(t[0]) for t in self.hists.values())
+
+
+@dataclass(frozen=True, eq=False)
+class NodeCheck:
+    """The outcome of checking a node.
+
+    ``violating`` marks the classes that fail a model (their records are suppressed when
+    the node is acceptable). When the node is not acceptable, the check may have stopped
+    once past the limit: ``n_suppressed`` and ``violating`` are then lower bounds.
+    """
+
+    levels: tuple[int, ...]
+    acceptable: bool
+    n_suppressed: int
+    groups: Groups
+    violating: np.ndarray
+    #: unacceptable, and proven so for every specialization (monotone models failed)
+    proven: bool = False
+
+    @property
+    def n_classes(self) -> int:
+        """Classes kept (not suppressed)."""
+        return int(len(self.violating) - self.violating.sum())
+
+
+def suppression_limit(max_suppression: float, n_records: int) -> int:
+    """Records that may be suppressed: ``floor(max_suppression * n)``.
+
+    >>> suppression_limit(0.05, 30162)
+    1508
+    """
+    if not 0.0 <= max_suppression <= 1.0:
+        raise BlendinError(
+            f"max_suppression must be a share between 0 and 1, got {max_suppression!r}",
+            fix="write e.g. 0.05 for 5%",
+        )
+    return int(math.floor(max_suppression * n_records + 1e-9))
+
+
+class Checker:
+    """Checks lattice nodes of one frequency table against privacy models.
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"x": ["1", "2", "3", "3"]}), {"x": h})
+    >>> checker = Checker(ft, [KAnonymity(2)])
+    >>> [checker.check(lv).acceptable for lv in [(0,), (1,), (2,)]]
+    [False, True, True]
+    """
+
+    def __init__(
+        self,
+        ft: FrequencyTable,
+        models: Sequence[PrivacyModel],
+        max_suppression: float = 0.0,
+        *,
+        cache_budget: int = 8_000_000,
+    ) -> None:
+        self.ft = ft
+        self.models = list(models)
+        if not self.models:
+            raise BlendinError("no privacy model given", fix="add e.g. KAnonymity(5)")
+        self.n_records = ft.n_records
+        for model in self.models:
+            model.validate(self.n_records, ft.domains)
+        self.limit = suppression_limit(max_suppression, self.n_records)
+        self.lattice = Lattice(ft.heights)
+        self._flag = "monotone_with_suppression" if self.limit > 0 else "monotone"
+        # monotone models first (a failure there is proof for the specializations), and
+        # within each, cheap models (class sizes only) before those needing histograms
+        self._order = sorted(self.models, key=lambda m: (
+            not getattr(m, self._flag), m.attribute is not None))
+        self.attrs = sorted({m.attribute for m in self.models if m.attribute is not None})
+        #: acceptable nodes have acceptable generalizations (so unacceptable ones have
+        #: unacceptable specializations)
+        self.monotone = all(getattr(m, self._flag) for m in self.models)
+        self.radices = [[len(lab) for lab in h.labels] for h in ft.hierarchies]
+        self._up = [self._level_maps(h) for h in ft.hierarchies]
+        self.checks = 0
+        self.cache_budget = cache_budget
+        self._cache: OrderedDict[int, Groups] = OrderedDict()
+        self._cache_weight = 0
+        self._slots: dict[int, int] = {}
+        self._slot_index: dict[int, int] = {}
+        self._slot_levels = np.zeros((16, self.lattice.q), np.int64)
+        self._slot_cost = np.full(16, np.inf)
+        self._free: list[int] = list(range(16))
+        self._bottom = self._bottom_groups()
+
+    @staticmethod
+    def _level_maps(h) -> list[list[np.ndarray | None]]:
+        """``maps[a][b][code at a] = code at b`` for a <= b."""
+        maps: list[list[np.ndarray | None]] = []
+        for a in range(h.height):
+            row: list[np.ndarray | None] = []
+            for b in range(h.height):
+                if b < a:
+                    row.append(None)
+                    continue
+                m = np.zeros(len(h.labels[a]), np.int64)
+                m[h.codes[a]] = h.codes[b]
+                row.append(m)
+            maps.append(row)
+        return maps
+
+    def _bottom_groups(self) -> Groups:
+        ft = self.ft
+        levels = (0,) * len(ft.qi_names)
+        codes = tuple(
+            np.ascontiguousarray(h.codes[0][ft.tuples[:, i]], dtype=np.int64)
+            for i, h in enumerate(ft.hierarchies))
+        hists = {}
+        for attr in self.attrs:
+            hist = ft.sensitive[attr]
+            rows, vals = np.nonzero(hist)
+            hists[attr] = (rows.astype(np.int64), vals.astype(np.int64), hist[rows, vals])
+        return Groups(levels, ft.counts.astype(np.int64), hists, codes=codes)
+
+    # ---- grouping -------------------------------------------------------------------------
+
+    def _source(self, levels: Sequence[int]) -> Groups:
+        """The cached node with fewest classes among those at or below ``levels``."""
+        n = len(self._slot_cost)
+        if not self._slots:
+            return self._bottom
+        below = (self._slot_levels[:n] <= np.asarray(levels)).all(axis=1)
+        cost = np.where(below, self._slot_cost, np.inf)
+        slot = int(np.argmin(cost))
+        if not np.isfinite(cost[slot]) or cost[slot] >= len(self._bottom):
+            return self._bottom
+        index = self._slot_index[slot]
+        self._cache.move_to_end(index)
+        return self._cache[index]
+
+    def _remember(self, groups: Groups) -> None:
+        weight = groups.weight
+        if weight > self.cache_budget:
+            return
+        index = self.lattice.index(groups.levels)
+        if index in self._cache:
+            return
+        while self._cache and self._cache_weight + weight > self.cache_budget:
+            old, old_groups = self._cache.popitem(last=False)
+            self._cache_weight -= old_groups.weight
+            slot = self._slots.pop(old)
+            self._slot_cost[slot] = np.inf
+            self._free.append(slot)
+        if not self._free:
+            grow = len(self._slot_cost)
+            self._slot_levels = np.concatenate([self._slot_levels, np.zeros_like(
+                self._slot_levels)])
+            self._slot_cost = np.concatenate([self._slot_cost, np.full(grow, np.inf)])
+            self._free.extend(range(grow, 2 * grow))
+        slot = self._free.pop()
+        self._slots[index] = slot
+        self._slot_index[slot] = index
+        self._slot_levels[slot] = groups.levels
+        self._slot_cost[slot] = len(groups)
+        self._cache[index] = groups
+        self._cache_weight += weight
+
+    def groups(self, levels: Sequence[int], *, remember: bool = True) -> Groups:
+        """The classes of the node at ``levels``, rolled up from the closest grouped node."""
+        levels = tuple(int(v) for v in levels)
+        index = self.lattice.index(levels)
+        if index in self._cache:
+            self._cache.move_to_end(index)
+            return self._cache[index]
+        if levels == self._bottom.levels:
+            return self._bottom
+        source = self._source(levels)
+        if len(source) > _LADDER_MIN:
+            # a large source: first group a node just below this one (one level lower in
+            # every QI) and keep it; the neighbours checked next roll up from it cheaply
+            step = tuple(max(s, lv - 1) for s, lv in zip(source.levels, levels))
+            if step != source.levels and step != levels:
+                source = self.groups(step)
+        groups = _roll_up(source, levels, self._up, self.radices)
+        if remember:
+            self._remember(groups)
+        return groups
+
+    # ---- checking -------------------------------------------------------------------------
+
+    def check(self, levels: Sequence[int]) -> NodeCheck:
+        """Group the node, test the models, count what must be suppressed.
+
+        Monotone models go first, and costly models (sensitive histograms) see only the
+        classes the others let through; the check stops once the limit is exceeded.
+        """
+        levels = tuple(int(v) for v in levels)
+        self.checks += 1
+        groups = self.groups(levels)
+        sizes = groups.sizes
+        holds = np.ones(len(sizes), bool)
+        n_sup, proven = 0, True
+        for model in self._order:
+            if model.attribute is None:
+                holds &= model.holds(Classes(sizes, {}, self.ft.domains))
+            else:
+                live = np.flatnonzero(holds)
+                classes = Classes(sizes[live], self._dense_hists(groups, live, model.attribute),
+                                  self.ft.domains)
+                holds[live[~model.holds(classes)]] = False
+            n_sup = int(sizes[~holds].sum())
+            proven = proven and getattr(model, self._flag)
+            if n_sup > self.limit:
+                break
+        ok = n_sup <= self.limit
+        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=not ok and proven)
+
+    def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
+        """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""
+        position = np.full(len(groups), -1, np.int64)
+        position[live] = np.arange(len(live))
+        rows, vals, counts = groups.hists[attr]
+        width = len(self.ft.domains[attr].labels)
+        at = position[rows]
+        keep = at >= 0
+        flat = at[keep] * width + vals[keep]
+        dense = np.bincount(flat, weights=counts[keep], minlength=len(live) * width)
+        return {attr: dense.astype(np.int64).reshape(len(live), width)}
+
+    def suppressed_tuples(self, levels: Sequence[int]) -> np.ndarray:
+        """Bool per tuple of the frequency table: its records are suppressed at ``levels``."""
+        result = self.check(levels)
+        if not result.violating.any():
+            return np.zeros(len(self.ft.counts), bool)
+        radices = [self.radices[i][lv] for i, lv in enumerate(levels)]
+        codes = [self._up[i][0][lv][self._bottom.codes[i]] for i, lv in enumerate(levels)]
+        both = [np.concatenate([c, g[result.violating]])
+                for c, g in zip(codes, result.groups.codes)]
+        key = (_keys(both, radices) if math.prod(radices) < 2**62
+               else _ranked_key(both, radices))
+        return np.isin(key[:len(codes[0])], key[len(codes[0]):])
+
+
+def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
+    """Mixed-radix key of code columns (exact: raises no overflow for < 2**62 spans)."""
+    key = np.zeros(len(cols[0]) if cols else 0, np.int64)
+    for col, radix in zip(cols, radices):
+        key = key * radix + col
+    return key
+
+
+def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
+    """Group ``source``'s classes into the classes of the coarser node ``levels``."""
+    rad = [radices[i][b] for i, b in enumerate(levels)]
+    m = len(source.sizes)
+    # QIs with a single value at this level add nothing to the key
+    active = [j for j, r in enumerate(rad) if r > 1]
+    span = math.prod(rad[j] for j in active)
+    codes = source.codes
+    if span < 2**62:
+        # key = sum of per-QI maps scaled by the QI's stride: one gather and add per QI
+        key = None
+        stride = span
+        for j in active:
+            stride //= rad[j]
+            a, b = source.levels[j], levels[j]
+            scaled = (up[j][a][b] if a != b else np.arange(radices[j][a])) * stride
+            part = scaled[codes[j]]
+            if key is None:
+                key = part
+            else:
+                key += part
+        if key is None:
+            key = np.zeros(m, np.int64)
+    else:
+        cols = [codes[j] if source.levels[j] == levels[j] else
+                up[j][source.levels[j]][levels[j]][codes[j]] for j in active]
+        key = _ranked_key(cols, [rad[j] for j in active])
+        span = None
+    inverse = None
+    if span is not None and span <= _DENSE_FACTOR * m + _DENSE_SLACK:
+        dense = np.bincount(key, weights=source.sizes, minlength=span)
+        occupied = np.flatnonzero(dense)
+        sizes = dense[occupied].astype(np.int64)
+        if source.hists:
+            rank = np.zeros(span, np.int64)
+            rank[occupied] = np.arange(len(occupied))
+            inverse = rank[key]
+        groups = Groups(levels, sizes, {}, keys=occupied, radices=rad)
+    else:
+        inverse, uniq = pd.factorize(key, sort=False)
+        inverse = inverse.astype(np.int64, copy=False)
+        sizes = np.bincount(inverse, weights=source.sizes, minlength=len(uniq)).astype(np.int64)
+        if span is not None:
+            groups = Groups(levels, sizes, {}, keys=np.asarray(uniq), radices=rad)
+        else:
+            first = np.empty(len(uniq), np.int64)
+            first[inverse[::-1]] = np.arange(m - 1, -1, -1)
+            groups = Groups(levels, sizes, {}, codes=tuple(
+                (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
+                    first] for i, c in enumerate(codes)))
+    for attr, (rows, vals, counts) in source.hists.items():
+        groups.hists[attr] = _roll_hist(inverse[rows], vals, counts, len(sizes))
+    return groups
+
+
+def _decode(keys: np.ndarray, rad: Sequence[int]) -> tuple[np.ndarray, ...]:
+    """Code columns from mixed-radix keys over the QIs of radix > 1 (the others are 0)."""
+    keys = np.asarray(keys, np.int64)
+    out = [np.zeros(len(keys), np.int64) for _ in rad]
+    rest = keys
+    for j in reversed(range(len(rad))):
+        if rad[j] > 1:
+            rest, out[j] = np.divmod(rest, rad[j])
+    return tuple(out)
+
+
+def _ranked_key(cols: Sequence[np.ndarray], rad: Sequence[int]) -> np.ndarray:
+    """A key for spans past int64: combine column by column, re-ranking when it grows."""
+    key = np.zeros(len(cols[0]), np.int64)
+    span = 1
+    for col, r in zip(cols, rad):
+        if span * r >= 2**62:
+            key, uniq = pd.factorize(key, sort=False)
+            key = key.astype(np.int64)
+            span = len(uniq)
+        key = key * r + col
+        span *= r
+    return key
+
+
+def _roll_hist(cls: np.ndarray, vals: np.ndarray, counts: np.ndarray, n_classes: int):
+    """Sum sparse (class, value, count) triples that share class and value."""
+    if len(cls) == 0:
+        return cls, vals, counts
+    width = int(vals.max()) + 1
+    pair = cls * width + vals
+    span = n_classes * width
+    if span <= _DENSE_FACTOR * len(pair) + _DENSE_SLACK:
+        dense = np.bincount(pair, weights=counts, minlength=span)
+        nz = np.flatnonzero(dense)
+        return nz // width, nz % width, dense[nz].astype(np.int64)
+    inverse, uniq = pd.factorize(pair, sort=False)
+    summed = np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
+    uniq = np.asarray(uniq, np.int64)
+    return uniq // width, uniq % width, summed

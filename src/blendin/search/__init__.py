@@ -1,0 +1,71 @@
+"""Full-domain search over the generalization lattice (and Mondrian, in mondrian.py).
+
+``find`` runs one of: ``optimal`` (exact best utility, pruned), ``exhaustive`` (every node,
+the reference), ``binary`` (Samarati's binary search on height: all k-minimal nodes of the
+lowest height) and ``datafly`` (greedy). Every algorithm returns an acceptable node: its
+violating classes hold at most ``floor(max_suppression * n)`` records, which are suppressed.
+
+>>> import pandas as pd
+>>> from blendin.frequency import FrequencyTable
+>>> from blendin.hierarchy.core import Hierarchy
+>>> from blendin.models import KAnonymity
+>>> age = Hierarchy.from_rows([["31", "30-39", "*"], ["35", "30-39", "*"], ["42", "40-49", "*"]])
+>>> df = pd.DataFrame({"age": ["31", "35", "35", "42", "42"]})
+>>> ft = FrequencyTable.from_table(df, {"age": age})
+>>> find(ft, [KAnonymity(2)]).levels
+(1,)
+>>> find(ft, [KAnonymity(2)], max_suppression=0.2).levels
+(0,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable
+from blendin.models import PrivacyModel
+from blendin.search.binary import binary
+from blendin.search.common import POLICIES, Candidate, Context, Solution
+from blendin.search.datafly import datafly
+from blendin.search.exhaustive import exhaustive
+from blendin.search.optimal import MAX_NODES, optimal
+
+#: full-domain algorithms find() runs
+ALGORITHMS = ("optimal", "exhaustive", "binary", "datafly")
+
+__all__ = ["ALGORITHMS", "POLICIES", "Candidate", "Solution", "find"]
+
+
+def find(
+    ft: FrequencyTable,
+    models: Sequence[PrivacyModel],
+    *,
+    max_suppression: float = 0.0,
+    metric: str = "loss",
+    algorithm: str = "optimal",
+    policy: str | None = None,
+    weights: Mapping[str, float] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    max_nodes: int = MAX_NODES,
+) -> Solution:
+    """Search the lattice of ``ft``'s hierarchies for a node meeting ``models``.
+
+    ``metric`` is one of :data:`blendin.metrics.METRICS` (all losses: lower is better);
+    ``policy`` one of :data:`POLICIES` (how ties are broken; for binary search, how the
+    k-minimal node is chosen); ``weights`` ``{qi: weight}`` scale the QIs in the metrics.
+    ``progress(nodes_checked, lattice_size)`` is called after each check. Lattices of more
+    than ``max_nodes`` nodes are refused by the exact algorithms. Raises BlendinError when no
+    node is acceptable.
+    """
+    if algorithm not in ALGORITHMS:
+        extra = " (Mondrian runs through blendin.search.mondrian)" if algorithm == "mondrian" \
+            else ""
+        raise BlendinError(f"unknown search algorithm {algorithm!r}{extra}",
+                           fix=f"use one of {', '.join(ALGORITHMS)}")
+    ctx = Context(ft, models, max_suppression=max_suppression, metric=metric, policy=policy,
+                  weights=weights, progress=progress)
+    if algorithm == "datafly":
+        return datafly(ctx)
+    run = {"optimal": optimal, "exhaustive": exhaustive, "binary": binary}[algorithm]
+    return run(ctx, max_nodes)

@@ -1,0 +1,231 @@
+"""What every full-domain search shares: checking and scoring nodes, choosing among them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable
+from blendin.lattice import Checker, NodeCheck
+from blendin.metrics import (
+    CELL_METRICS,
+    CellCosts,
+    check_metric,
+    class_metrics,
+    finish_cell_metric,
+    normalized_weights,
+)
+from blendin.models import PrivacyModel
+
+#: preference among nodes of equal utility (or among minimal nodes, for binary search)
+POLICIES: dict[str, str] = {
+    "absolute": "fewest generalization steps (smallest sum of levels)",
+    "relative": "smallest sum of level / (height - 1)",
+    "distribution": "most distinct released tuples (classes)",
+    "suppression": "fewest suppressed records",
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An acceptable node with its figures."""
+
+    levels: tuple[int, ...]
+    score: float
+    n_suppressed: int
+    n_classes: int
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """The node a full-domain search chose.
+
+    ``score`` is the figure of ``metric`` (lower is better), ``utility`` every metric of the
+    node, ``n_suppressed`` the records suppressed and ``n_classes`` the classes kept.
+    ``minimal`` lists, for binary search, all acceptable nodes at the lowest feasible height
+    (empty otherwise). ``nodes_checked`` counts the nodes grouped and tested.
+    """
+
+    levels: tuple[int, ...]
+    nodes_checked: int
+    score: float
+    metric: str
+    algorithm: str
+    qi_names: tuple[str, ...]
+    n_suppressed: int
+    n_classes: int
+    utility: Mapping[str, float] = field(default_factory=dict)
+    minimal: tuple[tuple[int, ...], ...] = ()
+    lattice_size: int = 0
+    seconds: float = 0.0
+
+    @property
+    def named_levels(self) -> dict[str, int]:
+        """QI name -> level."""
+        return dict(zip(self.qi_names, self.levels))
+
+
+class Context:
+    """A search's shared state: the checker, the metric and the preference policy."""
+
+    def __init__(
+        self,
+        ft: FrequencyTable,
+        models: Sequence[PrivacyModel],
+        *,
+        max_suppression: float,
+        metric: str,
+        policy: str | None,
+        weights: Mapping[str, float] | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        self.ft = ft
+        self.metric = check_metric(metric)
+        if policy is not None and policy not in POLICIES:
+            raise BlendinError(f"unknown preference policy {policy!r}",
+                               fix=f"use one of {', '.join(POLICIES)}")
+        self.policy = policy
+        self.checker = Checker(ft, models, max_suppression)
+        self.lattice = self.checker.lattice
+        self.weights = normalized_weights(ft.qi_names, weights)
+        self.costs = CellCosts.of(ft)
+        self.progress = progress
+        self.n = ft.n_records
+        self.started = time.perf_counter()
+
+    # ---- checks and scores -----------------------------------------------------------------
+
+    @property
+    def checks(self) -> int:
+        return self.checker.checks
+
+    def check(self, levels: Sequence[int]) -> NodeCheck:
+        result = self.checker.check(levels)
+        if self.progress is not None:
+            self.progress(self.checker.checks, self.lattice.size)
+        return result
+
+    def lower_bounds(self, nodes: np.ndarray) -> np.ndarray:
+        """A lower bound of the metric at each node, whatever is suppressed there.
+
+        Exact (the unsuppressed figure) for cell metrics; for discernibility and AECS the
+        figure of the finest node, which no generalization or suppression improves.
+        """
+        if self.metric in CELL_METRICS:
+            return self.costs.unsuppressed_all(self.metric, nodes, self.weights)
+        counts = self.ft.counts.astype(float)
+        floor = float(counts @ counts) if self.metric == "discernibility" else (
+            self.n / len(counts))
+        return np.full(len(nodes), floor)
+
+    def score(self, result: NodeCheck) -> float:
+        """The metric of an acceptable checked node, its violating classes suppressed."""
+        groups, bad = result.groups, result.violating
+        sizes = groups.sizes.astype(float)
+        if self.metric == "discernibility":
+            kept = sizes[~bad]
+            return float(kept @ kept + self.n * result.n_suppressed)
+        if self.metric == "aecs":
+            n_classes = int((~bad).sum()) + (1 if result.n_suppressed else 0)
+            return self.n / n_classes
+        base = self.costs.unsuppressed(self.metric, result.levels, self.weights)
+        if not result.n_suppressed or self.metric == "height":
+            return float(base)
+        return float(base + self._penalty(result))
+
+    def _penalty(self, result: NodeCheck) -> float:
+        """What suppressing the violating classes adds to a cell metric."""
+        bad = np.flatnonzero(result.violating)
+        sizes = result.groups.sizes[bad].astype(float)
+        codes = np.stack([c[bad] for c in result.groups.codes], axis=1)
+        cells = self.costs.cells(result.levels, codes)
+        w = self.weights
+        if self.metric == "entropy":
+            extra = (np.log2(self.n) - cells["log_mass"]) @ w
+            return float(sizes @ extra)
+        name = {"loss": "loss", "gcp": "ncp", "precision": "share"}[self.metric]
+        extra = (1.0 - np.asarray(cells[name], dtype=float)) @ w
+        return float(finish_cell_metric(self.metric, float(sizes @ extra), self.n, len(w)))
+
+    def candidate(self, result: NodeCheck) -> Candidate:
+        return Candidate(result.levels, self.score(result), result.n_suppressed,
+                         result.n_classes)
+
+    def utility(self, result: NodeCheck) -> dict[str, float]:
+        """Every metric of a checked acceptable node."""
+        groups, keep = result.groups, ~result.violating
+        codes = np.stack([c[keep] for c in groups.codes], axis=1)
+        cells = self.costs.cells(result.levels, codes)
+        return class_metrics(
+            groups.sizes[keep], n_records=self.n, n_suppressed=result.n_suppressed,
+            loss=cells["loss"], ncp=cells["ncp"], share=cells["share"],
+            log_mass=cells["log_mass"], ground_bits=self.costs.ground_bits,
+            levels=result.levels, weights=self.weights)
+
+    # ---- choosing --------------------------------------------------------------------------
+
+    def policy_key(self, c: Candidate) -> tuple:
+        """Sort key of the preference policy, then fewest steps, then smallest levels."""
+        heights = self.lattice.heights
+        relative = sum(lv / (h - 1) for lv, h in zip(c.levels, heights) if h > 1)
+        keys = {
+            "absolute": sum(c.levels),
+            "relative": round(relative, 12),
+            "distribution": -c.n_classes,
+            "suppression": c.n_suppressed,
+        }
+        first = keys[self.policy] if self.policy else 0
+        return (first, sum(c.levels), c.levels)
+
+    def best(self, candidates: Sequence[Candidate]) -> Candidate:
+        """The candidate with the best score; ties (within rounding) go to the policy."""
+        low = min(c.score for c in candidates)
+        ties = [c for c in candidates if c.score <= low + tolerance(low)]
+        return min(ties, key=self.policy_key)
+
+    def by_policy(self, candidates: Sequence[Candidate]) -> Candidate:
+        """The policy's choice, the metric breaking its ties (binary search's rule)."""
+        if self.policy is None:
+            return self.best(candidates)
+        return min(candidates, key=lambda c: (self.policy_key(c)[0], c.score,
+                                              *self.policy_key(c)[1:]))
+
+    def solution(self, chosen: Candidate, algorithm: str,
+                 minimal: Sequence[tuple[int, ...]] = ()) -> Solution:
+        checked = self.checks
+        result = self.checker.check(chosen.levels)  # cached classes: cheap
+        return Solution(
+            levels=chosen.levels,
+            nodes_checked=checked,
+            score=chosen.score,
+            metric=self.metric,
+            algorithm=algorithm,
+            qi_names=tuple(self.ft.qi_names),
+            n_suppressed=chosen.n_suppressed,
+            n_classes=chosen.n_classes,
+            utility=self.utility(result),
+            minimal=tuple(minimal),
+            lattice_size=self.lattice.size,
+            seconds=time.perf_counter() - self.started,
+        )
+
+    def nothing_found(self) -> BlendinError:
+        """The error when no node is acceptable: how much suppression the top would need."""
+        top = self.checker.check(self.lattice.top)
+        share = top.n_suppressed / self.n
+        hint = (f"allow max_suppression >= {share:.4g} (the fully generalized table "
+                f"still needs {top.n_suppressed:,} of {self.n:,} records suppressed)"
+                if top.n_suppressed else "relax the privacy models")
+        return BlendinError(
+            "no generalization meets the privacy models within the suppression limit "
+            f"({self.checker.limit:,} records)",
+            fix=f"{hint}, or give the hierarchies more levels")
+
+
+def tolerance(value: float) -> float:
+    """Scores closer than this are equal (they come from sums in different orders)."""
+    return 1e-9 * max(1.0, abs(value))
