@@ -130,6 +130,14 @@ def test_tab_delimiter_spelling(tmp_path):
     assert run("check", data, "--spec", spec, "--delimiter", "\\t").exit_code == 0
 
 
+def test_api_takes_a_spec_path(tmp_path):
+    from blendin.check import check
+
+    data, spec = files(tmp_path)
+    report = check(data, spec)
+    assert not report.passed and report.records == 4
+
+
 def test_usage_error_is_2(tmp_path):
     data, _ = files(tmp_path)
     assert run("check", data).exit_code == 2

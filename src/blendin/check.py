@@ -144,7 +144,7 @@ def _show(value) -> str:
 
 def check(
     data,
-    spec: Spec,
+    spec: Spec | str | os.PathLike,
     *,
     show_values: bool = False,
     delimiter: str | None = None,
@@ -153,7 +153,8 @@ def check(
     """Check a table as it stands (raw or released) against the spec's privacy models.
 
     ``data`` is a file path (CSV, Parquet), a :class:`~blendin.io.Source`, or a pandas,
-    polars or pyarrow table. ``delimiter``/``encoding`` override the spec's ``[input]``.
+    polars or pyarrow table; ``spec`` a :class:`~blendin.spec.Spec` or the path of a spec
+    file. ``delimiter``/``encoding`` override the spec's ``[input]``.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -166,6 +167,8 @@ def check(
     >>> report.passed, report.classes, report.min_class_size, report.suppressed
     (False, 2, 1, 1)
     """
+    if isinstance(spec, str | os.PathLike):
+        spec = Spec.from_toml(spec)
     spec.validate()
     source = _source(data, spec, delimiter, encoding)
     spec.validate_columns(source.columns, released=True)
