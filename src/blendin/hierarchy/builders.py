@@ -263,7 +263,7 @@ def builder_from_toml(table: dict, base_dir: Path | None = None) -> HierarchyBui
 
 
 def _unknown_key(key: str, valid: list[str], builder: str | None = None) -> BlendinError:
-    where = f"a {builder} hierarchy" if builder else "a hierarchy table"
+    where = f"the {builder} hierarchy table" if builder else "a hierarchy table"
     return BlendinError(
         f"unknown key {key!r} in {where}",
         fix=f"use only {', '.join(valid)}",
