@@ -61,10 +61,13 @@ def read_rows(path: str | Path, delimiter: str | None = None,
         raise BlendinError(f"cannot read hierarchy file {str(path)!r}: {exc.strerror}",
                            fix="check the path and its permissions") from None
     text = _decode(data, path, encoding)
+    if not text.strip():
+        raise BlendinError(f"hierarchy file {str(path)!r} is empty",
+                           fix="give one row per value: value;level1;...;top")
     if delimiter is None:
         delimiter = sniff_delimiter(text, str(path))
     rows, lines = [], []
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
         for row in reader:
             if row and any(field.strip() for field in row):
@@ -72,10 +75,8 @@ def read_rows(path: str | Path, delimiter: str | None = None,
                 lines.append(reader.line_num)
     except csv.Error as exc:
         raise BlendinError(f"{path} line {reader.line_num}: {exc}",
-                           fix="check the quotes on that line") from None
-    if not rows:
-        raise BlendinError(f"hierarchy file {str(path)!r} is empty",
-                           fix="give one row per value: value;level1;...;top")
+                           fix="check the quotes on that line (a field that starts with \" "
+                           "must end with \")") from None
     return rows, np.asarray(lines), delimiter
 
 
