@@ -148,3 +148,14 @@ def test_guess_kind_and_parse_errors():
         parse_values(["1965-02-30", "1965-02-03"], "date", "dob")
     with pytest.raises(BlendinError, match="'age'.*'old'"):
         covers(["30-39"], ["34", "old"], "numeric", name="age")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sets(st.sampled_from("abcde"), min_size=1, max_size=3), max_size=6),
+       st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=8))
+def test_set_and_equal_labels_with_repeats(sets, values):
+    labels = ["{" + ",".join(sorted(s)) + "}" for s in sets] + values[:3] + ["*"]
+    expected = [[label == "*" or v == label or (label.startswith("{") and v in
+                                                 label[1:-1].split(","))
+                 for v in values] for label in labels]
+    assert covers(labels, values).tolist() == expected

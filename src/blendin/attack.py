@@ -145,10 +145,10 @@ def attack(
     single = per_row == 1
     correct = None
     if truth is not None:
-        rel_truth = np.asarray(as_text(rel.column(truth), missing).to_pylist(), dtype=object)
-        ext_truth = np.asarray(as_text(ext.column(truth), missing).to_pylist(), dtype=object)
-        guess = rel_truth[rel_first[only[ext_tuple[single]]]]
-        correct = int((guess == ext_truth[single]).sum())
+        guess = as_text(rel.column(truth), missing).take(
+            pa.array(rel_first[only[ext_tuple[single]]]))
+        actual = pc.filter(as_text(ext.column(truth), missing), pa.array(single))
+        correct = int(pc.sum(pc.equal(guess, actual)).as_py() or 0)
     return AttackReport(
         on=tuple(on),
         kinds=kinds,

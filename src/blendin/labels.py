@@ -250,11 +250,12 @@ def covers(
     """
     if kind not in KINDS:
         raise BlendinError(f"{name}: unknown kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
-    label_text = np.asarray(_arrow_text(labels).to_pylist(), dtype=object)
-    value_text = np.asarray(_arrow_text(values).to_pylist(), dtype=object)
-    match = (label_text[:, None] == value_text[None, :]) | (label_text == SUPPRESSED)[:, None]
+    label_arrow, value_arrow = _arrow_text(labels), _arrow_text(values)
+    label_text = np.asarray(label_arrow.to_pylist(), dtype=object)
+    value_text = np.asarray(value_arrow.to_pylist(), dtype=object)
+    match = _equal(label_arrow, value_arrow) | (label_text == SUPPRESSED)[:, None]
     match |= _mask_match(label_text, value_text)
-    match |= _set_match(label_text, value_text)
+    match |= _set_match(label_arrow, value_arrow)
     if kind != "categorical":
         numbers = parse_values(value_text, kind, name, missing)
         lo, hi = parse_dates(label_text) if kind == "date" else parse_numeric(label_text)
@@ -288,15 +289,31 @@ def _mask_match(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _set_match(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``{a,b}`` covers ``a`` and ``b``."""
-    out = np.zeros((len(labels), len(values)), dtype=bool)
-    text = labels.astype(str)
-    is_set = np.char.startswith(text, "{") & np.char.endswith(text, "}")
-    for row in np.flatnonzero(is_set):  # sets are few: one per Mondrian class and column
-        members = np.array(text[row][1:-1].split(","), dtype=object)
-        out[row] = np.isin(values, members)
-    return out
+def _codes(text: pa.Array, distinct: pa.Array) -> np.ndarray:
+    """Index of each entry in ``distinct`` (-1 where absent)."""
+    found = pc.fill_null(pc.index_in(text, value_set=distinct), -1)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _equal(labels: pa.Array, values: pa.Array) -> np.ndarray:
+    """``label == value``, through codes over the distinct values (hash lookups)."""
+    distinct = pc.unique(values)
+    return _codes(labels, distinct)[:, None] == _codes(values, distinct)[None, :]
+
+
+def _set_match(labels: pa.Array, values: pa.Array) -> np.ndarray:
+    """``{a,b}`` covers ``a`` and ``b``: the sets are split once, members looked up."""
+    is_set = pc.and_(pc.starts_with(labels, "{"), pc.ends_with(labels, "}"))
+    rows = np.flatnonzero(np.asarray(is_set.to_numpy(zero_copy_only=False), dtype=bool))
+    distinct = pc.unique(values)
+    by_distinct = np.zeros((len(labels), len(distinct)), dtype=bool)
+    if len(rows):
+        inner = pc.utf8_slice_codeunits(labels.take(pa.array(rows)), 1, -1)
+        members = pc.split_pattern(inner, ",")
+        owner = rows[pc.list_parent_indices(members).to_numpy(zero_copy_only=False)]
+        member = _codes(pc.list_flatten(members), distinct)
+        by_distinct[owner[member >= 0], member[member >= 0]] = True
+    return by_distinct[:, _codes(values, distinct)]
 
 
 def _ancestor_match(labels: np.ndarray, values: np.ndarray, hierarchy: Hierarchy) -> np.ndarray:
@@ -320,5 +337,5 @@ def _arrow_text(values) -> pa.Array:
         values = values.combine_chunks()
     if isinstance(values, pa.Array):
         return values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
-    array = np.asarray(values, dtype=object)
-    return pa.array([str(v) for v in array.tolist()], type=pa.string())
+    array = np.asarray(values, dtype=object).astype(str)
+    return pa.array(array.tolist(), type=pa.string())
