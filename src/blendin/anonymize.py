@@ -36,7 +36,6 @@ from blendin.release import (
     Recoding,
     plan,
     recode_all_marked,
-    violating_classes,
 )
 from blendin.spec import Spec
 
@@ -173,6 +172,8 @@ def _plain(value):
 
 def _fmt(value) -> str:
     if isinstance(value, float | np.floating):
+        if float(value).is_integer() and abs(value) >= 1000:
+            return f"{int(value):,}"
         return f"{value:.4g}"
     return str(value)
 
@@ -340,13 +341,12 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
                     missing=spec.missing)
     if enforce_limit:
         _within_limit(recoding, ft, spec)
-    bad, _, classes = violating_classes(ft, levels, spec.models)
     marked, removed = recode_all_marked(prepared.source.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, recoding.suppressed_tuples).items()}
     return Outcome(marked, removed, named, nodes_checked, solution,
-                   recoding.suppressed_records, classes.sizes[~bad], utility)
+                   recoding.suppressed_records, recoding.class_sizes, utility)
 
 
 def _within_limit(recoding: Recoding, ft: FrequencyTable, spec: Spec) -> None:

@@ -81,6 +81,8 @@ class Recoding:
     suppressed_records: int
     #: per tuple of the planned frequency table: its records are suppressed
     suppressed_tuples: np.ndarray
+    #: records in each class that is kept (the released classes)
+    class_sizes: np.ndarray
     identifiers: tuple[str, ...] = ()
     missing: str = ""
 
@@ -124,7 +126,7 @@ def plan(
     1
     """
     levels = tuple(int(v) for v in levels)
-    bad, class_of_tuple, _ = violating_classes(ft, levels, models)
+    bad, class_of_tuple, classes = violating_classes(ft, levels, models)
     generalized = ft.generalized(levels) if ft.qi_names else np.zeros((len(ft.counts), 0), int)
     radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
     keyer = ClassKeyer(radices, generalized)
@@ -132,7 +134,8 @@ def plan(
     keys = np.unique(keyer(generalized)[tuple_bad])
     return Recoding(
         tuple(ft.qi_names), tuple(ft.hierarchies), levels, keyer, keys,
-        int(ft.counts[tuple_bad].sum()), tuple_bad, tuple(identifiers), missing,
+        int(ft.counts[tuple_bad].sum()), tuple_bad, classes.sizes[~bad], tuple(identifiers),
+        missing,
     )
 
 
