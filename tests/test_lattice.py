@@ -1,0 +1,157 @@
+"""Lattice node checks against a record-by-record grouping in plain Python."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_search_tables import Table, tables
+
+import blendin.lattice as lattice_module
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable
+from blendin.hierarchy.core import Hierarchy
+from blendin.lattice import Checker, Lattice, suppression_limit
+from blendin.models import DistinctLDiversity, KAnonymity
+
+# the grouping fixture only sets module constants: sharing it across examples is intended
+SHARED_FIXTURE = [HealthCheck.function_scoped_fixture]
+
+
+def brute_check(t: Table, levels, k: int, l_div: int | None, max_sup: float):
+    """Classes by generalized labels; violating = fewer than k records or l secrets."""
+    classes = defaultdict(list)
+    for rec, secret in zip(t.records, t.secret):
+        key = tuple(t.label(i, v, lv) for i, (v, lv) in enumerate(zip(rec, levels)))
+        classes[key].append((rec, secret))
+    bad = {key for key, members in classes.items()
+           if len(members) < k or (l_div and len({s for _, s in members}) < l_div)}
+    n_sup = sum(len(classes[key]) for key in bad)
+    limit = math.floor(max_sup * len(t.records) + 1e-9)
+    sup_records = {rec for key in bad for rec, _ in classes[key]}
+    kept = sorted(len(m) for key, m in classes.items() if key not in bad)
+    return n_sup <= limit, n_sup, kept, sup_records
+
+
+def models_for(k: int, l_div: int | None):
+    return [KAnonymity(k)] + ([DistinctLDiversity("s", l_div)] if l_div else [])
+
+
+@pytest.fixture(params=["dense", "hashed"])
+def grouping(request, monkeypatch):
+    """Run a test with dense-count grouping and with hashing, and intermediate nodes."""
+    if request.param == "hashed":
+        monkeypatch.setattr(lattice_module, "_DENSE_FACTOR", 0)
+        monkeypatch.setattr(lattice_module, "_DENSE_SLACK", 0)
+    monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
+    return request.param
+
+
+def test_lattice_numbering():
+    lat = Lattice([3, 2, 4])
+    nodes = lat.nodes()
+    assert lat.size == len(nodes) == 24
+    for i, node in enumerate(nodes):
+        assert lat.index(node) == i and lat.levels(i) == tuple(node)
+    assert lat.successors((2, 0, 1)) == [(2, 1, 1), (2, 0, 2)]
+    assert lat.predecessors((2, 0, 1)) == [(1, 0, 1), (2, 0, 0)]
+    assert lat.top == (2, 1, 3) and lat.max_height == 6
+
+
+def test_suppression_limit():
+    assert suppression_limit(0.0, 100) == 0
+    assert suppression_limit(0.29, 100) == 29  # 0.29 * 100 is 28.999... in floating point
+    with pytest.raises(BlendinError, match="between 0 and 1"):
+        suppression_limit(5, 100)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(), data=st.data())
+def test_check_matches_brute_force(grouping, t, data):
+    ft = t.frequency_table()
+    k = data.draw(st.integers(1, min(4, len(t.records))))
+    l_div = data.draw(st.sampled_from([None, None, 2]))
+    if l_div and len(set(t.secret)) < l_div:
+        l_div = None
+    max_sup = data.draw(st.sampled_from([0.0, 0.1, 0.5]))
+    checker = Checker(ft, models_for(k, l_div), max_sup)
+    # a sequence of nodes on one checker, so later nodes roll up from cached ones
+    for _ in range(6):
+        levels = tuple(data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies)
+        ok, n_sup, kept, sup_records = brute_check(t, levels, k, l_div, max_sup)
+        result = checker.check(levels)
+        assert result.acceptable == ok
+        if ok:
+            assert result.n_suppressed == n_sup
+            sizes = result.groups.sizes[~result.violating]
+            assert sorted(sizes.tolist()) == kept
+            assert result.n_classes == len(kept)
+            mask = checker.suppressed_tuples(levels)
+            ground = [h.ground for h in ft.hierarchies]
+            got = {tuple(str(ground[i][c]) for i, c in enumerate(row))
+                   for row in ft.tuples[mask]}
+            assert got == sup_records
+        else:
+            assert result.n_suppressed > checker.limit
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(), data=st.data())
+def test_rolled_up_classes_match_direct_grouping(grouping, t, data):
+    """Codes, sizes and histograms of a roll-up equal the frequency table's own grouping."""
+    ft = t.frequency_table()
+    checker = Checker(ft, [DistinctLDiversity("s", 1)], 0.0)
+    for _ in range(5):
+        levels = tuple(data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies)
+        groups = checker.groups(levels)
+        classes, class_of_tuple = ft.classes_at(levels)
+        generalized = ft.generalized(levels)
+        want = {}
+        for c in range(len(classes)):
+            row = tuple(generalized[np.flatnonzero(class_of_tuple == c)[0]].tolist())
+            want[row] = (int(classes.sizes[c]), classes.histograms["s"][c].tolist())
+        width = len(ft.domains["s"].labels)
+        got = {}
+        rows, vals, counts = groups.hists["s"]
+        for c in range(len(groups)):
+            hist = [0] * width
+            for v, n in zip(vals[rows == c], counts[rows == c]):
+                hist[v] += int(n)
+            got[tuple(int(col[c]) for col in groups.codes)] = (int(groups.sizes[c]), hist)
+        assert got == want
+
+
+def test_keys_beyond_int64_are_ranked(grouping):
+    """Ten QIs of 100 values each: the key space (1e20) does not fit in int64."""
+    rng = np.random.default_rng(3)
+    q, n = 10, 60
+    df = pd.DataFrame({f"a{i}": rng.integers(0, 100, n).astype(str) for i in range(q)})
+    df.iloc[1] = df.iloc[0]  # one class of two
+    hs = {c: Hierarchy.from_rows([[str(v), "*"] for v in range(100)]) for c in df}
+    ft = FrequencyTable.from_table(df, hs)
+    checker = Checker(ft, [KAnonymity(2)], 1.0)
+    result = checker.check((0,) * q)
+    want = Counter(map(tuple, df.to_numpy().tolist()))
+    assert sorted(result.groups.sizes.tolist()) == sorted(want.values())
+    assert result.n_suppressed == sum(c for c in want.values() if c < 2)
+    assert checker.suppressed_tuples((0,) * q).sum() == sum(
+        1 for c in want.values() if c < 2)
+
+
+def test_monotone_flags_follow_suppression():
+    rows = [["1", "*"], ["2", "*"]]
+    t = Table([("1",), ("2",), ("1",), ("2",)], ["a", "b", "a", "a"], {"x": rows}, {},
+              {"x": Hierarchy.from_rows(rows)})
+    ft = t.frequency_table()
+    from blendin.models import TCloseness
+
+    assert Checker(ft, [KAnonymity(1), TCloseness("s", 0.5)], 0.0).monotone
+    assert not Checker(ft, [KAnonymity(1), TCloseness("s", 0.5)], 0.5).monotone
+    assert Checker(ft, [KAnonymity(1)], 0.5).monotone
+    # a limit below one record is no suppression at all
+    assert Checker(ft, [KAnonymity(1), TCloseness("s", 0.5)], 0.2).monotone
