@@ -22,6 +22,8 @@ from blendin.errors import BlendinError, preview
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
 BLOCK_SIZE = 64 << 20
+#: rows per batch handed out from an in-memory table
+MEMORY_CHUNK = 1 << 20
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -149,7 +151,8 @@ class Source:
                 fix=f"use one of its columns: {preview(self.columns, 10)}",
             )
         if self.kind == "memory":
-            yield from self._table.select(wanted).to_batches()
+            # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
+            yield from self._table.select(wanted).to_batches(max_chunksize=MEMORY_CHUNK)
             return
         reader = self._csv_batches(wanted) if self.kind == "csv" else self._parquet_batches(
             wanted)
