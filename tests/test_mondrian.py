@@ -92,6 +92,20 @@ def test_worked_example_categories_lowest_common_ancestor_and_sets():
     assert out.column("status").to_pylist() == ["{AF,civ}"] * 3 + ["{div,never}"] * 3
 
 
+def test_children_too_small_alone_are_pooled():
+    # root '*': Married (4) holds, Single (1) and Widowed (1) fail alone but hold pooled (2),
+    # shown as their common ancestor '*'; Married -> civ (3) + AF (1): AF's pool fails and
+    # takes in civ, leaving one part, so Married is not cut
+    values = ["civ", "never", "civ", "AF", "widowed", "civ"]
+    df = pd.DataFrame({"status": values})
+    h = {"status": tree(TREE)}
+    _, p, out = run(df, h, [KAnonymity(2)])
+    assert out.column("status").to_pylist() == ["Married", "*", "Married", "Married", "*",
+                                                "Married"]
+    _, _, out = run(df, h, [KAnonymity(2)], sets=True)
+    assert out.column("status").to_pylist()[:2] == ["{AF,civ}", "{never,widowed}"]
+
+
 def test_issue_set_label():
     h = {"m": tree({"Married-civ-spouse": "Married", "Married-AF-spouse": "Married",
                     "Never-married": "Single"})}

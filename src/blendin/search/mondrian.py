@@ -191,6 +191,7 @@ class _State:
         # histograms are summed only for the attributes some model reads
         self.sensitive = {m.attribute for m in models if m.attribute is not None}
         self.attrs = [_attribute(h) for h in ft.hierarchies]
+        self.is_tree = np.array([isinstance(a, _Tree) for a in self.attrs], bool)
         # per-tuple attribute value used for cuts: rank (ordered) or ground code (tree)
         self.values = np.stack(
             [a.rank[ft.tuples[:, i]] if isinstance(a, _Ordered) else ft.tuples[:, i]
@@ -233,7 +234,8 @@ class _State:
             for d in np.unique(dim[pending]):
                 on = dim[p] == d
                 side[on] = self._sides(d, t[on], p[on], stats)
-            accepted, new_ids = self._evaluate(t, p, side, len(dim), allow_drop)
+            poolable = self.is_tree[dim[p]]
+            accepted, new_ids = self._evaluate(t, p, side, len(dim), allow_drop, poolable)
             if accepted.any():
                 stats.done |= accepted
                 pending &= ~accepted
@@ -272,22 +274,29 @@ class _State:
         return right.astype(np.int64)[inverse]
 
     def _evaluate(self, t: np.ndarray, p: np.ndarray, side: np.ndarray, n_parts: int,
-                  allow_drop: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Accept the cuts whose parts all satisfy the models; give the parts new ids."""
-        radix = int(side.max()) + 1
-        uniq, sub = np.unique(p * radix + side, return_inverse=True)
-        sub = sub.reshape(-1)
-        parent = uniq // radix
-        ok = np.ones(len(uniq), bool)
-        classes = _classes(self.ft, t, sub, len(uniq), self.sensitive)
-        for model in self.models:
-            ok &= model.holds(classes)
+                  allow_drop: bool, poolable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Accept the cuts whose parts all satisfy the models; give the parts new ids.
+
+        In a cut along a category's children, the children that fail on their own are pooled
+        into one part (shown as their common ancestor); a pool that still fails takes in the
+        smallest child that holds.
+        """
+        sub, parent, sub_side, ok, sizes = self._parts(t, p, side)
+        if poolable.any() and not ok.all():
+            pool = int(side.max()) + 1
+            side = np.where(poolable & ~ok[sub], pool, side)
+            sub, parent, sub_side, ok, sizes = self._parts(t, p, side)
+            weak = (sub_side == pool) & ~ok
+            if weak.any():
+                side = np.where(poolable & _smallest_holding(parent, ok, sizes, weak)[sub],
+                                pool, side)
+                sub, parent, sub_side, ok, sizes = self._parts(t, p, side)
         bad = np.bincount(parent, weights=~ok, minlength=n_parts) > 0
         if not allow_drop:
             accepted = ~bad & (np.bincount(parent, minlength=n_parts) > 1)
             keep_sub = accepted[parent]
         else:
-            accepted = self._drops(parent, ok, classes.sizes, bad, n_parts)
+            accepted = self._drops(parent, ok, sizes, bad, n_parts)
             keep_sub = accepted[parent] & ok
             dropped = accepted[parent[sub]] & ~ok[sub]
             self.part[t[dropped]] = -1
@@ -295,6 +304,16 @@ class _State:
         self.part[t[keep_sub[sub]]] = new_ids[sub[keep_sub[sub]]]
         self.next_id += int(keep_sub.sum())
         return accepted, new_ids[keep_sub]
+
+    def _parts(self, t: np.ndarray, p: np.ndarray, side: np.ndarray):
+        """Part of every tuple, each part's partition and side, whether it holds, its size."""
+        radix = int(side.max()) + 1
+        uniq, sub = np.unique(p * radix + side, return_inverse=True)
+        classes = _classes(self.ft, t, sub.reshape(-1), len(uniq), self.sensitive)
+        ok = np.ones(len(uniq), bool)
+        for model in self.models:
+            ok &= model.holds(classes)
+        return sub.reshape(-1), uniq // radix, uniq % radix, ok, classes.sizes
 
     def _drops(self, parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray, bad: np.ndarray,
                n_parts: int) -> np.ndarray:
@@ -352,6 +371,20 @@ class _Stats:
         self.order = np.argsort(-width, axis=1, kind="stable")
         self.splittable = splittable
         self.done = ~splittable.any(axis=1) if q else np.ones(n_parts, bool)
+
+
+def _smallest_holding(parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray,
+                      weak: np.ndarray) -> np.ndarray:
+    """Per part: is it the smallest part that holds in a partition that has a weak pool?"""
+    needy = np.zeros(int(parent.max()) + 1, bool)
+    needy[parent[weak]] = True
+    candidates = np.flatnonzero(ok & needy[parent])
+    candidates = candidates[np.lexsort((candidates, sizes[candidates], parent[candidates]))]
+    first = np.ones(len(candidates), bool)
+    first[1:] = parent[candidates][1:] != parent[candidates][:-1]
+    chosen = np.zeros(len(ok), bool)
+    chosen[candidates[first]] = True
+    return chosen
 
 
 def _lca(codes: np.ndarray, ground: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray,
