@@ -10,6 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pytest
 import tomli_w
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blendin.errors import BlendinError
 from blendin.frequency import as_text
@@ -49,6 +51,11 @@ def test_explicit_delimiter_bom_blank_lines_and_quotes(tmp_path):
     h = from_csv(write(tmp_path, text), delimiter="|").build(["a", "b"], "letter")
     assert h.to_rows() == [["a", "x|y", "*"], ["b", "x|y", "*"]]
     assert h.kind == "categorical"
+
+
+def test_sniffing_prefers_semicolon_over_commas_inside_labels(tmp_path):
+    path = write(tmp_path, "0;[0,4];[0,9];*\n1;[0,4];[0,9];*")
+    assert from_csv(path).build(["0"]).to_rows() == [["0", "[0,4]", "[0,9]", "*"]]
 
 
 def test_kind_can_be_given(tmp_path):
@@ -181,3 +188,17 @@ def test_shared_hierarchies_cover_their_data(dataset):
         with open(path, encoding="utf-8", newline="") as f:  # rows as the file has them
             expected = {row[0]: row for row in csv.reader(f, delimiter=";") if row}
         assert all(expected[row[0]] == row for row in h.to_rows()), column
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.text("ab;,|\t\"' xyz", min_size=1, max_size=6),
+                          st.integers(0, 3)), min_size=1, max_size=20, unique_by=lambda t: t[0]),
+       st.sampled_from([";", ",", "\t", "|"]))
+def test_to_csv_from_csv_round_trip_property(tmp_path_factory, leaves, delimiter):
+    rows = [[value, f"g{group}", f"h{group // 2}", "*"] for value, group in leaves]
+    h = Hierarchy.from_rows(rows)
+    path = to_csv(h, tmp_path_factory.mktemp("rt") / "h.csv", delimiter=delimiter)
+    again = from_csv(path, delimiter).build(h.ground, "x")
+    assert again.to_rows() == h.to_rows()
+    if not any(d in value for value, _ in leaves for d in ";,\t|"):  # else ambiguous
+        assert from_csv(path).build(h.ground, "x").to_rows() == h.to_rows()
