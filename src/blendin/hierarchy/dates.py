@@ -77,10 +77,12 @@ def _strptime(text: pa.Array, fmt: str, exact: bool) -> np.ndarray:
                            fix="use strptime codes, e.g. format = \"%d/%m/%Y\"") from None
     days = stamps.to_numpy(zero_copy_only=False).astype("M8[D]")
     back = pc.strftime(stamps, format=fmt)
-    differs = ~pc.fill_null(pc.equal(back, text), True).to_numpy(zero_copy_only=False)
     if exact:
+        differs = ~pc.fill_null(pc.equal(back, text), True).to_numpy(zero_copy_only=False)
         days[differs] = np.datetime64("NaT")
         return days
+    same = pc.equal(_unpadded(back), _unpadded(text))  # "5/1/2017" is "05/01/2017"
+    differs = ~pc.fill_null(same, True).to_numpy(zero_copy_only=False)
     strings = np.asarray(text.to_pylist(), dtype=object)
     for i in np.flatnonzero(differs & ~np.isnat(days)):
         try:
@@ -88,6 +90,11 @@ def _strptime(text: pa.Array, fmt: str, exact: bool) -> np.ndarray:
         except ValueError:
             days[i] = np.datetime64("NaT")
     return days
+
+
+def _unpadded(text: pa.Array) -> pa.Array:
+    """Numbers in the text without their leading zeros."""
+    return pc.replace_substring_regex(text, r"(^|\D)0+(\d)", r"\1\2")
 
 
 def _period_codes(days: np.ndarray, level: str) -> np.ndarray:
