@@ -144,7 +144,7 @@ def test_intervals_property_every_value_in_its_interval(ints, chain, decimals, b
     widths = [first]
     for f in factors:
         widths.append(widths[-1] * f if isinstance(first, int) else round(widths[-1] * f, 6))
-    top = None if span is None or bottom is None else bottom + span
+    top = None if span is None else (bottom if bottom is not None else -5000) + span
     texts = sorted({str(Decimal(i) / 100) if decimals else str(i) for i in ints})
     h = intervals(*widths, bottom=bottom, top=top).build(np.array(texts, dtype=object), "x")
     assert_valid_tree(h, texts)
