@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ from blendin.search.mondrian import (
     group_of_rows,
     mondrian,
     mondrian_release,
+    mondrian_release_batches,
     mondrian_utility,
 )
 
@@ -170,6 +172,27 @@ def test_suppression_drops_outliers_within_budget():
     assert p.suppressed(ft) == 1
     assert out.column("age").to_pylist() == ["20"] * 3 + ["21"] * 3 + ["*"]
     assert out.column("flag").to_pylist()[-1] == "*" and out.column("g").to_pylist()[-1] is None
+
+
+def test_drop_mode_and_batches_agree_with_the_whole_release():
+    ages = [str(a) for a in (20, 20, 20, 21, 21, 21, 90, 20, 21, 20)]
+    df = pd.DataFrame({"age": ages, "dx": list("abcabcabca")})
+    ft = FrequencyTable.from_table(df, {"age": numeric([20, 21, 22, 23, 24, 90])}, ["dx"])
+    p = mondrian(ft, [KAnonymity(3)], max_suppression=0.1)
+    options = {"group_column": "g", "original_row_column": "row"}
+    whole = mondrian_release(df, ft, p, **options)
+    table = pa.Table.from_pandas(df)
+    parts = list(mondrian_release_batches(table.to_batches(max_chunksize=3), ft, p, **options))
+    assert len(parts) == 4
+    assert pa.concat_tables(parts).equals(whole)
+    dropped = mondrian_release(df, ft, p, suppressed="drop", **options)
+    assert "90" not in dropped.column("age").to_pylist() and dropped.num_rows == 9
+    assert 7 not in dropped.column("row").to_pylist()
+    with pytest.raises(BlendinError, match="'keep' or 'drop'"):
+        mondrian_release(df, ft, p, suppressed="hide")
+    few = FrequencyTable.from_table(df.iloc[:3], {"age": numeric([20, 21, 90])})
+    with pytest.raises(BlendinError, match="lacks"):
+        mondrian_release(df, few, mondrian(few, [KAnonymity(1)]))
 
 
 def test_whole_table_failing_a_model_is_an_error():

@@ -13,9 +13,12 @@ Entry points (what ``bl.anonymize(..., algorithm="mondrian")`` calls):
   quasi-identifier: a numeric range ``37-42`` (``[lo, hi]`` for negative or fractional ends),
   a date range ``2017-01-05..2017-03-02``, the lowest common ancestor in a category's
   hierarchy (or, with ``sets=True``, the set ``{a,b}``); one value shows as itself.
-- :func:`mondrian_release` ``(table, ft, partitioning, ...) -> pa.Table``: the release, row by
-  row in the source order (identifiers removed, other columns unchanged, optional ``group``
-  and ``original row`` columns).
+- :func:`mondrian_release` ``(table, ft, partitioning, *, identifiers, sets, group_column,
+  original_row_column, suppressed, missing) -> pa.Table``: the release, row by row in the
+  source order (identifiers removed, other columns unchanged, optional ``group`` and
+  ``original row`` columns); :func:`mondrian_release_batches` does the same chunk by chunk,
+  and :func:`group_of_rows` gives each source row's group (e.g. to colour Excel output with
+  :func:`blendin.excel.class_styler`).
 - :func:`mondrian_utility` ``(ft, partitioning, *, sets=False) -> dict``: groups, suppressed
   records, discernibility, AECS, NCP per attribute and GCP (Xu et al., KDD 2006).
 
@@ -24,13 +27,15 @@ depth are cut at once: per-partition statistics are segment reductions over tupl
 partition. Strict Mondrian cuts a numeric attribute at the weighted median (values equal to the
 median all go to one side); relaxed Mondrian lets tuples equal to the median go to either side so
 the halves balance (a distinct tuple is never divided). A category is cut into the children,
-in its hierarchy, of the lowest common ancestor of its values. A cut is taken only if every part
+in its hierarchy, of the lowest common ancestor of its values; children that fail the models
+on their own are pooled into one part (which shows their common ancestor), and a pool that
+still fails takes in the smallest child that holds. A cut is taken only if every part
 satisfies every model; otherwise the next widest attribute is tried.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,8 +55,10 @@ __all__ = [
     "ORIGINAL_ROW_COLUMN",
     "Partitioning",
     "group_labels",
+    "group_of_rows",
     "mondrian",
     "mondrian_release",
+    "mondrian_release_batches",
     "mondrian_utility",
 ]
 
@@ -624,16 +631,19 @@ def mondrian_release(
     sets: bool = False,
     group_column: str | None = None,
     original_row_column: str | None = None,
+    suppressed: str = "keep",
     missing: str = "",
 ) -> pa.Table:
     """The released table: rows in source order, each QI replaced by its group's value.
 
     Identifier columns are removed; sensitive and other columns are kept unchanged and in
-    place. ``group_column`` (e.g. ``"group"``) adds each row's group number (1, 2, ... in the
-    order of the frequency table; empty for suppressed rows, whose QIs show ``*``).
+    place. Rows of suppressed groups show ``*`` in every QI (``suppressed="keep"``) or are
+    left out (``"drop"``). ``group_column`` (e.g. ``"group"``) adds each row's group number
+    (1, 2, ... in the order of the frequency table; empty for suppressed rows).
     ``original_row_column`` adds the source row number (1 = first data row): anyone who holds
     the source can then link every released row back to its person, so only add it for
-    internal use.
+    internal use. ``data`` is anything :func:`blendin.io.to_arrow` reads; for data read in
+    chunks use :func:`mondrian_release_batches`.
 
     >>> import pandas as pd
     >>> from blendin.models import KAnonymity
@@ -648,30 +658,57 @@ def mondrian_release(
     from blendin.io import to_arrow
 
     table = to_arrow(data)
-    labels = group_labels(ft, p, sets=sets)
-    group = _group_of_rows(table, ft, p, missing)
-    index = np.where(group < 0, p.n_groups, group)
-    names, columns = [], []
-    qi = dict(zip(ft.qi_names, labels))
-    for name in table.column_names:
-        if name in identifiers:
-            continue
-        if name in qi:
-            shown = pa.array(np.append(qi[name], SUPPRESSED).tolist(), type=pa.string())
-            columns.append(shown.take(pa.array(index)))
-        else:
-            columns.append(table.column(name))
-        names.append(name)
-    for extra, values in ((group_column, group + 1), (original_row_column,
-                                                      np.arange(1, table.num_rows + 1))):
-        if extra is None:
-            continue
-        if extra in names:
-            raise BlendinError(f"the release already has a column named {extra!r}",
-                               fix="choose another name for the added column")
-        names.append(extra)
-        columns.append(pa.array(values, mask=group < 0 if extra == group_column else None))
-    return pa.table(columns, names=names)
+    parts = list(mondrian_release_batches(
+        [table], ft, p, identifiers=identifiers, sets=sets, group_column=group_column,
+        original_row_column=original_row_column, suppressed=suppressed, missing=missing))
+    return parts[0]
+
+
+def mondrian_release_batches(
+    batches: Iterable[pa.Table | pa.RecordBatch],
+    ft: FrequencyTable,
+    p: Partitioning,
+    *,
+    identifiers: Sequence[str] = (),
+    sets: bool = False,
+    group_column: str | None = None,
+    original_row_column: str | None = None,
+    suppressed: str = "keep",
+    missing: str = "",
+) -> Iterator[pa.Table]:
+    """:func:`mondrian_release` chunk by chunk: one release table per source batch.
+
+    Labels are made once; row numbers continue across batches.
+    """
+    if suppressed not in ("keep", "drop"):
+        raise BlendinError(f"suppressed must be 'keep' or 'drop', got {suppressed!r}",
+                           fix="use 'keep' (show * in every QI) or 'drop' (leave rows out)")
+    shown = {name: pa.array(np.append(lab, SUPPRESSED).tolist(), type=pa.string())
+             for name, lab in zip(ft.qi_names, group_labels(ft, p, sets=sets))}
+    offset = 0
+    for batch in batches:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        group = _group_of_rows(table, ft, p, missing)
+        extras = {group_column: pa.array(group + 1, mask=group < 0),
+                  original_row_column: pa.array(np.arange(1, table.num_rows + 1) + offset)}
+        offset += table.num_rows
+        index = pa.array(np.where(group < 0, p.n_groups, group))
+        names, columns = [], []
+        for name in table.column_names:
+            if name not in identifiers:
+                names.append(name)
+                columns.append(shown[name].take(index) if name in shown
+                               else table.column(name))
+        for extra, values in extras.items():
+            if extra is None:
+                continue
+            if extra in names:
+                raise BlendinError(f"the release already has a column named {extra!r}",
+                                   fix="choose another name for the added column")
+            names.append(extra)
+            columns.append(values)
+        out = pa.table(columns, names=names)
+        yield out.filter(pa.array(group >= 0)) if suppressed == "drop" else out
 
 
 def group_of_rows(data, ft: FrequencyTable, p: Partitioning, missing: str = "") -> np.ndarray:
@@ -694,7 +731,7 @@ def _group_of_rows(table: pa.Table, ft: FrequencyTable, p: Partitioning,
                                                             for h in ft.hierarchies])
     tuple_keys, row_keys = keys[: len(ft.tuples)], keys[len(ft.tuples):]
     order = np.argsort(tuple_keys)
-    at = order[np.searchsorted(tuple_keys[order], row_keys)]
+    at = order[np.minimum(np.searchsorted(tuple_keys[order], row_keys), len(order) - 1)]
     if not (tuple_keys[at] == row_keys).all():
         raise BlendinError("the table has quasi-identifier values the frequency table lacks",
                            fix="build the frequency table from this same table")
