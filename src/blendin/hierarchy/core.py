@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -76,6 +77,12 @@ class Hierarchy:
             )
         return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
 
+    def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
+        """This hierarchy checked against, and cut down to, the data's values (as a builder)."""
+        from blendin.hierarchy.builders import fixed
+
+        return fixed(self).build(values, name, missing)
+
     def to_rows(self) -> list[list[str]]:
         """The ARX table form: one row per ground value, levels left to right."""
         table = np.stack([self.label_array(level) for level in range(self.height)], axis=1)
@@ -106,9 +113,8 @@ class Hierarchy:
                 fix="give every value the same number of levels",
             )
         table = np.array(rows, dtype=object).astype(str).astype(object)
-        ground, first = np.unique(table[:, 0], return_index=True)
-        if len(ground) != len(table):
-            dupes = [v for v, c in zip(*np.unique(table[:, 0], return_counts=True)) if c > 1]
+        dupes = pd.unique(table[pd.Series(table[:, 0]).duplicated().to_numpy(), 0])
+        if len(dupes):
             raise BlendinError(
                 f"{name}: value(s) listed more than once: {preview(dupes)}",
                 fix="list each value once in the first column",
@@ -128,21 +134,20 @@ class Hierarchy:
 
 
 def _unique_in_order(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct labels (in order of first appearance) and each entry's index."""
-    uniq, first, inverse = np.unique(column, return_index=True, return_inverse=True)
-    rank = np.argsort(np.argsort(first))
-    labels = np.empty(len(uniq), dtype=object)
-    labels[rank] = uniq
-    return labels, rank[inverse].astype(np.int32)
+    """Distinct labels (in order of first appearance) and each entry's index (hashing)."""
+    codes, labels = pd.factorize(column, sort=False)
+    return np.asarray(labels, dtype=object), codes.astype(np.int32)
 
 
 def _check_tree(codes: np.ndarray, labels: list[np.ndarray], name: str) -> None:
     for level in range(1, codes.shape[0] - 1):
-        pairs = np.unique(np.stack([codes[level], codes[level + 1]], axis=1), axis=0)
-        parents = np.bincount(pairs[:, 0], minlength=len(labels[level]))
+        width = len(labels[level + 1])
+        pairs = np.unique(codes[level].astype(np.int64) * width + codes[level + 1])
+        children, parents_of = np.divmod(pairs, width)
+        parents = np.bincount(children, minlength=len(labels[level]))
         if (parents > 1).any():
             bad = int(np.flatnonzero(parents > 1)[0])
-            above = labels[level + 1][pairs[pairs[:, 0] == bad, 1]]
+            above = labels[level + 1][parents_of[children == bad]]
             raise BlendinError(
                 f"{name}: level {level} value {labels[level][bad]!r} generalizes to more "
                 f"than one value at level {level + 1} ({preview(above)}): not a tree",
