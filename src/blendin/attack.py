@@ -27,10 +27,12 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text, combine_keys
 from blendin.hierarchy.core import Hierarchy
-from blendin.labels import KINDS, covers, guess_kind, parse_dates, parse_numeric, parse_values
+from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 
 #: cells of the (release tuples × external tuples) matrix handled at once
 BLOCK_CELLS = 1 << 22
+#: enumerate compatible pairs when at most this share of all tuple pairs can be compatible
+SPARSE_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -133,8 +135,9 @@ def attack(
     rel_codes, rel_labels = _encode(rel_text, on)
     ext_codes, ext_values = _encode(ext_text, on)
     kinds = _kinds(on, ext_values, rel_labels, kinds or {}, missing)
-    compat = [covers(rel_labels[c], ext_values[c], kinds[c], (hierarchies or {}).get(c),
-                     name=c, missing=missing) for c in on]
+    compat = [_Compat(*cover_pairs(rel_labels[c], ext_values[c], kinds[c],
+                                   (hierarchies or {}).get(c), name=c, missing=missing),
+                      len(rel_labels[c]), len(ext_values[c])) for c in on]
     rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
                                                                     for c in on])
     ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
@@ -272,19 +275,72 @@ def _release_kind(labels: np.ndarray) -> str | None:
     return None
 
 
+class _Compat:
+    """Which released labels of one column cover which external values: the pairs, and
+    a lookup for any (label, value) arrays (a dense matrix when small, else a sorted key
+    search)."""
+
+    def __init__(self, labels: np.ndarray, values: np.ndarray, n_labels: int,
+                 n_values: int) -> None:
+        self.labels, self.values = labels, values
+        self.shape = (n_labels, n_values)
+        self.keys = labels * n_values + values  # sorted: cover_pairs returns them in order
+        self._dense = None
+        if n_labels * n_values <= BLOCK_CELLS:
+            self._dense = self.matrix()
+
+    def matrix(self) -> np.ndarray:
+        if self._dense is None:
+            dense = np.zeros(self.shape, dtype=bool)
+            dense[self.labels, self.values] = True
+            return dense
+        return self._dense
+
+    def lookup(self, labels: np.ndarray, values: np.ndarray) -> np.ndarray:
+        if self._dense is not None:
+            return self._dense[labels, values]
+        wanted = labels.astype(np.int64) * self.shape[1] + values
+        at = np.minimum(np.searchsorted(self.keys, wanted), max(len(self.keys) - 1, 0))
+        return self.keys[at] == wanted if len(self.keys) else np.zeros(len(wanted), bool)
+
+
 def _match(compat, rel_keys, ext_keys, rel_counts, histograms):
     """Per external tuple: compatible release records, the one compatible tuple (when the
-    match is unique), and whether each sensitive attribute has one compatible value."""
+    match is unique), and whether each sensitive attribute has one compatible value.
+
+    When one quasi-identifier is selective (exact values, as in a raw table), the
+    compatible pairs are enumerated from its covering pairs and filtered by the others;
+    otherwise the full (release × external) matrix is built in blocks.
+    """
+    n_rel, n_ext = len(rel_keys), len(ext_keys)
+    pairs, q = _fewest_pairs(compat, rel_keys, ext_keys)
+    if pairs <= SPARSE_SHARE * n_rel * n_ext:
+        return _match_sparse(compat, q, rel_keys, ext_keys, rel_counts, histograms)
+    return _match_dense(compat, rel_keys, ext_keys, rel_counts, histograms)
+
+
+def _fewest_pairs(compat, rel_keys, ext_keys) -> tuple[float, int]:
+    """The quasi-identifier whose covering pairs alone admit the fewest tuple pairs."""
+    best = (np.inf, 0)
+    for q, c in enumerate(compat):
+        per_label = np.bincount(rel_keys[:, q], minlength=c.shape[0]).astype(float)
+        per_value = np.bincount(ext_keys[:, q], minlength=c.shape[1]).astype(float)
+        best = min(best, (float((per_label[c.labels] * per_value[c.values]).sum()), q))
+    return best
+
+
+def _match_dense(compat, rel_keys, ext_keys, rel_counts, histograms):
     n_rel, n_ext = len(rel_keys), len(ext_keys)
     matched = np.zeros(n_ext, dtype=np.int64)
     only = np.full(n_ext, -1, dtype=np.int64)
     learned = {s: np.zeros(n_ext, dtype=bool) for s in histograms}
     block = max(1, BLOCK_CELLS // max(n_rel, 1))
     weights = rel_counts.astype(np.float64)
+    matrices = [c.matrix() for c in compat]
     for start in range(0, n_ext, block):  # blocks of distinct external tuples
         stop = min(start + block, n_ext)
         ok = np.ones((n_rel, stop - start), dtype=bool)
-        for q, matrix in enumerate(compat):
+        for q, matrix in enumerate(matrices):
             ok &= matrix[np.ix_(rel_keys[:, q], ext_keys[start:stop, q])]
         counts = np.rint(weights @ ok).astype(np.int64)
         matched[start:stop] = counts
@@ -293,3 +349,56 @@ def _match(compat, rel_keys, ext_keys, rel_counts, histograms):
             seen = (ok.T.astype(np.float64) @ hist) > 0
             learned[s][start:stop] = (counts >= 1) & (seen.sum(axis=1) == 1)
     return matched, only, learned
+
+
+def _match_sparse(compat, q, rel_keys, ext_keys, rel_counts, histograms):
+    n_ext = len(ext_keys)
+    matched = np.zeros(n_ext, dtype=np.int64)
+    tuple_sum = np.zeros(n_ext, dtype=np.int64)
+    # one value per release tuple and attribute: its only value, or -1 when it has several
+    single = {s: np.where((h > 0).sum(axis=1) == 1, (h > 0).argmax(axis=1), -1)
+              for s, h in histograms.items()}
+    low = {s: np.full(n_ext, np.iinfo(np.int64).max) for s in histograms}
+    high = {s: np.full(n_ext, -2, dtype=np.int64) for s in histograms}
+    for r, e in _pairs(compat[q], rel_keys[:, q], ext_keys[:, q]):
+        keep = np.ones(len(r), dtype=bool)
+        for p, c in enumerate(compat):
+            if p != q:
+                keep &= c.lookup(rel_keys[r, p], ext_keys[e, p])
+        r, e = r[keep], e[keep]
+        matched += np.bincount(e, weights=rel_counts[r], minlength=n_ext).astype(np.int64)
+        tuple_sum += np.bincount(e, weights=r, minlength=n_ext).astype(np.int64)
+        for s, value in single.items():
+            np.minimum.at(low[s], e, value[r])
+            np.maximum.at(high[s], e, value[r])
+    # a unique match is one pair with a one-record tuple: the sum of its tuples is that tuple
+    only = np.where(matched == 1, tuple_sum, -1)
+    learned = {s: (matched >= 1) & (low[s] == high[s]) & (low[s] >= 0) for s in histograms}
+    return matched, only, learned
+
+
+def _pairs(compat: _Compat, rel_label: np.ndarray, ext_value: np.ndarray):
+    """Chunks of (release tuple, external tuple) pairs whose labels cover the values, made
+    from runs of tuples sharing a label / value (no loop over tuples)."""
+    r_order = np.argsort(rel_label, kind="stable")
+    r_count = np.bincount(rel_label, minlength=compat.shape[0])
+    r_start = np.concatenate([[0], np.cumsum(r_count)[:-1]])
+    e_order = np.argsort(ext_value, kind="stable")
+    e_count = np.bincount(ext_value, minlength=compat.shape[1])
+    e_start = np.concatenate([[0], np.cumsum(e_count)[:-1]])
+    labels, values = compat.labels, compat.values
+    a, b = r_count[labels], e_count[values]
+    size = a * b
+    keep = size > 0
+    labels, values, b, size = labels[keep], values[keep], b[keep], size[keep]
+    ends = np.cumsum(size)
+    first = 0
+    while first < len(size):  # chunks of about BLOCK_CELLS pairs
+        base = ends[first] - size[first]
+        last = max(int(np.searchsorted(ends, base + BLOCK_CELLS, side="right")), first + 1)
+        k = np.arange(first, last)
+        owner = np.repeat(k, size[k])
+        offset = np.arange(len(owner)) - np.repeat(ends[k] - size[k] - base, size[k])
+        i, j = offset // b[owner], offset % b[owner]
+        yield r_order[r_start[labels[owner]] + i], e_order[e_start[values[owner]] + j]
+        first = last

@@ -239,6 +239,7 @@ def covers(
 
     ``labels`` and ``values`` are text (best: the distinct ones of a column); ``kind`` is
     how the exact values are read (``"numeric"``, ``"date"`` or ``"categorical"``).
+    :func:`cover_pairs` gives the same as a list of pairs, without the full matrix.
 
     >>> covers(["30-39", "021**", "*", "40"], ["34", "02138", "40"], "numeric").astype(int)
     array([[1, 0, 0],
@@ -248,22 +249,103 @@ def covers(
     >>> covers(["1965-03", "1965", "1966-Q1"], ["1965-03-07"], "date").ravel().tolist()
     [True, True, False]
     """
+    rows, columns = cover_pairs(labels, values, kind, hierarchy, name=name, missing=missing)
+    out = np.zeros((len(labels), len(values)), dtype=bool)
+    out[rows, columns] = True
+    return out
+
+
+def cover_pairs(
+    labels: Sequence[str] | np.ndarray,
+    values: Sequence[str] | np.ndarray,
+    kind: str = "categorical",
+    hierarchy: Hierarchy | None = None,
+    *,
+    name: str = "column",
+    missing: str = "",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (label index, value index) pair where the label covers the value, sorted.
+
+    Exact labels (a value as it is: ``34``, ``1965-03-07``, ``Married``) are joined to the
+    values by hash/sort lookups, so a raw column of many distinct values never makes a
+    labels × values matrix; only generalized labels (``*``, masks, sets, ranges, hierarchy
+    groups) are compared with every value.
+
+    >>> [a.tolist() for a in cover_pairs(["34", "30-39", "x"], ["34", "35"], "numeric")]
+    [[0, 1, 1], [0, 0, 1]]
+    """
     if kind not in KINDS:
         raise BlendinError(f"{name}: unknown kind {kind!r}", fix=f"use one of {', '.join(KINDS)}")
     label_arrow, value_arrow = _arrow_text(labels), _arrow_text(values)
     label_text = np.asarray(label_arrow.to_pylist(), dtype=object)
     value_text = np.asarray(value_arrow.to_pylist(), dtype=object)
-    match = _equal(label_arrow, value_arrow) | (label_text == SUPPRESSED)[:, None]
-    match |= _mask_match(label_text, value_text)
-    match |= _set_match(label_arrow, value_arrow)
+    n_values = len(value_text)
+    text = label_text.astype(str)
+    general = (text == SUPPRESSED) | (np.char.endswith(text, "*") & (np.char.str_len(text) > 1))
+    general |= np.char.startswith(text, "{") & np.char.endswith(text, "}")
+    numbers = lo = hi = None
     if kind != "categorical":
         numbers = parse_values(value_text, kind, name, missing)
         lo, hi = parse_dates(label_text) if kind == "date" else parse_numeric(label_text)
+        general |= ~np.isnan(lo) & (lo != hi)
+    if hierarchy is not None:
+        general |= np.isin(text, _group_labels(hierarchy))
+    # exact labels: equal text, or (numbers, dates) the same number or day
+    distinct = pc.unique(value_arrow)
+    parts = [_join(np.where(general, -1, _codes(label_arrow, distinct)),
+                   _codes(value_arrow, distinct))]
+    if numbers is not None:
+        point = ~general & ~np.isnan(lo)
+        keys, inverse = np.unique(np.concatenate([lo[point], numbers[~np.isnan(numbers)]]),
+                                  return_inverse=True)
+        label_key = np.full(len(lo), -1)
+        label_key[point] = inverse[: point.sum()]
+        value_key = np.full(n_values, -1)
+        value_key[~np.isnan(numbers)] = inverse[point.sum():]
+        parts.append(_join(label_key, value_key))
+    # generalized labels: compared with every value
+    rows = np.flatnonzero(general)
+    if len(rows):
+        dense = _general_match(label_text[rows], value_text, label_arrow.take(pa.array(rows)),
+                               value_arrow, lo if lo is None else lo[rows],
+                               hi if hi is None else hi[rows], numbers, hierarchy)
+        g, v = np.nonzero(dense)
+        parts.append((rows[g], v))
+    key = np.unique(np.concatenate([r.astype(np.int64) * n_values + c for r, c in parts]))
+    return key // max(n_values, 1), key % max(n_values, 1)
+
+
+def _general_match(label_text, value_text, label_arrow, value_arrow, lo, hi, numbers,
+                   hierarchy) -> np.ndarray:
+    match = np.repeat((label_text == SUPPRESSED)[:, None], len(value_text), axis=1)
+    match |= _mask_match(label_text, value_text)
+    match |= _set_match(label_arrow, value_arrow)
+    if numbers is not None:
         with np.errstate(invalid="ignore"):
             match |= (lo[:, None] <= numbers[None, :]) & (numbers[None, :] <= hi[:, None])
     if hierarchy is not None:
         match |= _ancestor_match(label_text, value_text, hierarchy)
     return match
+
+
+def _group_labels(hierarchy: Hierarchy) -> np.ndarray:
+    """Labels of a hierarchy's levels above the ground."""
+    if hierarchy.height < 2:
+        return np.zeros(0, dtype=str)
+    return np.unique(np.concatenate([np.asarray(hierarchy.labels[level], dtype=object)
+                                     .astype(str) for level in range(1, hierarchy.height)]))
+
+
+def _join(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs ``(i, j)`` with ``left[i] == right[j] >= 0`` (a sort-merge join)."""
+    order = np.argsort(right, kind="stable")
+    ordered = right[order]
+    rows = np.flatnonzero(left >= 0)
+    start = np.searchsorted(ordered, left[rows], side="left")
+    count = np.searchsorted(ordered, left[rows], side="right") - start
+    owner = np.repeat(rows, count)
+    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    return owner, order[np.repeat(start, count) + offset]
 
 
 def _mask_match(labels: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -293,12 +375,6 @@ def _codes(text: pa.Array, distinct: pa.Array) -> np.ndarray:
     """Index of each entry in ``distinct`` (-1 where absent)."""
     found = pc.fill_null(pc.index_in(text, value_set=distinct), -1)
     return np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def _equal(labels: pa.Array, values: pa.Array) -> np.ndarray:
-    """``label == value``, through codes over the distinct values (hash lookups)."""
-    distinct = pc.unique(values)
-    return _codes(labels, distinct)[:, None] == _codes(values, distinct)[None, :]
 
 
 def _set_match(labels: pa.Array, values: pa.Array) -> np.ndarray:
