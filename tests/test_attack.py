@@ -89,16 +89,23 @@ def test_attack_matches_brute_force(records, strangers, k):
     ext_rows += [{**p, "id": f"s{i}"} for i, p in enumerate(strangers)]
     release, external = pd.DataFrame(rows), pd.DataFrame(ext_rows)
     on = ["age", "zip", "dob"]
-    report = attack(release, external, on, k=k, sensitive=["dx"], truth="id",
-                    kinds={"age": "numeric", "zip": "categorical", "dob": "date"})
     matches, buckets, singled, correct, learned = _brute_force(
         release, external, on, k, ["dx"], "id")
-    assert report.matches.tolist() == matches
-    assert (report.no_match, report.reidentified, report.ambiguous, report.hidden) == buckets
-    assert report.records_reidentified == singled
-    assert report.correct == correct
-    assert report.learned == learned
-    assert report.external == len(external) and report.release == len(release)
+    saved = attack_module.SPARSE_SHARE
+    try:
+        for share in (-1.0, float("inf")):  # the dense path, then the pair enumeration
+            attack_module.SPARSE_SHARE = share
+            report = attack(release, external, on, k=k, sensitive=["dx"], truth="id",
+                            kinds={"age": "numeric", "zip": "categorical", "dob": "date"})
+            assert report.matches.tolist() == matches
+            assert (report.no_match, report.reidentified, report.ambiguous,
+                    report.hidden) == buckets
+            assert report.records_reidentified == singled
+            assert report.correct == correct
+            assert report.learned == learned
+            assert report.external == len(external) and report.release == len(release)
+    finally:
+        attack_module.SPARSE_SHARE = saved
 
 
 def test_blocks_give_the_same_answer(monkeypatch):
@@ -109,10 +116,12 @@ def test_blocks_give_the_same_answer(monkeypatch):
     external = pd.DataFrame({"a": rng.integers(0, 40, 500).astype(str),
                              "b": rng.choice(["x", "y"], 500)})
     whole = attack(release, external, k=3)
-    monkeypatch.setattr(attack_module, "BLOCK_CELLS", 7)
-    blocked = attack(release, external, k=3)
-    assert whole.to_dict() == blocked.to_dict()
-    assert whole.matches.tolist() == blocked.matches.tolist()
+    for share in (-1.0, float("inf")):
+        monkeypatch.setattr(attack_module, "SPARSE_SHARE", share)
+        monkeypatch.setattr(attack_module, "BLOCK_CELLS", 7)
+        blocked = attack(release, external, k=3)
+        assert whole.to_dict() == blocked.to_dict()
+        assert whole.matches.tolist() == blocked.matches.tolist()
 
 
 def test_sweeney_example_and_defaults():
@@ -126,7 +135,7 @@ def test_sweeney_example_and_defaults():
                            "sex": ["M", "F", "M", "M"]})
     report = attack(release, voters)  # joins on the shared columns
     assert report.on == ("zip", "dob", "sex")
-    assert report.kinds == {"zip": "numeric", "dob": "date", "sex": "categorical"}
+    assert report.kinds == {"zip": "categorical", "dob": "date", "sex": "categorical"}
     assert report.matches.tolist() == [1, 0, 2, 0]
     assert report.learned == {"diagnosis": 2}  # Weld's heart, and Bo's gout (homogeneous)
     lines = "\n".join(report.lines())
@@ -168,3 +177,54 @@ def test_bad_input_names_the_column_and_the_fix():
         attack(release, pd.DataFrame({"zip": ["02138"]}), k=1)
     with pytest.raises(BlendinError, match="unknown kind"):
         attack(release, pd.DataFrame({"zip": ["02138"]}), kinds={"zip": "zipcode"})
+
+
+def test_files_and_polars_keep_codes_as_text(tmp_path):
+    import polars as pl
+
+    release = tmp_path / "release.csv"
+    release.write_text("zip;sex;dx\n021**;F;flu\n021**;F;gout\n02445;M;flu\n")
+    voters = pl.DataFrame({"zip": ["02138", "02445", "2445"], "sex": ["F", "M", "M"]})
+    report = attack(str(release), voters)
+    assert report.matches.tolist() == [2, 1, 0]
+    assert report.learned == {"dx": 1}
+    from blendin.risk import risk
+
+    assert risk(str(release), "zip,sex").sample_uniques == 1
+
+
+def test_cover_pairs_agree_with_the_dense_reading():
+    from blendin.labels import cover_pairs, covers
+
+    rng = np.random.default_rng(2)
+    values = np.unique(rng.integers(0, 60, 40).astype(str))
+    labels = np.array(["*", "1*", "2*", "10-19", "[20, 40)", ">=50", "7", "07", "x",
+                       "{3,4,5}"] + values[:5].tolist(), dtype=object)
+    rows, columns = cover_pairs(labels, values, "numeric")
+    dense = covers(labels, values, "numeric")
+    assert sorted(zip(rows.tolist(), columns.tolist())) == [tuple(p) for p in np.argwhere(
+        dense).tolist()]
+    brute = [[_plain_numeric(str(label), v) for v in values] for label in labels]
+    assert dense.tolist() == brute
+
+
+def _plain_numeric(label: str, value: str) -> bool:
+    if label in ("*", value):
+        return True
+    if label.startswith("{"):
+        return value in label[1:-1].split(",")
+    if label.endswith("*"):
+        return len(value) == len(label) and value.startswith(label[:-1])
+    x = float(value)
+    if label.startswith(">="):
+        return x >= float(label[2:])
+    if label.startswith("["):
+        lo, hi = label[1:-1].split(",")
+        return float(lo) <= x < float(hi)
+    if "-" in label:
+        lo, hi = label.split("-")
+        return float(lo) <= x <= float(hi)
+    try:
+        return float(label) == x
+    except ValueError:
+        return False

@@ -17,6 +17,7 @@ labels × distinct values), combined by gathers and a logical and, in blocks.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -104,6 +105,8 @@ def attack(
 ) -> AttackReport:
     """Link ``external`` (identified people) to ``release`` on the columns ``on``.
 
+    Both tables are pandas, polars or pyarrow tables or CSV/Parquet paths.
+
     ``on`` defaults to the columns both tables share. ``sensitive`` (default: the release's
     columns the external table does not have) are the values an attacker wants to learn.
     ``truth`` names a column present in both tables that identifies the person (used only
@@ -118,9 +121,7 @@ def attack(
     >>> r.matches.tolist(), r.reidentified, r.learned
     ([2, 1], 1, {'dx': 2})
     """
-    from blendin.io import to_arrow
-
-    rel, ext = to_arrow(release), to_arrow(external)
+    rel, ext = _read(release), _read(external)
     on = _join_columns(rel, ext, on, truth)
     if k < 2:
         raise BlendinError(f"k must be 2 or more, got {k}", fix="pass e.g. --k 5")
@@ -167,6 +168,12 @@ def attack(
         learned={s: int(v[ext_tuple].sum()) for s, v in learned.items()},
         matches=per_row,
     )
+
+
+def _read(data) -> pa.Table:
+    from blendin.io import Source, to_arrow
+
+    return Source(data).read_all() if isinstance(data, str | os.PathLike) else to_arrow(data)
 
 
 def _split(names: Sequence[str] | str | None) -> list[str] | None:

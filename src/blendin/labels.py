@@ -211,7 +211,7 @@ def guess_kind(values: Sequence[str] | np.ndarray, missing: str = "") -> str:
     """``"date"`` if every non-missing value is a date, ``"numeric"`` if a number, else
     ``"categorical"``.
 
-    >>> guess_kind(["1965-03-07", ""]), guess_kind(["34", "7.5"]), guess_kind(["02138", "m"])
+    >>> guess_kind(["1965-03-07", ""]), guess_kind(["34", "0.5"]), guess_kind(["02138", "2139"])
     ('date', 'numeric', 'categorical')
     """
     text = _arrow_text(values)
@@ -221,7 +221,9 @@ def guess_kind(values: Sequence[str] | np.ndarray, missing: str = "") -> str:
     kept = pc.filter(text, pa.array(present))
     if not np.isnan(_to_days(kept)).any():
         return "date"
-    if not np.isnan(_to_float(kept)).any():
+    # codes written with leading zeros (ZIP 02138) are text, not numbers
+    if not np.isnan(_to_float(kept)).any() and not pc.any(
+            pc.match_substring_regex(kept, r"^\s*-?0\d")).as_py():
         return "numeric"
     return "categorical"
 

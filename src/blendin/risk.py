@@ -30,6 +30,7 @@ Everything is computed from class sizes (one pyarrow group-by), never row by row
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -164,7 +165,8 @@ def risk(
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
-    ``qi`` names the quasi-identifier columns (a list or ``"a,b,c"``), or ``spec`` gives
+    ``data`` is a pandas, polars or pyarrow table or a CSV/Parquet path. ``qi`` names the
+    quasi-identifier columns (a list or ``"a,b,c"``), or ``spec`` gives
     them (and the sensitive attributes). ``population`` (or ``sampling_fraction``) turns on
     the population-uniqueness estimates. Records whose quasi-identifiers are all ``*`` are
     suppressed: they are counted apart and are not at risk.
@@ -175,13 +177,13 @@ def risk(
     >>> r.classes, r.prosecutor.records_at_risk, round(r.marketer, 3)
     (2, 0.3333333333333333, 0.667)
     """
-    from blendin.io import to_arrow
+    from blendin.io import Source, to_arrow
 
     names, sensitive = _columns(qi, spec, sensitive)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
                            fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
-    table = to_arrow(data)
+    table = Source(data).read_all() if isinstance(data, str | os.PathLike) else to_arrow(data)
     _check_columns(table, [*names, *sensitive])
     sizes, distinct, suppressed = class_sizes(table, names, sensitive, missing)
     n = int(sizes.sum())
