@@ -241,3 +241,15 @@ def test_risk_reports_population_estimates():
     assert report.population.dankar == pytest.approx(direct.dankar)
     assert report.population.share == pytest.approx(direct.dankar / 100_000)
     assert "uniques (Dankar)" in "\n".join(report.lines())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=60), st.floats(1.0, 200.0))
+def test_estimators_never_fail_and_stay_in_range(sizes, scale):
+    sizes = np.array(sizes)
+    population = float(np.ceil(sizes.sum() * scale))
+    estimate = population_uniqueness(sizes, population)
+    for name in ("zayatz", "pitman", "snb", "dankar"):
+        value = getattr(estimate, name)
+        assert math.isnan(value) or 0 <= value <= population, name
+    assert not math.isnan(estimate.dankar)

@@ -326,11 +326,21 @@ def population_uniqueness(sizes: np.ndarray, population: float) -> PopulationUni
     if not (sizes == 1).any():
         return PopulationUniqueness(population, fraction, 0.0, 0.0, 0.0, 0.0, "none")
     j, f = spectrum(sizes)
-    zayatz = zayatz_uniques(j, f, n, population)
-    pitman = pitman_uniques(j, f, n, population)
-    snb = snb_uniques(j, f, n, population)
+    zayatz = _solved(zayatz_uniques, j, f, n, population)
+    pitman = _solved(pitman_uniques, j, f, n, population)
+    snb = _solved(snb_uniques, j, f, n, population)
     dankar, model = dankar_choice(fraction, zayatz, pitman, snb)
     return PopulationUniqueness(population, fraction, zayatz, pitman, snb, dankar, model)
+
+
+def _solved(estimator, *args) -> float:
+    """The estimate, or NaN where the model has no solution for this spectrum."""
+    try:
+        with np.errstate(all="ignore"):
+            value = float(estimator(*args))
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def dankar_choice(fraction: float, zayatz: float, pitman: float, snb: float
@@ -410,9 +420,10 @@ def pitman_parameters(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, floa
     c1 = float(f[j == 1].sum())
     c2 = float(f[j == 2].sum()) or 1.0
     c = c1 * (c1 - 1) / c2
-    theta = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
+    denominator = 2 * c1 * u + c1 * c - n * c
+    theta = (n * u * c - c1 * (n - 1) * (2 * u + c)) / denominator if denominator else math.nan
     alpha = (theta * (c1 - n) + (n - 1) * c1) / (n * u)
-    if not (0 < alpha < 1 and theta > -alpha) or not math.isfinite(theta):
+    if not math.isfinite(theta) or not (0 < alpha < 1 and theta > -alpha):
         theta, alpha = 1.0, 0.5
     for _ in range(200):
         score, jac = _pitman_equations(theta, alpha, u, n, j, f)
