@@ -253,3 +253,20 @@ def test_estimators_never_fail_and_stay_in_range(sizes, scale):
         value = getattr(estimate, name)
         assert math.isnan(value) or 0 <= value <= population, name
     assert not math.isnan(estimate.dankar)
+
+
+def test_json_has_no_nan(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("a\n" + "\n".join(str(i) for i in range(30)) + "\n")
+    result = CliRunner().invoke(main, ["risk", str(data), "--qi", "a", "--population", "300",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output, parse_constant=lambda c: pytest.fail(c))
+    assert report["population"]["pitman"] is None  # all unique: no solution
+    assert report["sample_uniques"] == 30 and report["prosecutor"]["highest"] == 1.0

@@ -108,7 +108,11 @@ class RiskReport:
         out.pop("sizes")
         out["quasi_identifiers"] = list(self.quasi_identifiers)
         if self.population is not None:
-            out["population"]["share"] = self.population.share
+            population = out["population"]
+            population["share"] = self.population.share
+            # a model without a solution is null in JSON (NaN is not JSON)
+            out["population"] = {k: None if isinstance(v, float) and math.isnan(v) else v
+                                 for k, v in population.items()}
         return out
 
     def lines(self) -> list[str]:
