@@ -46,6 +46,7 @@ def _generalize(value: str, column: str, level: int) -> str:
 def _brute_force(release: pd.DataFrame, external: pd.DataFrame, on, k, sensitive, truth):
     matches, reid, amb, hidden, none, correct, singled = [], 0, 0, 0, 0, 0, set()
     learned = dict.fromkeys(sensitive, 0)
+    values = {s: [] for s in sensitive}
     for _, person in external.iterrows():
         hits = [i for i, rec in release.iterrows()
                 if all(_covers(rec[c], person[c], c) for c in on)]
@@ -61,8 +62,10 @@ def _brute_force(release: pd.DataFrame, external: pd.DataFrame, on, k, sensitive
         else:
             hidden += 1
         for s in sensitive:
-            learned[s] += bool(hits) and len({release.loc[i, s] for i in hits}) == 1
-    return matches, (none, reid, amb, hidden), len(singled), correct, learned
+            seen = {release.loc[i, s] for i in hits}
+            learned[s] += bool(hits) and len(seen) == 1
+            values[s].append(seen.pop() if hits and len(seen) == 1 else None)
+    return matches, (none, reid, amb, hidden), len(singled), correct, learned, values
 
 
 def _person(draw_age, draw_zip, draw_day):
@@ -89,7 +92,7 @@ def test_attack_matches_brute_force(records, strangers, k):
     ext_rows += [{**p, "id": f"s{i}"} for i, p in enumerate(strangers)]
     release, external = pd.DataFrame(rows), pd.DataFrame(ext_rows)
     on = ["age", "zip", "dob"]
-    matches, buckets, singled, correct, learned = _brute_force(
+    matches, buckets, singled, correct, learned, values = _brute_force(
         release, external, on, k, ["dx"], "id")
     saved = attack_module.SPARSE_SHARE
     try:
@@ -103,6 +106,8 @@ def test_attack_matches_brute_force(records, strangers, k):
             assert report.records_reidentified == singled
             assert report.correct == correct
             assert report.learned == learned
+            assert report.learned_values["dx"].tolist() == values["dx"]
+            assert report.table().column("learned_dx").to_pylist() == values["dx"]
             assert report.external == len(external) and report.release == len(release)
     finally:
         attack_module.SPARSE_SHARE = saved

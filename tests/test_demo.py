@@ -68,8 +68,13 @@ def test_cli_writes_what_the_walkthrough_uses(tmp_path):
     assert re.search(r"match exactly 1 \(re-identified\) +0 ", attack.output), attack.output
     before = runner.invoke(main, ["attack", str(out / "hospital.csv"), "--external",
                                   str(out / "voters.csv"), "--on", "zip,dob,sex",
-                                  "--truth", "name", "--sensitive", "diagnosis"])
+                                  "--truth", "name", "--sensitive", "diagnosis",
+                                  "-o", str(out / "matches.csv")])
     assert before.exit_code == 0 and "re-identifications correct" in before.output
+    matches = pd.read_csv(out / "matches.csv", dtype=str)
+    hospital = pd.read_csv(out / "hospital.csv", dtype=str)
+    found = matches[matches.matches == "1"].merge(hospital, on="name")
+    assert len(found) > 250 and (found.learned_diagnosis == found.diagnosis).all()
     risk = runner.invoke(main, ["risk", str(out / "release.csv"), "--spec",
                                 str(out / "spec.toml"), "--population", "9000"])
     assert risk.exit_code == 0, risk.output

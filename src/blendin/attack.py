@@ -55,14 +55,23 @@ class AttackReport:
     correct: int | None
     learned: dict[str, int]
     matches: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    #: per sensitive attribute, the value each external row learns with certainty (else None)
+    learned_values: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
 
     @property
     def reidentified_share(self) -> float:
         """Share of the release's records singled out by some external person."""
         return self.records_reidentified / self.release if self.release else 0.0
 
+    def table(self) -> pa.Table:
+        """Per external row: the number of matching records and the values learned."""
+        columns = {"matches": pa.array(self.matches)}
+        columns.update({f"learned_{name}": pa.array(values, type=pa.string())
+                        for name, values in self.learned_values.items()})
+        return pa.table(columns)
+
     def to_dict(self) -> dict:
-        out = {k: v for k, v in vars(self).items() if k != "matches"}
+        out = {k: v for k, v in vars(self).items() if k not in ("matches", "learned_values")}
         out["on"] = list(self.on)
         out["reidentified_share"] = self.reidentified_share
         return out
@@ -142,8 +151,10 @@ def attack(
     rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
                                                                     for c in on])
     ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
-    histograms = {s: _histogram(rel_tuple, len(rel_counts), rel.column(s), missing)
-                  for s in sensitive}
+    histograms, dictionaries = {}, {}
+    for s in sensitive:
+        histograms[s], dictionaries[s] = _histogram(rel_tuple, len(rel_counts), rel.column(s),
+                                                    missing)
     matched, only, learned = _match(compat, rel_keys, ext_keys, rel_counts, histograms)
     per_row = matched[ext_tuple]
     single = per_row == 1
@@ -165,8 +176,9 @@ def attack(
         hidden=int((per_row >= k).sum()),
         records_reidentified=int(np.unique(only[matched == 1]).size),
         correct=correct,
-        learned={s: int(v[ext_tuple].sum()) for s, v in learned.items()},
+        learned={s: int((v[ext_tuple] >= 0).sum()) for s, v in learned.items()},
         matches=per_row,
+        learned_values={s: _values(dictionaries[s], v[ext_tuple]) for s, v in learned.items()},
     )
 
 
@@ -243,12 +255,20 @@ def _tuples(codes: np.ndarray, radices: Sequence[int]):
     return row_tuple, first, counts.astype(np.int64), codes[first]
 
 
-def _histogram(row_tuple: np.ndarray, n_tuples: int, column, missing: str) -> np.ndarray:
+def _histogram(row_tuple: np.ndarray, n_tuples: int, column, missing: str
+               ) -> tuple[np.ndarray, pa.Array]:
+    """Per release tuple, the count of each value of a column; and the values."""
     encoded = pc.dictionary_encode(as_text(column, missing)).combine_chunks()
     width = len(encoded.dictionary)
     value = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     flat = np.bincount(row_tuple * width + value, minlength=n_tuples * width)
-    return flat.reshape(n_tuples, width)
+    return flat.reshape(n_tuples, width), encoded.dictionary
+
+
+def _values(dictionary: pa.Array, index: np.ndarray) -> np.ndarray:
+    """``dictionary[index]``, None where ``index`` is -1."""
+    taken = dictionary.take(pa.array(index, mask=index < 0))
+    return np.asarray(taken.to_pylist(), dtype=object)
 
 
 def _kinds(on, ext_values, rel_labels, given: Mapping[str, str], missing: str
@@ -313,7 +333,8 @@ class _Compat:
 
 def _match(compat, rel_keys, ext_keys, rel_counts, histograms):
     """Per external tuple: compatible release records, the one compatible tuple (when the
-    match is unique), and whether each sensitive attribute has one compatible value.
+    match is unique), and per sensitive attribute the index of its one compatible value
+    (-1 when there are several or none).
 
     When one quasi-identifier is selective (exact values, as in a raw table), the
     compatible pairs are enumerated from its covering pairs and filtered by the others;
@@ -340,7 +361,7 @@ def _match_dense(compat, rel_keys, ext_keys, rel_counts, histograms):
     n_rel, n_ext = len(rel_keys), len(ext_keys)
     matched = np.zeros(n_ext, dtype=np.int64)
     only = np.full(n_ext, -1, dtype=np.int64)
-    learned = {s: np.zeros(n_ext, dtype=bool) for s in histograms}
+    learned = {s: np.full(n_ext, -1, dtype=np.int64) for s in histograms}
     block = max(1, BLOCK_CELLS // max(n_rel, 1))
     weights = rel_counts.astype(np.float64)
     matrices = [c.matrix() for c in compat]
@@ -354,7 +375,8 @@ def _match_dense(compat, rel_keys, ext_keys, rel_counts, histograms):
         only[start:stop] = np.where(counts == 1, ok.argmax(axis=0), -1)
         for s, hist in histograms.items():
             seen = (ok.T.astype(np.float64) @ hist) > 0
-            learned[s][start:stop] = (counts >= 1) & (seen.sum(axis=1) == 1)
+            certain = (counts >= 1) & (seen.sum(axis=1) == 1)
+            learned[s][start:stop] = np.where(certain, seen.argmax(axis=1), -1)
     return matched, only, learned
 
 
@@ -380,7 +402,8 @@ def _match_sparse(compat, q, rel_keys, ext_keys, rel_counts, histograms):
             np.maximum.at(high[s], e, value[r])
     # a unique match is one pair with a one-record tuple: the sum of its tuples is that tuple
     only = np.where(matched == 1, tuple_sum, -1)
-    learned = {s: (matched >= 1) & (low[s] == high[s]) & (low[s] >= 0) for s in histograms}
+    learned = {s: np.where((matched >= 1) & (low[s] == high[s]) & (low[s] >= 0), low[s], -1)
+               for s in histograms}
     return matched, only, learned
 
 

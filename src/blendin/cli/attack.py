@@ -27,12 +27,16 @@ from blendin.errors import BlendinError
               help="How an external column is read: COLUMN=date|numeric|categorical.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
               help="A spec whose hierarchies let released group labels cover their values.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Also write the external table with, per person, the number of matching "
+              "records and the values learned (.csv, .parquet or .xlsx).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter of both files (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
 def attack_command(release: str, external: str, on: str | None, sensitive: str | None,
                    truth: str | None, k: int, kinds: tuple[str, ...], spec_path: str | None,
-                   as_json: bool, delimiter: str | None, encoding: str) -> None:
+                   output: str | None, as_json: bool, delimiter: str | None,
+                   encoding: str) -> None:
     """Link the identified EXTERNAL table to RELEASE on quasi-identifiers and report how
     many people match exactly one record (re-identified), 2..k-1 records, k or more, and
     which sensitive values are learned with certainty.
@@ -50,6 +54,16 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     hierarchies = _hierarchies(spec_path, ext, on) if spec_path else None
     report = attack(rel, ext, on, k=k, sensitive=sensitive, truth=truth,
                     kinds=_kinds(kinds), hierarchies=hierarchies)
+    if output is not None:
+        from blendin.io import write_table
+
+        extra = report.table()
+        table = ext
+        for name in extra.column_names:
+            if name in table.column_names:
+                table = table.drop_columns([name])
+            table = table.append_column(name, extra.column(name))
+        write_table(table, output)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
