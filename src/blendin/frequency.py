@@ -144,7 +144,7 @@ class FrequencyTable:
         table = to_arrow(data)
         columns = [*hierarchies, *sensitive]
         return cls.from_distinct(
-            distinct_tuples(table.to_batches() or [table], columns, missing),
+            distinct_tuples(table.to_batches(max_chunksize=1 << 20) or [table], columns, missing),
             hierarchies,
             sensitive,
             sensitive_hierarchies=sensitive_hierarchies,
