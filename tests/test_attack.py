@@ -1,4 +1,5 @@
 import datetime as dt
+import importlib
 
 import numpy as np
 import pandas as pd
@@ -6,10 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin import attack as attack_module
 from blendin.attack import attack
 from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy
+
+attack_module = importlib.import_module("blendin.attack")
 
 
 def _covers(label: str, value: str, column: str) -> bool:

@@ -1,5 +1,6 @@
 """``blendin anonymize`` and ``blendin apply``: output, JSON figures checked on the written file."""
 
+import importlib
 import json
 from pathlib import Path
 
@@ -167,7 +168,7 @@ def test_errors_exit_2_and_leave_no_file(tmp_path):
 
 
 def test_checker_rejection_writes_nothing(tmp_path, monkeypatch):
-    from blendin import check as check_module
+    check_module = importlib.import_module("blendin.check")
 
     real = check_module.check
 
