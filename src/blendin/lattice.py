@@ -102,20 +102,25 @@ class Lattice:
 class Groups:
     """The equivalence classes of a node.
 
-    ``codes[i]`` is the int64 code, at the node's level, of QI ``i`` for every class (decoded
-    from the classes' keys on first use); ``sizes`` the records per class; ``hists[attr]``
-    the sensitive values as sparse triples ``(class, value, count)``.
+    ``codes[i]`` is the int64 code, at the node's level, of QI ``i`` for every class;
+    ``sizes`` the records per class; ``hists[attr]`` the sensitive values as sparse triples
+    ``(class, value, count)``. Codes and histograms are computed on first use: most checks
+    need neither (histograms are summed from the finer node's, through ``inverse``, only
+    when this node serves as the source of a roll-up).
     """
 
-    __slots__ = ("levels", "sizes", "hists", "_codes", "_keys", "_radices")
+    __slots__ = ("levels", "sizes", "_hists", "_codes", "_keys", "_radices", "_pending")
 
-    def __init__(self, levels, sizes, hists, *, codes=None, keys=None, radices=None) -> None:
+    def __init__(self, levels, sizes, hists=None, *, codes=None, keys=None, radices=None,
+                 pending=None) -> None:
         self.levels: tuple[int, ...] = levels
         self.sizes: np.ndarray = sizes
-        self.hists: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = hists
+        self._hists = hists
         self._codes = codes
         self._keys = keys
         self._radices = radices
+        #: (the finer node's histogram triples, its class -> this node's class)
+        self._pending = pending
 
     @property
     def codes(self) -> tuple[np.ndarray, ...]:
@@ -124,14 +129,37 @@ class Groups:
             self._keys = None
         return self._codes
 
+    @property
+    def hists(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        if self._hists is None:
+            if self._pending is None:
+                self._hists = {}
+            else:
+                finer, inverse = self._pending
+                self._hists = {attr: _roll_hist(inverse[rows], vals, counts, len(self.sizes))
+                               for attr, (rows, vals, counts) in finer.items()}
+                self._pending = None
+        return self._hists
+
+    def triples(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(class, value, count) of ``attr``; classes may repeat a value (not yet summed)."""
+        if self._hists is None and self._pending is not None:
+            finer, inverse = self._pending
+            rows, vals, counts = finer[attr]
+            return inverse[rows], vals, counts
+        return self.hists[attr]
+
     def __len__(self) -> int:
         return len(self.sizes)
 
     @property
     def weight(self) -> int:
         """Array elements held (for the cache bound)."""
-        return len(self.sizes) * (len(self.levels) + 1) + sum(
-            3 * len(t[0]) for t in self.hists.values())
+        own = len(self.sizes) * (len(self.levels) + 1)
+        if self._pending is not None:
+            # the finer node's triples are counted with that node (shared by its roll-ups)
+            return own + len(self._pending[1])
+        return own + sum(3 * len(t[0]) for t in (self._hists or {}).values())
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +178,9 @@ class NodeCheck:
     violating: np.ndarray
     #: unacceptable, and proven so for every specialization (monotone models failed)
     proven: bool = False
+    #: the classes the models that are monotone in this setting alone make violate; with
+    #: suppression, their records are suppressed at every specialization too
+    settled: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -329,8 +360,10 @@ class Checker:
         groups = self.groups(levels)
         sizes = groups.sizes
         holds = np.ones(len(sizes), bool)
-        n_sup, proven = 0, True
+        n_sup, proven, settled = 0, True, None
         for model in self._order:
+            if settled is None and not getattr(model, self._flag):
+                settled = ~holds  # what the monotone models alone suppress
             if model.attribute is None:
                 holds &= model.holds(Classes(sizes, {}, self.ft.domains))
             else:
@@ -343,13 +376,16 @@ class Checker:
             if n_sup > self.limit:
                 break
         ok = n_sup <= self.limit
-        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=not ok and proven)
+        if settled is None:
+            settled = ~holds
+        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=not ok and proven,
+                         settled=settled)
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
         """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""
         position = np.full(len(groups), -1, np.int64)
         position[live] = np.arange(len(live))
-        rows, vals, counts = groups.hists[attr]
+        rows, vals, counts = groups.triples(attr)
         width = len(self.ft.domains[attr].labels)
         at = position[rows]
         keep = at >= 0
@@ -383,6 +419,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
     """Group ``source``'s classes into the classes of the coarser node ``levels``."""
     rad = [radices[i][b] for i, b in enumerate(levels)]
     m = len(source.sizes)
+    has_hists = bool(source.hists)
     # QIs with a single value at this level add nothing to the key
     active = [j for j, r in enumerate(rad) if r > 1]
     span = math.prod(rad[j] for j in active)
@@ -412,25 +449,25 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
         dense = np.bincount(key, weights=source.sizes, minlength=span)
         occupied = np.flatnonzero(dense)
         sizes = dense[occupied].astype(np.int64)
-        if source.hists:
+        if has_hists:
             rank = np.zeros(span, np.int64)
             rank[occupied] = np.arange(len(occupied))
             inverse = rank[key]
-        groups = Groups(levels, sizes, {}, keys=occupied, radices=rad)
+        groups = Groups(levels, sizes, keys=occupied, radices=rad)
     else:
         inverse, uniq = pd.factorize(key, sort=False)
         inverse = inverse.astype(np.int64, copy=False)
         sizes = np.bincount(inverse, weights=source.sizes, minlength=len(uniq)).astype(np.int64)
         if span is not None:
-            groups = Groups(levels, sizes, {}, keys=np.asarray(uniq), radices=rad)
+            groups = Groups(levels, sizes, keys=np.asarray(uniq), radices=rad)
         else:
             first = np.empty(len(uniq), np.int64)
             first[inverse[::-1]] = np.arange(m - 1, -1, -1)
-            groups = Groups(levels, sizes, {}, codes=tuple(
+            groups = Groups(levels, sizes, codes=tuple(
                 (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
                     first] for i, c in enumerate(codes)))
-    for attr, (rows, vals, counts) in source.hists.items():
-        groups.hists[attr] = _roll_hist(inverse[rows], vals, counts, len(sizes))
+    if has_hists:
+        groups._pending = (source.hists, inverse)
     return groups
 
 

@@ -137,9 +137,12 @@ class Context:
             return float(base)
         return float(base + self._penalty(result))
 
-    def _penalty(self, result: NodeCheck) -> float:
-        """What suppressing the violating classes adds to a cell metric."""
-        bad = np.flatnonzero(result.violating)
+    def _penalty(self, result: NodeCheck, mask: np.ndarray | None = None) -> float:
+        """What suppressing the violating classes (or those of ``mask``) adds to a cell
+        metric."""
+        bad = np.flatnonzero(result.violating if mask is None else mask)
+        if not len(bad) or self.metric == "height":
+            return 0.0
         sizes = result.groups.sizes[bad].astype(float)
         codes = np.stack([c[bad] for c in result.groups.codes], axis=1)
         cells = self.costs.cells(result.levels, codes)
@@ -150,6 +153,18 @@ class Context:
         name = {"loss": "loss", "gcp": "ncp", "precision": "share"}[self.metric]
         extra = (1.0 - np.asarray(cells[name], dtype=float)) @ w
         return float(finish_cell_metric(self.metric, float(sizes @ extra), self.n, len(w)))
+
+    def settled_penalty(self, result: NodeCheck) -> float:
+        """A lower bound of the suppression penalty at this node and every specialization.
+
+        With suppression, the records the monotone-with-suppression models reject here are
+        rejected at every specialization too, and a suppressed record costs more the less
+        its cells are generalized (cell metrics only; 0 otherwise).
+        """
+        if (self.metric not in CELL_METRICS or self.checker.limit == 0
+                or result.settled is None or not result.settled.any()):
+            return 0.0
+        return self._penalty(result, result.settled)
 
     def candidate(self, result: NodeCheck) -> Candidate:
         return Candidate(result.levels, self.score(result), result.n_suppressed,

@@ -49,6 +49,8 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     layers = np.split(order, starts[1:])
     # dead: proven unacceptable (failed monotone models, or below such a node)
     dead = np.zeros(lattice.size, bool)
+    # a lower bound of the suppression penalty, passed down from generalizations
+    extra = np.zeros(lattice.size)
     steps = [(i, s, h) for i, (s, h) in enumerate(zip(lattice.strides, lattice.heights))]
     found: list[Candidate] = []
     best = np.inf
@@ -58,12 +60,14 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
         for i, stride, h in steps:
             up = nodes[layer, i] + 1 < h
             dead[layer[up]] |= dead[layer[up] + stride]
+            extra[layer[up]] = np.maximum(extra[layer[up]], extra[layer[up] + stride])
         for j in layer:
             if bound[j] > best + tolerance(best):
                 break  # the layer is sorted by bound: the rest cannot win either
-            if dead[j]:
+            if dead[j] or bound[j] + extra[j] > best + tolerance(best):
                 continue
             result = ctx.check(nodes[j])
+            extra[j] = max(extra[j], ctx.settled_penalty(result))
             if not result.acceptable:
                 dead[j] = result.proven
                 continue
