@@ -13,6 +13,9 @@ attribute, 0 for one value; anonypy and umbra-k release sets) and range / whole 
 discernibility = sum of squared group sizes. blendin's own release shows hierarchy ancestors
 by default: its GCP for that form is the "gcp (hierarchy)" column.
 
+Replicating adult repeats every distinct tuple at least 33 times, so at k = 5 each distinct
+tuple can stand alone (GCP 0); the large table measures scale, and 3-diversity keeps it honest.
+
 blendin's time covers, from a pandas DataFrame: the frequency table, the partitioning, the
 labels and the release table (rows in source order); best of 3 after one warm-up run. The
 others run once (each takes many seconds).
