@@ -92,6 +92,12 @@ def test_worked_example_categories_lowest_common_ancestor_and_sets():
     assert out.column("status").to_pylist() == ["Married"] * 3 + ["Single"] * 3
     _, _, out = run(df, h, [KAnonymity(2)], sets=True)
     assert out.column("status").to_pylist() == ["{AF,civ}"] * 3 + ["{div,never}"] * 3
+    # the partitioning carries the label form: release and utility follow it
+    ft = FrequencyTable.from_table(df, h)
+    p = mondrian(ft, [KAnonymity(2)], sets=True)
+    assert mondrian_release(df, ft, p).column("status").to_pylist()[0] == "{AF,civ}"
+    assert mondrian_utility(ft, p)["gcp"] == pytest.approx(2 / 6)
+    assert mondrian_utility(ft, p, sets=False)["gcp"] == pytest.approx((2 / 6 + 3 / 6) / 2)
 
 
 def test_children_too_small_alone_are_pooled():

@@ -6,10 +6,10 @@ groups instead, top-down, and each group shows only the smallest cover of its ow
 
 Entry points (what ``bl.anonymize(..., algorithm="mondrian")`` calls):
 
-- :func:`mondrian` ``(ft, models, *, relaxed=False, max_suppression=0.0) -> Partitioning``:
-  the partitioning of the frequency table's tuples into groups that each satisfy every
-  privacy model.
-- :func:`group_labels` ``(ft, partitioning, *, sets=False)``: each group's released value per
+- :func:`mondrian` ``(ft, models, *, relaxed=False, sets=False, max_suppression=0.0) ->
+  Partitioning``: the partitioning of the frequency table's tuples into groups that each
+  satisfy every privacy model (``sets`` is only recorded: the label form of categories).
+- :func:`group_labels` ``(ft, partitioning, *, sets=None)``: each group's released value per
   quasi-identifier: a numeric range ``37-42`` (``[lo, hi]`` for negative or fractional ends),
   a date range ``2017-01-05..2017-03-02``, the lowest common ancestor in a category's
   hierarchy (or, with ``sets=True``, the set ``{a,b}``); one value shows as itself.
@@ -19,8 +19,9 @@ Entry points (what ``bl.anonymize(..., algorithm="mondrian")`` calls):
   ``original row`` columns); :func:`mondrian_release_batches` does the same chunk by chunk,
   and :func:`group_of_rows` gives each source row's group (e.g. to colour Excel output with
   :func:`blendin.excel.class_styler`).
-- :func:`mondrian_utility` ``(ft, partitioning, *, sets=False) -> dict``: groups, suppressed
-  records, discernibility, AECS, NCP per attribute and GCP (Xu et al., KDD 2006).
+- :func:`mondrian_utility` ``(ft, partitioning, *, sets=None) -> dict``: loss, gcp (mean
+  NCP, Xu et al., KDD 2006), precision, entropy, discernibility, aecs as
+  :mod:`blendin.metrics` defines them, and the number of groups.
 
 The algorithm works on the weighted distinct tuples, never on rows, and all partitions of one
 depth are cut at once: per-partition statistics are segment reductions over tuples sorted by
@@ -36,7 +37,7 @@ satisfies every model; otherwise the next widest attribute is tried.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +70,9 @@ class Partitioning:
 
     ``group_of_tuple[i]`` is tuple i's group (0 .. n_groups-1, numbered in the order of their
     first tuple), or -1 when the tuple's records are suppressed. ``depth`` is the number of
-    rounds of cuts, ``cuts`` the number of partitions that were cut.
+    rounds of cuts, ``cuts`` the number of partitions that were cut. ``sets`` is the label
+    form of categories that :func:`group_labels`, :func:`mondrian_release` and
+    :func:`mondrian_utility` use unless told otherwise.
     """
 
     group_of_tuple: np.ndarray
@@ -77,6 +80,8 @@ class Partitioning:
     relaxed: bool = False
     depth: int = 0
     cuts: int = 0
+    #: categories show as sets ``{a,b}`` rather than their lowest common ancestor
+    sets: bool = False
 
     def sizes(self, ft: FrequencyTable) -> np.ndarray:
         """Records per group (int64)."""
@@ -144,6 +149,7 @@ def mondrian(
     models: Sequence[PrivacyModel],
     *,
     relaxed: bool = False,
+    sets: bool = False,
     max_suppression: float = 0.0,
 ) -> Partitioning:
     """Partition the tuples top-down so that every group satisfies every model.
@@ -186,7 +192,7 @@ def mondrian(
     state = _State(ft, models, relaxed, int(np.floor(max_suppression * ft.n_records + 1e-9)))
     while state.open.size:
         state.round()
-    return state.result()
+    return replace(state.result(), sets=bool(sets))
 
 
 class _State:
@@ -471,14 +477,17 @@ def _count_distinct(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray
     return np.bincount(pairs // (int(values.max()) + 1), minlength=n)
 
 
-def group_labels(ft: FrequencyTable, p: Partitioning, *, sets: bool = False) -> list[np.ndarray]:
+def group_labels(ft: FrequencyTable, p: Partitioning, *,
+                 sets: bool | None = None) -> list[np.ndarray]:
     """Released value of every group, per quasi-identifier (object arrays of text).
 
     A group with one value shows it as it is; several numbers show as ``lo-hi`` (``[lo, hi]``
     when an end is negative or fractional), dates as ``first..last``, categories as their
     lowest common ancestor in the hierarchy, or with ``sets=True`` as ``{a,b}`` (sorted).
-    A group mixing missing and present numbers shows ``*``.
+    A group mixing missing and present numbers shows ``*``. ``sets=None`` follows
+    ``p.sets``.
     """
+    sets = p.sets if sets is None else sets
     attrs, cov = _covers(ft, p)
     kept = cov.kept
     out = []
@@ -548,7 +557,8 @@ def _sets(ft: FrequencyTable, p: Partitioning, kept: np.ndarray, d: int,
 # utility
 
 
-def mondrian_utility(ft: FrequencyTable, p: Partitioning, *, sets: bool = False) -> dict:
+def mondrian_utility(ft: FrequencyTable, p: Partitioning, *,
+                     sets: bool | None = None) -> dict:
     """Utility figures of a partitioning, as :mod:`blendin.metrics` defines them.
 
     Each group's cell on a QI is its released value: a range (numbers, dates), the lowest
@@ -557,7 +567,7 @@ def mondrian_utility(ft: FrequencyTable, p: Partitioning, *, sets: bool = False)
     categories (Xu et al. 2006); ``loss`` is Iyengar's LM; ``precision`` uses the level of
     the lowest common ancestor in the hierarchy; ``entropy`` the records the cell covers;
     ``discernibility`` and ``aecs`` the group sizes. Suppressed records count as ``*``.
-    ``groups`` is the number of groups.
+    ``groups`` is the number of groups. ``sets=None`` follows ``p.sets``.
 
     >>> from blendin.models import KAnonymity
     >>> import pandas as pd
@@ -571,6 +581,7 @@ def mondrian_utility(ft: FrequencyTable, p: Partitioning, *, sets: bool = False)
     """
     from blendin.metrics import categorical_loss, class_metrics
 
+    sets = p.sets if sets is None else sets
     attrs, cov = _covers(ft, p)
     shape = (p.n_groups, len(attrs))
     loss, ncp, share, log_mass = (np.zeros(shape) for _ in range(4))
@@ -628,7 +639,7 @@ def mondrian_release(
     p: Partitioning,
     *,
     identifiers: Sequence[str] = (),
-    sets: bool = False,
+    sets: bool | None = None,
     group_column: str | None = None,
     original_row_column: str | None = None,
     suppressed: str = "keep",
@@ -670,7 +681,7 @@ def mondrian_release_batches(
     p: Partitioning,
     *,
     identifiers: Sequence[str] = (),
-    sets: bool = False,
+    sets: bool | None = None,
     group_column: str | None = None,
     original_row_column: str | None = None,
     suppressed: str = "keep",
