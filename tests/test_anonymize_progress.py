@@ -4,23 +4,12 @@ import io
 
 import numpy as np
 import pandas as pd
-import pytest
 
-import blendin.search
 from blendin.anonymize import anonymize
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import KAnonymity
 from blendin.progress import Progress
 from blendin.spec import Spec
-
-
-@pytest.fixture(autouse=True)
-def search_stand_in(monkeypatch):
-    """Until the lattice search is in the package, a brute-force stand-in plays find()."""
-    if not hasattr(blendin.search, "find"):
-        from test_anonymize import brute_force_find
-
-        monkeypatch.setattr(blendin.search, "find", brute_force_find, raising=False)
 
 
 class FakeTerminal(io.StringIO):

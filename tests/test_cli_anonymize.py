@@ -10,21 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-import blendin.search
 from blendin.check import check
 from blendin.cli import main
 from blendin.spec import Spec
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.fixture(autouse=True)
-def search_stand_in(monkeypatch):
-    """Until the lattice search is in the package, a brute-force stand-in plays find()."""
-    if not hasattr(blendin.search, "find"):
-        from test_anonymize import brute_force_find
-
-        monkeypatch.setattr(blendin.search, "find", brute_force_find, raising=False)
 
 
 def write_case(folder: Path, n=300, seed=0, k=4, limit=0.05) -> tuple[Path, Path]:
@@ -169,7 +159,6 @@ def test_errors_exit_2_and_leave_no_file(tmp_path):
 
 def test_checker_rejection_writes_nothing(tmp_path, monkeypatch):
     check_module = importlib.import_module("blendin.check")
-
     real = check_module.check
 
     def failing(*a, **kw):

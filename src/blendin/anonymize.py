@@ -315,10 +315,10 @@ def prepare(data, spec: Spec) -> Prepared:
 def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed: str,
                  progress: ProgressCallback | None) -> Outcome:
     """Search the generalization lattice, then apply the chosen node to every row."""
-    from blendin import search
+    from blendin.search import find
 
     spec, ft = prepared.spec, prepared.ft
-    solution = search.find(ft, spec.models, max_suppression=spec.max_suppression,
+    solution = find(ft, spec.models, max_suppression=spec.max_suppression,
                            metric=metric, algorithm=algorithm, progress=progress)
     levels = getattr(solution, "levels", None)
     if levels is None:
