@@ -1,0 +1,162 @@
+"""The report's plots: matplotlib figures drawn off-screen (Agg), returned as base64 PNG text.
+
+Figures are built with :class:`matplotlib.figure.Figure` and an Agg canvas, never through
+``pyplot``, so no display and no global state are involved and the caller's backend is left
+alone. Every function takes figures already computed (class sizes, levels, risks) and draws
+them; none looks at the data.
+
+>>> png = class_sizes(np.array([5, 5, 7, 12]), k=5)
+>>> base64.b64decode(png)[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+BEFORE = "#b9b9b9"
+AFTER = "#2f6f9f"
+LIMIT = "#c0392b"
+#: up to this largest class size, one bar per size; beyond, log-spaced bins
+LINEAR_SIZES = 40
+#: spread of bar heights beyond which the count axis goes logarithmic
+LOG_COUNTS = 50
+
+
+def png_base64(fig: Figure) -> str:
+    """The figure as PNG bytes in base64 (no software tag, so the bytes are reproducible)."""
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, metadata={"Software": None})
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+#: plain numbers on log axes (1, 10, 100, 1,000), not powers of ten
+PLAIN = FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}")
+
+
+def _log(axis) -> None:
+    axis.set_major_formatter(PLAIN)
+
+
+def _figure(width: float = 7.0, height: float = 3.4) -> tuple[Figure, object]:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig, ax
+
+
+def size_bins(largest: int) -> np.ndarray:
+    """Bin edges for class sizes 1..largest: one per size when few, else log-spaced.
+
+    >>> size_bins(3).tolist()
+    [0.5, 1.5, 2.5, 3.5]
+    >>> edges = size_bins(1000); edges[0], edges[-1] > 1000, len(edges) < 40
+    (0.5, True, True)
+    """
+    largest = max(int(largest), 1)
+    if largest <= LINEAR_SIZES:
+        return np.arange(largest + 1) + 0.5
+    edges = np.unique(np.round(np.geomspace(1, largest + 1, 30)))
+    return np.concatenate([[0.5], edges[1:] - 0.5, [largest + 0.5]])
+
+
+def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int | None = None,
+                what: str = "equivalence classes") -> str:
+    """Histogram of class sizes in the release (and in the input, as an outline); ``k`` is
+    drawn as a line. Counts go on a log axis when they spread widely."""
+    after = np.asarray(after, dtype=np.int64)
+    sizes = [after] if before is None else [after, np.asarray(before, dtype=np.int64)]
+    largest = max(int(s.max()) for s in sizes if len(s)) if any(len(s) for s in sizes) else 1
+    edges = size_bins(largest)
+    fig, ax = _figure()
+    counts = [np.histogram(after, edges)[0]]
+    if before is not None:
+        counts.append(np.histogram(before, edges)[0])
+        ax.hist(before, edges, histtype="step", color="#777777", linewidth=1.5,
+                label="input")
+    ax.hist(after, edges, color=AFTER, alpha=0.85, label="release")
+    if k is not None:
+        ax.axvline(k, color=LIMIT, linestyle="--", linewidth=1.2, label=f"k = {k}")
+    if largest > LINEAR_SIZES:
+        ax.set_xscale("log")
+        _log(ax.xaxis)
+    shown = np.concatenate(counts)
+    shown = shown[shown > 0]
+    if len(shown) and shown.max() / shown.min() > LOG_COUNTS:
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=0.7)
+        _log(ax.yaxis)
+    ax.set_xlabel("records in the class" if "class" in what else "records in the group")
+    ax.set_ylabel(f"number of {what}")
+    ax.set_title(f"Sizes of the {what}")
+    ax.legend(frameon=False)
+    return png_base64(fig)
+
+
+def levels(levels: Mapping[str, int], heights: Mapping[str, int]) -> str:
+    """One bar per quasi-identifier: chosen level over the top level (1 = fully ``*``)."""
+    names = list(levels)
+    tops = np.array([max(heights[q] - 1, 1) for q in names], dtype=float)
+    chosen = np.array([levels[q] for q in names], dtype=float)
+    fig, ax = _figure(height=0.45 * len(names) + 1.4)
+    y = np.arange(len(names))[::-1]
+    ax.barh(y, np.ones(len(names)), color="#e6e6e6")
+    ax.barh(y, chosen / tops, color=AFTER)
+    for yi, q, top in zip(y, names, tops):
+        ax.text(1.01, yi, f"level {levels[q]} of {int(top)}", va="center", fontsize=9)
+    ax.set_yticks(y, names)
+    ax.set_xlim(0, 1.25)
+    ax.set_xticks([0, 0.5, 1], ["original", "half-way", "fully *"])
+    ax.set_title("Generalization per quasi-identifier")
+    return png_base64(fig)
+
+
+def distinct_values(after: Mapping[str, int], before: Mapping[str, int] | None = None) -> str:
+    """Distinct values per quasi-identifier in the input and in the release (grouped bars);
+    the view of generalization for local recoding, which has no levels."""
+    names = list(after)
+    fig, ax = _figure(height=0.5 * len(names) + 1.4)
+    y = np.arange(len(names))[::-1].astype(float)
+    bar = 0.38 if before is not None else 0.6
+    if before is not None:
+        ax.barh(y + bar / 2, [before[q] for q in names], bar, color=BEFORE, label="input")
+        y = y - bar / 2
+    ax.barh(y, [after[q] for q in names], bar, color=AFTER, label="release")
+    ax.set_yticks(np.arange(len(names))[::-1], names)
+    values = [*after.values(), *(before or {}).values()]
+    if values and max(values) / max(min(values), 1) > LOG_COUNTS:
+        ax.set_xscale("log")
+        _log(ax.xaxis)
+    ax.set_xlabel("distinct values")
+    ax.set_title("Distinct values per quasi-identifier")
+    ax.legend(frameon=False)
+    return png_base64(fig)
+
+
+def risks(labels: Sequence[str], after: Sequence[float],
+          before: Sequence[float] | None = None) -> str:
+    """Grouped bars of risk figures (shares, drawn in percent), input next to release."""
+    x = np.arange(len(labels), dtype=float)
+    fig, ax = _figure(width=7.5)
+    width = 0.38 if before is not None else 0.6
+    if before is not None:
+        bars = ax.bar(x - width / 2, 100 * np.asarray(before), width, color=BEFORE,
+                      label="input")
+        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=1)
+        x = x + width / 2
+    bars = ax.bar(x, 100 * np.asarray(after), width, color=AFTER, label="release")
+    ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=1)
+    ax.set_xticks(np.arange(len(labels)), labels, fontsize=9)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("percent")
+    ax.set_title("Re-identification risk, input and release")
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return png_base64(fig)
