@@ -154,17 +154,33 @@ class Context:
         extra = (1.0 - np.asarray(cells[name], dtype=float)) @ w
         return float(finish_cell_metric(self.metric, float(sizes @ extra), self.n, len(w)))
 
-    def settled_penalty(self, result: NodeCheck) -> float:
-        """A lower bound of the suppression penalty at this node and every specialization.
+    def settled(self, result: NodeCheck) -> float:
+        """What the suppression this node's check settles implies for every specialization.
 
-        With suppression, the records the monotone-with-suppression models reject here are
-        rejected at every specialization too, and a suppressed record costs more the less
-        its cells are generalized (cell metrics only; 0 otherwise).
+        With suppression, the classes the monotone-with-suppression models reject here hold
+        records that are suppressed at every specialization too. For cell metrics the value
+        is their suppression penalty here (a suppressed record costs more the less its cells
+        are generalized); for discernibility and AECS, their number of records. Larger
+        values are stronger; :meth:`bound_with` turns one into a lower bound.
         """
-        if (self.metric not in CELL_METRICS or self.checker.limit == 0
-                or result.settled is None or not result.settled.any()):
+        if self.checker.limit == 0 or result.settled is None or not result.settled.any():
             return 0.0
-        return self._penalty(result, result.settled)
+        if self.metric in CELL_METRICS:
+            return self._penalty(result, result.settled)
+        return float(result.groups.sizes[result.settled].sum())
+
+    def bound_with(self, bound: float, settled: float) -> float:
+        """A lower bound of a node's figure from its unsuppressed bound and a value of
+        :meth:`settled` from itself or a generalization."""
+        if not settled:
+            return bound
+        if self.metric in CELL_METRICS:
+            return bound + settled
+        if self.metric == "discernibility":
+            # a suppressed record costs n instead of its tuple's count (at most the largest)
+            return bound + settled * (self.n - float(self.ft.counts.max()))
+        # aecs: the kept classes hold at most n - s records, so number at most n - s
+        return max(bound, self.n / (min(len(self.ft.counts), self.n - settled) + 1))
 
     def candidate(self, result: NodeCheck) -> Candidate:
         return Candidate(result.levels, self.score(result), result.n_suppressed,
@@ -195,6 +211,14 @@ class Context:
         }
         first = keys[self.policy] if self.policy else 0
         return (first, sum(c.levels), c.levels)
+
+    def static_key(self, levels: Sequence[int]) -> tuple | None:
+        """:meth:`policy_key` of a node before checking it (None if the policy needs the
+        check: distribution, suppression)."""
+        if self.policy in ("distribution", "suppression"):
+            return None
+        levels = tuple(int(v) for v in levels)
+        return self.policy_key(Candidate(levels, 0.0, 0, 0))
 
     def best(self, candidates: Sequence[Candidate]) -> Candidate:
         """The candidate with the best score; ties (within rounding) go to the policy."""

@@ -52,11 +52,12 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     # a lower bound of the suppression penalty, passed down from generalizations
     extra = np.zeros(lattice.size)
     steps = [(i, s, h) for i, (s, h) in enumerate(zip(lattice.strides, lattice.heights))]
-    found: list[Candidate] = []
-    best = np.inf
+    found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
+    best, leader = np.inf, None  # best figure; smallest policy key among its ties
+    limited = ctx.checker.limit > 0
     for layer in layers:
         # a node lies below a dead node iff one of its successors is dead (all successors
-        # are in the layer above, already settled)
+        # are in the layer above, already settled); the settled suppression passes down too
         for i, stride, h in steps:
             up = nodes[layer, i] + 1 < h
             dead[layer[up]] |= dead[layer[up] + stride]
@@ -64,16 +65,32 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
         for j in layer:
             if bound[j] > best + tolerance(best):
                 break  # the layer is sorted by bound: the rest cannot win either
-            if dead[j] or bound[j] + extra[j] > best + tolerance(best):
+            if dead[j]:
                 continue
+            low = ctx.bound_with(bound[j], extra[j])
+            if low > best + tolerance(best):
+                continue
+            if leader is not None and limited and low >= best - tolerance(best):
+                # it can at most tie: it must come first by the policy to matter. (Without
+                # suppression such nodes are still checked: most fail, and a failure
+                # rules out all the nodes below it.)
+                key = ctx.static_key(nodes[j])
+                if key is not None and key > leader:
+                    continue
             result = ctx.check(nodes[j])
-            extra[j] = max(extra[j], ctx.settled_penalty(result))
+            extra[j] = max(extra[j], ctx.settled(result))
             if not result.acceptable:
                 dead[j] = result.proven
                 continue
             candidate = ctx.candidate(result)
+            if candidate.score > best + tolerance(best):
+                continue
             found.append(candidate)
-            best = min(best, candidate.score)
+            if candidate.score < best:
+                best = candidate.score
+                found = [c for c in found if c.score <= best + tolerance(best)]
+            ties = [ctx.static_key(c.levels) for c in found]
+            leader = min(ties) if None not in ties else None
     if not found:
         raise ctx.nothing_found()
     return ctx.solution(ctx.best(found), "optimal")
