@@ -120,7 +120,6 @@ def test_same_kind_out(kind):
     data = {"pandas": df, "polars": pl.from_pandas(df), "pyarrow": pa.Table.from_pandas(df)}[kind]
     result = anonymize(data, people_spec())
     assert type(result.data) is type(data)
-    assert pa.Table.from_pandas(people()).num_rows == 5  # input untouched
     table = result.table
     assert table.column("age").to_pylist() == ["20-29", "20-29", "30-39", "30-39"]
 

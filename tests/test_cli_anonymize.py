@@ -200,3 +200,36 @@ def test_adult_cli_k2(tmp_path):
     sizes = back.groupby(qis).size()
     assert figures["classes"] == len(sizes) and figures["min_class_size"] == sizes.min() >= 2
     assert figures["suppressed"] == 0 and len(back) == 30162
+
+
+@pytest.mark.parametrize("algorithm", ["datafly", "exhaustive", "mondrian"])
+def test_algorithm_option(tmp_path, algorithm):
+    data, spec = write_case(tmp_path, k=5)
+    out = tmp_path / "release.csv"
+    result = run("anonymize", data, "--spec", spec, "-o", out, "--algorithm", algorithm,
+                 "--metric", "discernibility", "--json")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["algorithm"] == algorithm and figures["metric"] == "discernibility"
+    assert (figures["levels"] == {}) == (algorithm == "mondrian")
+    back = pd.read_csv(out, dtype=str)
+    sizes = back.groupby(["age", "zip", "sex"]).size()
+    assert figures["classes"] == len(sizes) and figures["min_class_size"] == sizes.min() >= 5
+    assert check(out, Spec.from_toml(spec)).passed
+
+
+def test_apply_with_a_stricter_spec(tmp_path):
+    data, spec = write_case(tmp_path, n=400, seed=3, k=2, limit=0.0)
+    sol = tmp_path / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+               "--save-solution", sol).exit_code == 0
+    strict = tmp_path / "strict.toml"
+    strict.write_text(spec.read_text().replace("k = 2", "k = 3").replace(
+        "max_suppression = 0.0", "max_suppression = 0.5"))
+    out = tmp_path / "strict.csv"
+    result = run("apply", data, "--solution", sol, "--spec", strict, "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    back = pd.read_csv(out, dtype=str)
+    sizes = back.groupby(["age", "zip", "sex"]).size()
+    assert sizes.min() >= 3
+    assert json.loads(result.stdout)["suppressed"] == 400 - len(back)
