@@ -224,12 +224,12 @@ def test_apply_with_a_stricter_spec(tmp_path):
     assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
                "--save-solution", sol).exit_code == 0
     strict = tmp_path / "strict.toml"
-    strict.write_text(spec.read_text().replace("k = 2", "k = 3").replace(
+    strict.write_text(spec.read_text().replace("k = 2", "k = 4").replace(
         "max_suppression = 0.0", "max_suppression = 0.5"))
     out = tmp_path / "strict.csv"
     result = run("apply", data, "--solution", sol, "--spec", strict, "-o", out, "--json")
     assert result.exit_code == 0, result.output
     back = pd.read_csv(out, dtype=str)
     sizes = back.groupby(["age", "zip", "sex"]).size()
-    assert sizes.min() >= 3
-    assert json.loads(result.stdout)["suppressed"] == 400 - len(back)
+    assert sizes.min() >= 4
+    assert json.loads(result.stdout)["suppressed"] == 400 - len(back) > 0
