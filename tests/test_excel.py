@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from blendin.excel import class_colours, class_styler, contrast_with_black
+from blendin.excel import class_colours, class_ids, class_styler, contrast_with_black
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import write_table
@@ -84,3 +84,18 @@ def test_mondrian_release_to_excel(tmp_path):
         by_group.setdefault(group, set()).add((label, row_fills[0]))
     assert {g: len(v) for g, v in by_group.items()} == {1: 1, 2: 1}
     assert by_group[1] != by_group[2]
+
+
+def test_class_ids_regroup_released_values_like_plain_python():
+    rng = np.random.default_rng(5)
+    ages = rng.choice(["20-29", "30-39", "*"], 200)
+    sexes = np.where(ages == "*", rng.choice(["*", "f"], 200), rng.choice(["f", "m"], 200))
+    table = pa.table({"age": ages, "sex": sexes, "dx": rng.choice(["a", "b"], 200)})
+    seen: dict = {}
+    expected = []
+    for a, s in zip(ages, sexes):
+        if a == s == "*":
+            expected.append(-1)
+        else:
+            expected.append(seen.setdefault((a, s), len(seen)))
+    assert class_ids(table, ["age", "sex"]).tolist() == expected

@@ -18,7 +18,54 @@ _HUE_STEP = 0.6180339887498949
 #: a few saturation/lightness pairs, cycled so ids with close hues still differ
 _TONES = ((0.30, 0.97), (0.45, 0.96), (0.22, 0.90))
 
-__all__ = ["class_colours", "class_styler", "contrast_with_black"]
+__all__ = ["class_colours", "class_ids", "class_styler", "contrast_with_black"]
+
+
+def class_ids(table, quasi_identifiers: Sequence[str]) -> np.ndarray:
+    """Equivalence class of every row of a release, from its released QI values.
+
+    Classes are numbered 0, 1, ... in order of first appearance; rows whose every QI is
+    ``*`` (suppressed) get -1. Works for any release (full-domain or Mondrian), so
+    ``class_styler(class_ids(release, qis))`` colours either.
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"age": ["20-29", "30-39", "20-29", "*"], "sex": ["f", "m", "f", "*"]})
+    >>> class_ids(t, ["age", "sex"]).tolist()
+    [0, 1, 0, -1]
+    """
+    import pyarrow.compute as pc
+
+    from blendin.frequency import combine_keys
+    from blendin.io import to_arrow
+
+    table = to_arrow(table)
+    n = table.num_rows
+    if not quasi_identifiers or n == 0:
+        return np.zeros(n, np.int64)
+    codes, radices = [], []
+    suppressed = np.ones(n, bool)
+    for name in quasi_identifiers:
+        column = pc.cast(table.column(name), "string").combine_chunks()
+        encoded = pc.dictionary_encode(pc.fill_null(column, ""))
+        codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        radices.append(max(len(encoded.dictionary), 1))
+        suppressed &= pc.equal(column, "*").fill_null(False).to_numpy(zero_copy_only=False)
+    key = combine_keys(np.stack(codes, axis=1), radices)
+    ids = np.unique(key, return_inverse=True)[1].reshape(-1)
+    return _first_seen(np.where(suppressed, -1, ids))
+
+
+def _first_seen(ids: np.ndarray) -> np.ndarray:
+    """Renumber non-negative ids 0, 1, ... by first appearance (negatives stay -1)."""
+    valid = ids >= 0
+    if not valid.any():
+        return ids
+    uniq, first, inverse = np.unique(ids[valid], return_index=True, return_inverse=True)
+    rank = np.empty(len(uniq), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    out = np.full(len(ids), -1, np.int64)
+    out[valid] = rank[inverse.reshape(-1)]
+    return out
 
 
 def class_colours(groups: Sequence[int] | np.ndarray) -> np.ndarray:
