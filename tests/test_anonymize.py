@@ -413,3 +413,12 @@ def test_chosen_node_has_the_least_loss_of_all_acceptable_nodes(seed):
     rec = plan(ft, best.levels, spec.models)
     assert result.utility["loss"] == pytest.approx(
         utility_of_node(ft, best.levels, rec.suppressed_tuples)["loss"])
+
+
+def test_a_node_over_the_suppression_limit_is_refused(monkeypatch):
+    def careless(ft, models, **kw):
+        return SimpleNamespace(levels=(0, 0), nodes_checked=1)
+
+    monkeypatch.setattr("blendin.search.find", careless)
+    with pytest.raises(BlendinError, match="over the limit"):
+        anonymize(people(), people_spec())

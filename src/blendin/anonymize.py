@@ -334,13 +334,16 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
 
 def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
                         nodes_checked: int = 0, solution: Any = None,
-                        enforce_limit: bool = False) -> Outcome:
-    """Release ``prepared`` at the node ``levels``: recode, mark the suppressed, measure."""
+                        saved: bool = False) -> Outcome:
+    """Release ``prepared`` at the node ``levels``: recode, mark the suppressed, measure.
+
+    The suppression limit is enforced here too, whoever chose the node (``saved``: a saved
+    solution, whose failure on new data is the user's to know, not a bug).
+    """
     spec, ft = prepared.spec, prepared.ft
     recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
                     missing=spec.missing)
-    if enforce_limit:
-        _within_limit(recoding, ft, spec)
+    _within_limit(recoding, ft, spec, saved)
     marked, removed = recode_all_marked(prepared.source.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
@@ -349,11 +352,17 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
                    recoding.suppressed_records, recoding.class_sizes, utility)
 
 
-def _within_limit(recoding: Recoding, ft: FrequencyTable, spec: Spec) -> None:
+def _within_limit(recoding: Recoding, ft: FrequencyTable, spec: Spec, saved: bool) -> None:
     limit = spec.max_suppression * ft.n_records
     if recoding.suppressed_records > limit + 1e-9:
         share = 100 * recoding.suppressed_records / ft.n_records
         levels = ", ".join(f"{q} {lvl}" for q, lvl in zip(ft.qi_names, recoding.levels))
+        if not saved:
+            raise BlendinError(
+                f"the search chose levels {levels}, where {recoding.suppressed_records:,} "
+                f"records ({share:.2f}%) must be suppressed, over the limit of "
+                f"{100 * spec.max_suppression:g}%; nothing was released",
+                fix="this is a bug in blendin; please report it with the spec")
         raise BlendinError(
             f"the saved solution does not hold on this data: at levels {levels}, "
             f"{recoding.suppressed_records:,} records ({share:.2f}%) are in classes that "
@@ -552,7 +561,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         used.encoding = encoding
     levels = tuple(int(payload["levels"][q]) for q in used.quasi_identifiers)
     prepared = prepare(data, used)
-    outcome = full_domain_outcome(prepared, levels, enforce_limit=True)
+    outcome = full_domain_outcome(prepared, levels, saved=True)
     release, report = verify(outcome, used, suppressed)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     return Result(
