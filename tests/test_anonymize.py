@@ -422,3 +422,22 @@ def test_a_node_over_the_suppression_limit_is_refused(monkeypatch):
     monkeypatch.setattr("blendin.search.find", careless)
     with pytest.raises(BlendinError, match="over the limit"):
         anonymize(people(), people_spec())
+
+
+def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    io_module = importlib.import_module("blendin.io")
+
+    def broken(table, path, **kw):
+        Path(path).write_text("age,dx\n20-29,")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(io_module, "_write_csv", broken)
+    result = anonymize(people(), people_spec())
+    out = tmp_path / "release.csv"
+    with pytest.raises(OSError, match="disk full"):
+        result.write(out)
+    assert list(tmp_path.iterdir()) == []
+    out.write_text("old")
+    with pytest.raises(OSError):
+        result.write(out)
+    assert out.read_text() == "old"  # an existing file is left as it was
