@@ -441,3 +441,9 @@ def test_failed_write_leaves_no_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         result.write(out)
     assert out.read_text() == "old"  # an existing file is left as it was
+
+
+def test_report_is_written(tmp_path):
+    result = anonymize(people(), people_spec())
+    path = result.report(tmp_path / "report.html", original=people())
+    assert path.read_text().startswith("<!DOCTYPE html>")

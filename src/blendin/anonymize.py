@@ -157,6 +157,14 @@ class Result:
                                 self.sensitive_hierarchies)
         return _write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
+    def report(self, path: str | os.PathLike, *, original=None,
+               threshold: float = 0.2) -> Path:
+        """Write the HTML release report (see :func:`blendin.report.html.write_report`);
+        give ``original`` (the input) to compare the risk before and after."""
+        from blendin.report.html import write_report
+
+        return write_report(self, path, original=original, threshold=threshold)
+
     def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
         """Write the (already verified) release atomically; CSV or Parquet by extension."""
         from blendin.io import write_table
