@@ -233,3 +233,12 @@ def test_apply_with_a_stricter_spec(tmp_path):
     sizes = back.groupby(["age", "zip", "sex"]).size()
     assert sizes.min() >= 4
     assert json.loads(result.stdout)["suppressed"] == 400 - len(back) > 0
+
+
+def test_report_option(tmp_path):
+    data, spec = write_case(tmp_path)
+    out, report = tmp_path / "release.csv", tmp_path / "report.html"
+    result = run("anonymize", data, "--spec", spec, "-o", out, "--report", report, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["report"] == str(report)
+    assert report.read_text().startswith("<!DOCTYPE html>")

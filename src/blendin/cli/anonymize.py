@@ -26,19 +26,24 @@ def _check_output(data: str, output: str) -> None:
 
 
 def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
-            solution: str | None = None) -> None:
-    """Write the verified release (and the solution), then say what was done."""
+            solution: str | None = None, report: str | None = None, original=None) -> None:
+    """Write the verified release (and the solution, the report), then say what was done."""
     written = result.write(output, delimiter=delimiter)
     saved = result.save_solution(solution) if solution else None
+    reported = result.report(report, original=original) if report else None
     if as_json:
         payload = result.to_dict()
         payload["output"] = str(written)
         if saved is not None:
             payload["solution"] = str(saved)
+        if reported is not None:
+            payload["report"] = str(reported)
         click.echo(json.dumps(payload, indent=2))
     elif not quiet:
         click.echo(result.summary())
-        click.echo(f"wrote {written}" + (f"; solution saved to {saved}" if saved else ""))
+        extra = "".join(f"; {what} {path}" for what, path in (
+            ("solution saved to", saved), ("report written to", reported)) if path)
+        click.echo(f"wrote {written}{extra}")
 
 
 _COMMON = [
@@ -78,9 +83,12 @@ def _common(command):
               help="Utility metric the search minimizes (default: the spec's, else loss).")
 @click.option("--save-solution", "solution", default=None, type=click.Path(dir_okay=False),
               help="Also save the chosen levels and hierarchies as JSON, for blendin apply.")
+@click.option("--report", default=None, type=click.Path(dir_okay=False),
+              help="Also write an HTML report (utility, risk before and after, checks).")
 @_common
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
-                      solution: str | None, output: str, suppressed: str, as_json: bool,
+                      solution: str | None, report: str | None, output: str, suppressed: str,
+                      as_json: bool,
                       quiet: bool, delimiter: str | None, encoding: str | None,
                       output_delimiter: str) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
@@ -91,7 +99,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     chosen level per quasi-identifier, the records suppressed, the classes, the utility
     figures, the nodes checked and the time.
 
-    Example: blendin anonymize patients.csv --spec release.toml -o release.csv
+    Example: blendin anonymize patients.csv --spec release.toml -o release.csv --report r.html
     """
     from blendin.anonymize import anonymize
     from blendin.progress import Progress
@@ -107,7 +115,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         result = anonymize(data, spec, algorithm=algorithm, metric=metric,
                            suppressed=suppressed, progress=progress)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
-            solution=solution)
+            solution=solution, report=report, original=data)
 
 
 @main.command("apply")
