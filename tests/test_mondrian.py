@@ -222,6 +222,8 @@ def test_labels_are_those_of_the_groups():
 AGES = list(range(17, 60, 3))
 DAYS = [(dt.date(2017, 1, 1) + dt.timedelta(days=d)).isoformat() for d in range(0, 365, 23)]
 DX = ["flu", "gout", "cold", "acne"]
+DX_TREE = Hierarchy.from_rows([["flu", "respiratory", "*"], ["cold", "respiratory", "*"],
+                               ["gout", "other", "*"], ["acne", "other", "*"]])
 
 rows = st.tuples(st.sampled_from(AGES), st.sampled_from(DAYS), st.sampled_from(list(TREE)),
                  st.sampled_from(list(SEX)), st.sampled_from(DX))
@@ -232,7 +234,7 @@ cases = st.fixed_dictionaries({
     "k": st.integers(1, 6),
     "l": st.sampled_from([None, 2, 3]),
     "t": st.sampled_from([None, 0.25, 0.5, 0.8]),
-    "extra": st.sampled_from([None, "entropy", "recursive", "ordered"]),
+    "extra": st.sampled_from([None, "entropy", "recursive", "ordered", "hierarchical"]),
     "relaxed": st.booleans(),
     "sets": st.booleans(),
     "suppression": st.sampled_from([0.0, 0.0, 0.1, 0.3]),
@@ -251,7 +253,9 @@ def build(case):
         models.append(TCloseness("dx", case["t"]))
     models.append({None: None, "entropy": EntropyLDiversity("dx", 1.5),
                    "recursive": RecursiveCLDiversity("dx", 3, 2),
-                   "ordered": TCloseness("dx", 0.6, "ordered")}[case["extra"]])
+                   "ordered": TCloseness("dx", 0.6, "ordered"),
+                   "hierarchical": TCloseness("dx", 0.4, "hierarchical"),
+                   }[case["extra"]])
     return df, {q: make[q]() for q in case["qis"]}, [m for m in models if m is not None]
 
 
@@ -297,7 +301,7 @@ def emd_equal(hist: Counter, overall: Counter) -> float:
 def test_random_releases_meet_every_model(case):
     df, hierarchies, models = build(case)
     qis = case["qis"]
-    ft = FrequencyTable.from_table(df, hierarchies, ["dx"])
+    ft = FrequencyTable.from_table(df, hierarchies, ["dx"], sensitive_hierarchies={"dx": DX_TREE})
     everything = Counter(df["dx"])
     root_ok = (len(df) >= case["k"] and (not case["l"] or len(everything) >= case["l"]))
     try:
@@ -351,7 +355,8 @@ def checker_accepts(out, hierarchies, models):
     from blendin.spec import Spec
 
     table = pd.DataFrame(out).drop(columns=["group"])
-    spec = Spec(quasi_identifiers=hierarchies, sensitive=["dx"], models=models)
+    spec = Spec(quasi_identifiers=hierarchies, sensitive=["dx"], models=models,
+                sensitive_hierarchies={"dx": DX_TREE})
     report = check(table, spec)
     assert report.passed, str(report)
 
