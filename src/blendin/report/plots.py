@@ -58,14 +58,15 @@ def size_bins(largest: int) -> np.ndarray:
 
     >>> size_bins(3).tolist()
     [0.5, 1.5, 2.5, 3.5]
-    >>> edges = size_bins(1000); edges[0], edges[-1] > 1000, len(edges) < 40
-    (0.5, True, True)
+    >>> edges = size_bins(1000); float(edges[0]), float(edges[-1]), len(edges) < 40
+    (0.5, 1000.5, True)
     """
     largest = max(int(largest), 1)
     if largest <= LINEAR_SIZES:
         return np.arange(largest + 1) + 0.5
+    # whole-number edges, so each bin holds whole sizes; the last is largest + 1
     edges = np.unique(np.round(np.geomspace(1, largest + 1, 30)))
-    return np.concatenate([[0.5], edges[1:] - 0.5, [largest + 0.5]])
+    return edges - 0.5
 
 
 def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int | None = None,
