@@ -18,6 +18,7 @@ from blendin.check import check
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.tree import tree
 from blendin.metrics import utility_of_node
 from blendin.models import DistinctLDiversity, KAnonymity, TCloseness
 from blendin.release import plan
@@ -447,3 +448,11 @@ def test_report_is_written(tmp_path):
     result = anonymize(people(), people_spec())
     path = result.report(tmp_path / "report.html", original=people())
     assert path.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_to_dict_with_a_model_carrying_a_hierarchy_is_json():
+    df = random_table(13, 300)
+    dx = tree({"inf": ["flu", "cold"], "chr": ["gout", "hiv"]})
+    spec = random_spec(df, [KAnonymity(2), TCloseness("dx", 0.4, "hierarchical", dx)], 0.1)
+    d = json.loads(json.dumps(anonymize(df, spec).to_dict()))
+    assert d["models"][1]["distance"] == "hierarchical"

@@ -112,7 +112,7 @@ class Result:
             "utility": {k: _plain(v) for k, v in self.utility.items()},
             "nodes_checked": self.nodes_checked,
             "seconds": round(self.seconds, 6),
-            "models": [m.to_dict() for m in self.spec.models],
+            "models": [_model_dict(m) for m in self.spec.models],
             "check_passed": _check_passed(self.check),
             "applied_from": self.applied_from,
         }
@@ -447,8 +447,10 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
 
 def _model_dict(model: PrivacyModel) -> dict:
     """The model's table without an attached hierarchy (saved built, with the others)."""
-    return {k: _plain(v) for k, v in model.to_dict().items()
-            if v is not None and not k.startswith("hierarchy")}
+    params = model.params() if hasattr(model, "params") else model.to_dict()
+    return {"model": model.key, **{k: _plain(v) for k, v in params.items()
+                                   if v is not None and k != "model"
+                                   and not k.startswith("hierarchy")}}
 
 
 def _hierarchy_dict(h: Hierarchy) -> dict:
