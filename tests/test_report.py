@@ -11,6 +11,8 @@ from html.parser import HTMLParser
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blendin.anonymize import Result, anonymize
 from blendin.datasets import hospital
@@ -292,6 +294,60 @@ def test_kept_suppressed_records_are_not_at_risk(patients):
     assert page.ids["after-risk-classes"] == count(len(class_sizes(result.data, qis)))
 
 
+def test_everything_suppressed():
+    df = pd.DataFrame({"a": ["1", "2", "3"]})
+    # no level merges anything, so every class of one record must go
+    h = Hierarchy.from_rows([["1", "x"], ["2", "y"], ["3", "z"]])
+    for mode, released in (("drop", 0), ("keep", 3)):
+        spec = Spec(quasi_identifiers={"a": h}, models=[KAnonymity(2)], max_suppression=1.0)
+        try:
+            result = anonymize(df, spec, suppressed=mode)
+        except BlendinError:
+            pytest.skip("anonymize refuses to suppress every record")
+        page = Page(render_report(result, original=df))
+        assert not page.errors
+        assert page.ids["fig-suppressed"] == "3"
+        assert page.ids["fig-released"] == str(released)
+        assert page.ids["fig-smallest"] == "–"
+        assert page.ids["after-prosecutor-highest"] == "–"
+        assert page.ids["before-prosecutor-highest"] == "100.0%"
+        assert [img["alt"] for img in page.images] == ["Generalization per quasi-identifier"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from("ab"), st.sampled_from("xyz")),
+                min_size=2, max_size=40),
+       st.integers(1, 3), st.sampled_from([0.0, 0.1, 0.3]))
+def test_figures_on_random_tables(rows, k, limit):
+    """Every count and risk figure of the context equals plain Python's on random tables."""
+    df = pd.DataFrame(rows, columns=["age", "sex", "dx"]).astype(str)
+    age = Hierarchy.from_rows([[str(a), "0-2" if a < 3 else "3-5", "*"] for a in range(6)])
+    sex = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    spec = Spec(quasi_identifiers={"age": age, "sex": sex}, sensitive=["dx"],
+                models=[KAnonymity(k)], max_suppression=limit)
+    try:
+        result = anonymize(df, spec)
+    except BlendinError:
+        return  # no node within the limit: nothing released, nothing to report
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report_html, "_plots", lambda *args: [])
+        context = report_html.report_context(result, original=df)
+    figures = {row["key"]: row["value"] for row in context["released"]}
+    assert figures["suppressed"] == count(len(df) - len(result.data))
+    assert figures["released"] == count(len(result.data))
+    qis = ["age", "sex"]
+    assert figures["classes"] == count(len(class_sizes(result.data, qis)))
+    risks = {row["key"]: (row["before"], row["after"]) for row in context["risk"]}
+    for key, value in risk_figures(df, qis).items():
+        assert risks[key][0] == value, key
+    if class_sizes(result.data, qis):
+        for key, value in risk_figures(result.data, qis).items():
+            assert risks[key][1] == value, key
+        assert risks["homogeneous-0"][1] == homogeneous(result.data, qis, "dx")
+    else:  # every released record is * in every QI: counted as suppressed, none at risk
+        assert {after for _, after in risks.values()} == {"–"}
+
+
 # -- writing -------------------------------------------------------------------------------
 
 
@@ -354,6 +410,8 @@ def test_mondrian_figures(mondrian, patients):
     assert page.ids["fig-smallest"] == count(sizes.min())
     assert "Mondrian" in page.ids["fig-algorithm"]
     assert "fig-nodes" not in page.ids
+    assert page.ids["fig-metric"] == "–"  # Mondrian cuts at medians, it minimizes nothing
+    assert "minimized" not in page.ids["utility"]
     for key, value in risk_figures(result.data, qis).items():
         assert page.ids[f"after-{key}"] == value, key
     assert page.ids["quasi-identifiers"].count("local: each group") == len(qis)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError
 from blendin.frequency import as_text
 from blendin.report import plots
-from blendin.risk import RiskReport, risk
+from blendin.risk import RiskReport, class_sizes, risk
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -164,7 +164,7 @@ def report_context(result, *, original=None, threshold: float = 0.2) -> dict[str
         "insensitive": _other_columns(release, spec),
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
-        "utility": _utility_rows(result.utility, result.metric),
+        "utility": _utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive)),
         "threshold": _number(threshold),
         "has_input": before is not None,
@@ -206,13 +206,11 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
 
 def _risk(table: pa.Table, spec, threshold: float) -> RiskReport | None:
     """The risk of a table on the spec's QIs; None when every record is suppressed."""
-    try:
-        return risk(table, list(spec.quasi_identifiers), sensitive=list(spec.sensitive),
-                    threshold=threshold, missing=spec.missing)
-    except BlendinError:
-        if table.num_rows:
-            return None
-        raise
+    qis = list(spec.quasi_identifiers)
+    if not table.num_rows or not class_sizes(table, qis, (), spec.missing)[0].sum():
+        return None
+    return risk(table, qis, sensitive=list(spec.sensitive), threshold=threshold,
+                missing=spec.missing)
 
 
 def _count(n: int) -> str:
@@ -262,10 +260,10 @@ def _released(result) -> list[dict[str, str]]:
              f"at most {_count(math.floor(limit * records + 1e-9))} records"),
         _row("classes", "Equivalence classes", _count(_classes(result)),
              "groups of records with the same quasi-identifier values"),
-        _row("smallest", "Smallest class", _count(_smallest(result)), ""),
+        _row("smallest", "Smallest class", _smallest(result), ""),
         _row("algorithm", "Algorithm", _algorithm(result)),
-        _row("metric", "Utility metric minimized",
-             result.metric if result.metric != "-" else "–"),
+        _row("metric", "Utility metric minimized", _minimized(result) or "–",
+             "" if _minimized(result) else "this release did not minimize a metric"),
         _row("time", "Time", f"{result.seconds:.3f} s"),
     ]
     if result.levels and result.applied_from is None:
@@ -282,9 +280,9 @@ def _classes(result) -> int:
     return int(getattr(result.check, "classes", result.classes))
 
 
-def _smallest(result) -> int:
-    smallest = getattr(result.check, "min_class_size", None)
-    return int(result.min_class_size if smallest is None else smallest)
+def _smallest(result) -> str:
+    smallest = getattr(result.check, "min_class_size", result.min_class_size)
+    return _count(smallest) if smallest else "–"
 
 
 def _algorithm(result) -> str:
@@ -294,6 +292,14 @@ def _algorithm(result) -> str:
              "binary": "binary search on height (Samarati)", "datafly": "Datafly (greedy)",
              "mondrian": "Mondrian (multidimensional, local recoding)"}
     return names.get(result.algorithm, result.algorithm)
+
+
+def _minimized(result) -> str | None:
+    """The metric the search minimized: none for Mondrian (it cuts at medians) or a saved
+    solution (re-applied as it was)."""
+    if result.algorithm == "mondrian" or result.applied_from is not None:
+        return None
+    return result.metric
 
 
 def _lattice_note(result) -> str:
@@ -390,7 +396,7 @@ def _required(model, params: dict) -> str:
     return f"{sign} {_number(params[name])}"
 
 
-def _utility_rows(utility: dict, minimized: str) -> list[dict[str, Any]]:
+def _utility_rows(utility: dict, minimized: str | None) -> list[dict[str, Any]]:
     return [{
         "name": name,
         "value": _number(value),
