@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from blendin.risk import (
     distinct_classes_estimate,
+    pitman_expected_uniques,
+    pitman_parameters,
     pitman_uniques,
     population_uniqueness,
     risk,
@@ -34,7 +36,9 @@ RISK = importlib.import_module("blendin.risk")
 # arx-deidentifier/arx, src/test/org/deidentifier/arx/test/TestRiskMetrics.java,
 # testDecisionRule2 (fraction of the population that is unique). At 0.01 and 0.1 Dankar's rule
 # picks Pitman; the 0.2 figure predates SNB in ARX's rule ("TODO: Include SNB model"), so it is
-# Zayatz's estimate; at 1.0 the sample is the population.
+# Zayatz's estimate; at 1.0 the sample is the population. ARX reports Pitman's uniques by
+# Hoshino's large-population limit; blendin uses the exact finite-population expectation, so
+# those two figures are matched through the limit (exactly) and the estimate (within 0.5%).
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +59,16 @@ def test_adult_matches_arx_regression_figures(adult, fraction, field, expected):
     report = risk(adult, list(adult.columns), sampling_fraction=fraction)
     p = report.population
     assert report.sample_uniques / report.records == pytest.approx(0.5142895033485844, rel=1e-12)
-    assert getattr(p, field) / p.population == pytest.approx(expected, rel=1e-8)
     if field == "dankar" and fraction < 1:
         assert p.model == "pitman"
+        j, f = spectrum(report.sizes)
+        theta, alpha = pitman_parameters(j, f, report.records)
+        limit = math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha)) * p.population**alpha
+        assert limit / p.population == pytest.approx(expected, rel=1e-8)
+        assert p.dankar / p.population == pytest.approx(expected, rel=5e-3)
+        assert p.dankar < limit * (1 - 1e-4)  # the limit overstates a finite population
+    else:
+        assert getattr(p, field) / p.population == pytest.approx(expected, rel=1e-8)
     # ARX asserts this too: estimated population uniqueness never exceeds sample uniqueness
     assert p.dankar / p.population <= report.sample_uniques / report.records + 1e-12
 
@@ -125,12 +136,58 @@ def test_snb_probabilities_in_exact_arithmetic():
     assert float(p2) == pytest.approx(float(closed), rel=1e-12)
 
 
-def test_pitman_uniques_is_hoshinos_formula(monkeypatch):
-    # Hoshino (2001): Gamma(theta + 1) / Gamma(theta + alpha) * N^alpha at the fitted parameters;
-    # for theta = 1, alpha = 1/2: 2 / sqrt(pi) * sqrt(N)
+def _pitman_singletons_by_enumeration(people: int, theta: Fraction, alpha: Fraction):
+    """Expected classes of size 1, summing Pitman's sampling formula (the probability of one
+    set partition with class sizes n_1..n_k) over every partition of ``people``, in rationals.
+    Returns (expected singletons, total probability)."""
+
+    def shapes(rest, largest):  # class-size multisets, largest first
+        if rest == 0:
+            yield []
+        for size in range(min(rest, largest), 0, -1):
+            for tail in shapes(rest - size, size):
+                yield [size, *tail]
+
+    def rising(x, m):
+        return math.prod((x + i for i in range(m)), start=Fraction(1))
+
+    expected = total = Fraction(0)
+    for shape in shapes(people, people):
+        k = len(shape)
+        p = math.prod((theta + i * alpha for i in range(1, k)), start=Fraction(1))
+        p /= rising(theta + 1, people - 1)
+        p *= math.prod((rising(1 - alpha, size - 1) for size in shape), start=Fraction(1))
+        ways = math.factorial(people)
+        for size in set(shape):
+            ways //= math.factorial(size) ** shape.count(size) * math.factorial(shape.count(size))
+        total += ways * p
+        expected += ways * p * shape.count(1)
+    return expected, total
+
+
+@pytest.mark.parametrize("people,theta,alpha", [
+    (7, Fraction(2), Fraction(3, 10)), (9, Fraction(1, 2), Fraction(3, 4)),
+    (8, Fraction(-1, 5), Fraction(1, 2)), (6, Fraction(3), Fraction(0)),
+])
+def test_pitman_expected_uniques_by_enumerating_partitions(people, theta, alpha):
+    expected, total = _pitman_singletons_by_enumeration(people, theta, alpha)
+    assert total == 1
+    got = pitman_expected_uniques(float(theta), float(alpha), people)
+    assert got == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_pitman_expected_uniques_tends_to_hoshinos_limit(monkeypatch):
+    # Hoshino (2001): Gamma(theta + 1) / Gamma(theta + alpha) * N^alpha as N grows; for
+    # theta = 1, alpha = 1/2 that is 2 sqrt(N / pi)
+    for people in (10**4, 10**8):
+        limit = 2 * math.sqrt(people / math.pi)
+        got = pitman_expected_uniques(1.0, 0.5, people)
+        assert got < limit and got == pytest.approx(limit, rel=1 / math.sqrt(people))
     monkeypatch.setattr(RISK, "pitman_parameters", lambda j, f, n: (1.0, 0.5))
     got = pitman_uniques(np.array([1, 2]), np.array([3, 1]), 5, 10_000)
-    assert got == pytest.approx(2 / math.sqrt(math.pi) * 100, rel=1e-12)
+    assert got == pitman_expected_uniques(1.0, 0.5, 10_000)
+    monkeypatch.setattr(RISK, "pitman_parameters", lambda j, f, n: (3.0, 0.0))
+    assert math.isnan(pitman_uniques(np.array([1, 2]), np.array([3, 1]), 5, 10_000))
 
 
 # -- edge cases --------------------------------------------------------------------------------
@@ -202,11 +259,13 @@ def test_pitman_is_unbiased_on_a_pitman_population():
     rng = np.random.default_rng(11)
     population = _pitman_population(rng, 50_000, 2000.0, 0.5)
     truth = int((population == 1).sum())
-    for fraction in (0.05, 0.1):
+    # tolerances: over seeds the mean lands within 0.91..1.09 of the truth at 5%, 0.99..1.03
+    # at 10% (a population is one draw of the model, and 6 samples are few)
+    for fraction, tolerance in ((0.05, 0.15), (0.1, 0.05)):
         runs = _mean_estimates(population, fraction, 6, rng)
         pitman = np.array([r.pitman for r in runs])
         assert not np.isnan(pitman).any()
-        assert abs(pitman.mean() / truth - 1) < 0.1, (fraction, pitman.mean(), truth)
+        assert abs(pitman.mean() / truth - 1) < tolerance, (fraction, pitman.mean(), truth)
         assert all(r.model == "pitman" for r in runs)
 
 
@@ -234,10 +293,12 @@ def test_snb_zayatz_and_class_count_at_half_sampled():
     population = _snb_population(rng, 20_000, 0.5, 0.3)
     truth, k = int((population == 1).sum()), len(population)
     runs = _mean_estimates(population, 0.5, 6, rng)
-    for name in ("snb", "zayatz", "dankar"):
+    for name in ("snb", "dankar"):
         mean = np.mean([getattr(r, name) for r in runs])
-        assert abs(mean / truth - 1) < 0.12, (name, mean, truth)
-    assert abs(np.mean([r.snb for r in runs]) / truth - 1) < 0.05
+        assert abs(mean / truth - 1) < 0.05, (name, mean, truth)
+    # Zayatz takes the sample's class sizes for the population's: too many uniques (~ +10%)
+    zayatz = np.mean([r.zayatz for r in runs]) / truth
+    assert 1.0 < zayatz < 1.2
     n = round(0.5 * population.sum())
     sample = rng.multivariate_hypergeometric(population, n)
     j, f = spectrum(sample[sample > 0])
@@ -250,3 +311,15 @@ def test_zayatz_is_close_when_most_of_the_population_is_sampled():
     truth = int((population == 1).sum())
     runs = _mean_estimates(population, 0.9, 4, rng)
     assert abs(np.mean([r.zayatz for r in runs]) / truth - 1) < 0.02
+
+
+def test_pitman_is_consistent_when_the_fitted_theta_is_of_the_order_of_the_population():
+    # An SNB population fits Pitman with a small alpha and a theta near N: Hoshino's limit
+    # overstates the uniques by about (1 + theta/N)^(1 - alpha), ~30% here; the exact
+    # expectation does not.
+    rng = np.random.default_rng(15)
+    population = _snb_population(rng, 20_000, 0.5, 0.3)
+    truth = int((population == 1).sum())
+    pitman = np.array([r.pitman for r in _mean_estimates(population, 0.9, 4, rng)])
+    assert np.isfinite(pitman).sum() >= 2
+    assert abs(np.nanmean(pitman) / truth - 1) < 0.03

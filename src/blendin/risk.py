@@ -450,14 +450,32 @@ def pitman_parameters(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, floa
 
 
 def pitman_uniques(j: np.ndarray, f: np.ndarray, n: int, population: float) -> float:
-    """Pitman's model: ``Gamma(theta+1) / Gamma(theta+alpha) * N**alpha`` population
-    uniques, with the parameters fitted to the sample."""
+    """Pitman's model: the expected population uniques (:func:`pitman_expected_uniques`)
+    at the parameters fitted to the sample (Hoshino 2001). NaN when the likelihood has no
+    maximum with ``0 < alpha < 1``."""
     theta, alpha = pitman_parameters(j, f, n)
     if math.isnan(theta) or alpha <= 0:
         return math.nan
-    value = math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha)
-                     + alpha * math.log(population))
+    value = pitman_expected_uniques(theta, alpha, population)
     return value if 0 <= value <= population else math.nan
+
+
+def pitman_expected_uniques(theta: float, alpha: float, population: float) -> float:
+    """Expected number of classes of size 1 when ``population`` people are partitioned by
+    Pitman's sampling formula: ``N (theta+alpha)_(N-1) / (theta+1)_(N-1)`` (rising
+    factorials).
+
+    Hoshino (2001) and ARX use its limit ``Gamma(theta+1) / Gamma(theta+alpha) * N**alpha``,
+    which overstates the uniques by about ``(1 + theta/N)**(1-alpha)``: little when the
+    population dwarfs ``theta``, but 30% on samples that are nearly all unique, where the
+    fitted ``theta`` is of the order of ``N``.
+
+    >>> round(pitman_expected_uniques(0.5, 0.0, 20), 6)  # Ewens: N theta / (theta + N - 1)
+    0.512821
+    """
+    n = float(population)
+    return math.exp(math.log(n) + math.lgamma(theta + 1) - math.lgamma(theta + alpha)
+                    + math.lgamma(theta + alpha + n - 1) - math.lgamma(theta + n))
 
 
 def distinct_classes_estimate(j: np.ndarray, f: np.ndarray, fraction: float) -> float:
