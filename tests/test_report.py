@@ -414,7 +414,7 @@ def test_mondrian_figures(mondrian, patients):
     assert "minimized" not in page.ids["utility"]
     for key, value in risk_figures(result.data, qis).items():
         assert page.ids[f"after-{key}"] == value, key
-    assert page.ids["quasi-identifiers"].count("local: each group") == len(qis)
+    assert page.ids["quasi-identifiers"].count("local (Mondrian)") == len(qis)
     for name in result.utility:
         assert f"utility-{name}" in page.ids
 

@@ -313,7 +313,7 @@ def _qi_rows(result, release: pa.Table, mondrian: bool) -> list[dict[str, str]]:
     for q, builder in spec.quasi_identifiers.items():
         h = result.hierarchies.get(q)
         if mondrian:
-            level = "local: each group shows its own range or category"
+            level = "local (Mondrian)"
         elif q in result.levels and h is not None:
             level = f"{result.levels[q]} of {h.height - 1}"
         else:
@@ -432,7 +432,8 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
              lambda r: _pct(r.prosecutor.records_at_risk)),
         both("journalist-highest", "Journalist risk, highest",
              lambda r: _pct(r.journalist.highest),
-             "attacker does not know whether the person is in the data"),
+             "attacker does not know whether the person is in the data; without "
+             "population figures the sample stands for it (same as prosecutor)"),
         both("journalist-average", "Journalist risk, average",
              lambda r: _pct(r.journalist.average)),
         both("journalist-at-risk", "Records above the threshold (journalist)",
