@@ -480,7 +480,12 @@ def pitman_expected_uniques(theta: float, alpha: float, population: float) -> fl
 
 def distinct_classes_estimate(j: np.ndarray, f: np.ndarray, fraction: float) -> float:
     """Number of non-empty population classes: Shlosser's estimator as modified by Haas &
-    Stokes (1998)."""
+    Stokes (1998).
+
+    Every sum weighs a class size ``j`` by its count ``f_j``, the second one included:
+    ``f_j (1-q)^j ((1+q)^j - 1)``. (ARX subtracts 1 once per listed size instead, so its
+    estimate changes when a size with no class is listed.)
+    """
     j = np.asarray(j, float)
     f = np.asarray(f, float)
     q = fraction
@@ -498,7 +503,13 @@ def distinct_classes_estimate(j: np.ndarray, f: np.ndarray, fraction: float) -> 
 def snb_probabilities(alpha: np.ndarray, beta: np.ndarray, fraction: float
                       ) -> tuple[np.ndarray, np.ndarray]:
     """P(a population class shows 1, resp. 2, records in the sample) when its size is
-    ``1 + NegBin(alpha, beta)`` and records are sampled with probability ``fraction``."""
+    ``1 + NegBin(alpha, beta)`` and records are sampled with probability ``fraction``.
+
+    Both come from the probability generating function of the sampled count,
+    ``s' (beta / (1 - (1-beta) s'))**alpha`` with ``s' = 1 - q + q s``, differentiated at
+    ``s = 0``: with ``d = (1-q)(1-beta)``, ``P(2) = q^2/2 alpha (1-beta) beta^alpha
+    (2 - (1-alpha) d) / (1-d)^(alpha+2)`` (ARX's current code multiplies by that power).
+    """
     d = (1 - fraction) * (1 - beta)
     h = (beta / (1 - d)) ** alpha
     p1 = fraction * h * (1 + alpha * d / (1 - d))
