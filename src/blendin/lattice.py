@@ -77,10 +77,10 @@ class Lattice:
         return tuple(out)
 
     def nodes(self) -> np.ndarray:
-        """Every node's levels, shape (size, QIs), row ``i`` being the node of index ``i``."""
+        """Every node's levels (int16), shape (size, QIs), row ``i`` the node of index ``i``."""
         idx = np.arange(self.size, dtype=np.int64)
-        cols = [(idx // s) % h for s, h in zip(self.strides, self.heights)]
-        return np.stack(cols, axis=1) if cols else np.zeros((1, 0), np.int64)
+        cols = [((idx // s) % h).astype(np.int16) for s, h in zip(self.strides, self.heights)]
+        return np.stack(cols, axis=1) if cols else np.zeros((1, 0), np.int16)
 
     def successors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
         """Nodes one level higher in one QI."""
@@ -109,7 +109,8 @@ class Groups:
     when this node serves as the source of a roll-up).
     """
 
-    __slots__ = ("levels", "sizes", "_hists", "_codes", "_keys", "_radices", "_pending")
+    __slots__ = ("levels", "sizes", "_hists", "_codes", "_keys", "_radices", "_pending",
+                 "_weights")
 
     def __init__(self, levels, sizes, hists=None, *, codes=None, keys=None, radices=None,
                  pending=None) -> None:
@@ -121,6 +122,14 @@ class Groups:
         self._radices = radices
         #: (the finer node's histogram triples, its class -> this node's class)
         self._pending = pending
+        self._weights = None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """``sizes`` as floats (what bincount sums)."""
+        if self._weights is None:
+            self._weights = self.sizes.astype(float)
+        return self._weights
 
     @property
     def codes(self) -> tuple[np.ndarray, ...]:
@@ -136,7 +145,8 @@ class Groups:
                 self._hists = {}
             else:
                 finer, inverse = self._pending
-                self._hists = {attr: _roll_hist(inverse[rows], vals, counts, len(self.sizes))
+                self._hists = {attr: _roll_hist(np.take(inverse, rows), vals, counts,
+                                                    len(self.sizes))
                                for attr, (rows, vals, counts) in finer.items()}
                 self._pending = None
         return self._hists
@@ -146,7 +156,7 @@ class Groups:
         if self._hists is None and self._pending is not None:
             finer, inverse = self._pending
             rows, vals, counts = finer[attr]
-            return inverse[rows], vals, counts
+            return np.take(inverse, rows), vals, counts
         return self.hists[attr]
 
     def __len__(self) -> int:
@@ -340,7 +350,11 @@ class Checker:
             # a large source: first group a node just below this one (one level lower in
             # every QI) and keep it; the neighbours checked next roll up from it cheaply
             step = tuple(max(s, lv - 1) for s, lv in zip(source.levels, levels))
-            if step != source.levels and step != levels:
+            span = math.prod(self.radices[i][lv] for i, lv in enumerate(step))
+            # only where the step is sure to be much smaller than the source, or where
+            # histograms make every roll-up from a large source costly
+            if step != source.levels and step != levels and (
+                    span * 2 <= len(source) or self.attrs):
                 source = self.groups(step)
         groups = _roll_up(source, levels, self._up, self.radices)
         if remember:
@@ -387,7 +401,7 @@ class Checker:
         position[live] = np.arange(len(live))
         rows, vals, counts = groups.triples(attr)
         width = len(self.ft.domains[attr].labels)
-        at = position[rows]
+        at = np.take(position, rows)
         keep = at >= 0
         flat = at[keep] * width + vals[keep]
         dense = np.bincount(flat, weights=counts[keep], minlength=len(live) * width)
@@ -432,7 +446,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
             stride //= rad[j]
             a, b = source.levels[j], levels[j]
             scaled = (up[j][a][b] if a != b else np.arange(radices[j][a])) * stride
-            part = scaled[codes[j]]
+            part = np.take(scaled, codes[j])
             if key is None:
                 key = part
             else:
@@ -446,18 +460,18 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
         span = None
     inverse = None
     if span is not None and span <= _DENSE_FACTOR * m + _DENSE_SLACK:
-        dense = np.bincount(key, weights=source.sizes, minlength=span)
+        dense = np.bincount(key, weights=source.weights, minlength=span)
         occupied = np.flatnonzero(dense)
         sizes = dense[occupied].astype(np.int64)
         if has_hists:
             rank = np.zeros(span, np.int64)
             rank[occupied] = np.arange(len(occupied))
-            inverse = rank[key]
+            inverse = np.take(rank, key)
         groups = Groups(levels, sizes, keys=occupied, radices=rad)
     else:
         inverse, uniq = pd.factorize(key, sort=False)
         inverse = inverse.astype(np.int64, copy=False)
-        sizes = np.bincount(inverse, weights=source.sizes, minlength=len(uniq)).astype(np.int64)
+        sizes = np.bincount(inverse, weights=source.weights, minlength=len(uniq)).astype(np.int64)
         if span is not None:
             groups = Groups(levels, sizes, keys=np.asarray(uniq), radices=rad)
         else:

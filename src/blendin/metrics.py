@@ -32,6 +32,7 @@ height; they are normalized to a mean of 1, so equal weights change nothing.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -142,6 +143,9 @@ def _level_loss_ncp(h: Hierarchy, level: int) -> tuple[np.ndarray, np.ndarray]:
     return categorical_loss(leaves, total), categorical_ncp(leaves, total)
 
 
+_COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True, eq=False)
 class CellCosts:
     """Per QI and level, the cost of every generalized value (indexed by its code).
@@ -163,7 +167,15 @@ class CellCosts:
 
     @classmethod
     def of(cls, ft: FrequencyTable) -> CellCosts:
-        """Compute the costs of every cell of every level of ``ft``'s hierarchies."""
+        """The costs of every cell of every level of ``ft``'s hierarchies (kept per table:
+        repeated searches on one table share them)."""
+        costs = _COSTS.get(ft)
+        if costs is None:
+            costs = _COSTS[ft] = cls._compute(ft)
+        return costs
+
+    @classmethod
+    def _compute(cls, ft: FrequencyTable) -> CellCosts:
         freqs = ground_frequencies(ft)
         loss, ncp, log_mass, share, bits = [], [], [], [], []
         totals: dict[str, list[np.ndarray]] = {m: [] for m in CELL_METRICS}

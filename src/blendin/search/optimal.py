@@ -51,22 +51,24 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     dead = np.zeros(lattice.size, bool)
     # a lower bound of the suppression penalty, passed down from generalizations
     extra = np.zeros(lattice.size)
-    steps = [(i, s, h) for i, (s, h) in enumerate(zip(lattice.strides, lattice.heights))]
+    strides = np.array(lattice.strides, np.int64)
+    tops = np.array(lattice.heights) - 1
     found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
     best, leader = np.inf, None  # best figure; smallest policy key among its ties
     limited = ctx.checker.limit > 0
     for layer in layers:
         # a node lies below a dead node iff one of its successors is dead (all successors
         # are in the layer above, already settled); the settled suppression passes down too
-        for i, stride, h in steps:
-            up = nodes[layer, i] + 1 < h
-            dead[layer[up]] |= dead[layer[up] + stride]
-            extra[layer[up]] = np.maximum(extra[layer[up]], extra[layer[up] + stride])
-        for j in layer:
+        # successors of the layer's nodes (the node itself where a QI is at its top)
+        above = np.where(nodes[layer] < tops, layer[:, None] + strides, layer[:, None])
+        dead[layer] |= dead[above].any(axis=1)
+        if limited:
+            extra[layer] = np.maximum(extra[layer], extra[above].max(axis=1))
+        # nodes of one layer do not cover each other: filter the layer once
+        live = layer[~dead[layer] & (bound[layer] <= best + tolerance(best))]
+        for j in live.tolist():
             if bound[j] > best + tolerance(best):
                 break  # the layer is sorted by bound: the rest cannot win either
-            if dead[j]:
-                continue
             low = ctx.bound_with(bound[j], extra[j])
             if low > best + tolerance(best):
                 continue
