@@ -205,11 +205,11 @@ class _State:
         self.sensitive = {m.attribute for m in models if m.attribute is not None}
         self.attrs = [_attribute(h) for h in ft.hierarchies]
         self.is_tree = np.array([isinstance(a, _Tree) for a in self.attrs], bool)
-        # per-tuple attribute value used for cuts: rank (ordered) or ground code (tree)
-        self.values = np.stack(
-            [a.rank[ft.tuples[:, i]] if isinstance(a, _Ordered) else ft.tuples[:, i]
-             for i, a in enumerate(self.attrs)], axis=1).astype(np.int64) if self.attrs \
-            else np.zeros((len(ft.counts), 0), np.int64)
+        # per attribute, each tuple's value used for cuts: rank (ordered) or ground code
+        # (tree); one contiguous array per attribute keeps the gathers cache-friendly
+        self.columns = [
+            (a.rank[ft.tuples[:, i]] if isinstance(a, _Ordered) else ft.tuples[:, i])
+            .astype(np.int64) for i, a in enumerate(self.attrs)]
         self.part = np.zeros(len(ft.counts), np.int64)  # partition id per tuple, -1 dropped
         self.open = np.array([0], np.int64)
         self.next_id = 1
@@ -258,21 +258,23 @@ class _State:
 
     def _sides(self, d: int, t: np.ndarray, p: np.ndarray, stats: _Stats) -> np.ndarray:
         """Which part each tuple goes to when its partition is cut along attribute d."""
-        attr, v, c = self.attrs[d], self.values[t, d], self.ft.counts[t]
+        attr, v, c = self.attrs[d], self.columns[d][t], self.ft.counts[t]
         if isinstance(attr, _Tree):
             level = stats.lca[p, d] - 1
             return attr.codes[level, v].astype(np.int64)
-        order = np.lexsort((t, v, p))
+        # p is sorted and t ascending within each partition, so a stable sort on (p, v) keeps
+        # tuple order among ties (and is far faster than lexsort)
+        order = np.argsort(p * (int(v.max()) + 1) + v, kind="stable")
         inverse = np.empty_like(order)
         inverse[order] = np.arange(len(order))
         ps, vs, cs = p[order], v[order], c[order]
-        size = stats.size[ps].astype(float)
-        before = np.cumsum(cs) - cs
-        before = before - before[np.searchsorted(ps, ps)]  # records before, in the partition
-        half = size / 2
+        n_parts = len(stats.size)
+        # records before each tuple within its partition (partitions are contiguous in ps)
+        total = np.bincount(ps, weights=cs, minlength=n_parts)
+        before = np.cumsum(cs) - cs - (np.cumsum(total) - total)[ps]
+        half = stats.size[ps] / 2
         if self.relaxed:
             return (before + cs / 2 >= half).astype(np.int64)[inverse]
-        n_parts = len(stats.size)
         median = np.full(n_parts, np.iinfo(np.int64).max)
         reached = before + cs >= half
         np.minimum.at(median, ps[reached], vs[reached])
@@ -321,12 +323,12 @@ class _State:
     def _parts(self, t: np.ndarray, p: np.ndarray, side: np.ndarray):
         """Part of every tuple, each part's partition and side, whether it holds, its size."""
         radix = int(side.max()) + 1
-        uniq, sub = np.unique(p * radix + side, return_inverse=True)
-        classes = _classes(self.ft, t, sub.reshape(-1), len(uniq), self.sensitive)
+        uniq, sub = _dense(p * radix + side)
+        classes = _classes(self.ft, t, sub, len(uniq), self.sensitive)
         ok = np.ones(len(uniq), bool)
         for model in self.models:
             ok &= model.holds(classes)
-        return sub.reshape(-1), uniq // radix, uniq % radix, ok, classes.sizes
+        return sub, uniq // radix, uniq % radix, ok, classes.sizes
 
     def _drops(self, parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray, bad: np.ndarray,
                n_parts: int) -> np.ndarray:
@@ -352,25 +354,27 @@ class _State:
 
 
 class _Stats:
-    """Per open partition: size, value range per attribute, cut order of the attributes."""
+    """Per open partition: size, top rank (ordered attributes), lowest common ancestor (trees),
+    which attributes can be cut and in which order (widest first)."""
 
     def __init__(self, state: _State, members: np.ndarray, local: np.ndarray,
                  n_parts: int) -> None:
         starts = np.searchsorted(local, np.arange(n_parts))
-        values = state.values[members]
-        q = values.shape[1]
+        q = len(state.attrs)
         self.size = np.bincount(local, weights=state.ft.counts[members], minlength=n_parts)
-        self.lo = np.minimum.reduceat(values, starts, axis=0) if q else values[:0]
-        self.hi = np.maximum.reduceat(values, starts, axis=0) if q else values[:0]
+        self.hi = np.zeros((n_parts, q), np.int64)
         self.lca = np.zeros((n_parts, q), np.int64)
         width = np.zeros((n_parts, q))
         splittable = np.zeros((n_parts, q), bool)
         for d, attr in enumerate(state.attrs):
+            values = state.columns[d][members]
             if isinstance(attr, _Ordered):
-                width[:, d] = attr.width(self.lo[:, d], self.hi[:, d])
-                splittable[:, d] = self.lo[:, d] < self.hi[:, d]
+                lo = np.minimum.reduceat(values, starts)
+                self.hi[:, d] = np.maximum.reduceat(values, starts)
+                width[:, d] = attr.width(lo, self.hi[:, d])
+                splittable[:, d] = lo < self.hi[:, d]
             else:
-                lca, node = _lca(attr.codes, values[:, d], starts)
+                lca, node = _lca(attr.codes, values, starts)
                 self.lca[:, d] = lca
                 top = lca >= attr.codes.shape[0]
                 leaves = np.ones(n_parts)
@@ -384,6 +388,20 @@ class _Stats:
         self.order = np.argsort(-width, axis=1, kind="stable")
         self.splittable = splittable
         self.done = ~splittable.any(axis=1) if q else np.ones(n_parts, bool)
+
+
+def _dense(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and each key's index among them (``np.unique`` with the inverse).
+
+    A stable sort is much faster here: keys come in long sorted runs (by partition).
+    """
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.ones(len(key), bool)
+    new[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(len(key), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
 
 
 def _smallest_holding(parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray,
