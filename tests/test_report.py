@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin.anonymize import Result, anonymize
+from blendin.anonymize import Result, anonymize, apply_solution
 from blendin.datasets import hospital
 from blendin.demo import demo_spec
 from blendin.errors import BlendinError
@@ -346,6 +346,17 @@ def test_figures_on_random_tables(rows, k, limit):
         assert risks["homogeneous-0"][1] == homogeneous(result.data, qis, "dx")
     else:  # every released record is * in every QI: counted as suppressed, none at risk
         assert {after for _, after in risks.values()} == {"–"}
+
+
+def test_saved_solution_reapplied(full, patients):
+    result, _ = full
+    new = patients.sample(frac=1.0, random_state=5)  # same records, another order
+    again = apply_solution(new, result)
+    page = Page(render_report(again, original=new))
+    assert page.ids["fig-algorithm"] == "saved solution re-applied (a saved solution)"
+    assert page.ids["fig-metric"] == "–" and "fig-nodes" not in page.ids
+    assert page.ids["fig-released"] == count(len(again.data))
+    assert page.ids["before-risk-records"] == count(len(new))
 
 
 # -- writing -------------------------------------------------------------------------------

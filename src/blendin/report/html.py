@@ -173,11 +173,11 @@ def report_context(result, *, original=None, threshold: float = 0.2) -> dict[str
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         return version("blendin")
-    except Exception:  # noqa: BLE001 (a source checkout has no metadata; the report still works)
+    except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
 
 
