@@ -45,6 +45,7 @@ from blendin.models import (
     TCloseness,
     model_from_toml,
 )
+from blendin.report import render_report, write_report
 from blendin.risk import RiskReport, risk
 from blendin.spec import Spec
 
@@ -85,9 +86,11 @@ __all__ = [
     "intervals",
     "masking",
     "model_from_toml",
+    "render_report",
     "risk",
     "to_arrow",
     "to_csv",
     "tree",
+    "write_report",
     "write_table",
 ]
