@@ -186,8 +186,9 @@ def test_pitman_expected_uniques_tends_to_hoshinos_limit(monkeypatch):
     monkeypatch.setattr(RISK, "pitman_parameters", lambda j, f, n: (1.0, 0.5))
     got = pitman_uniques(np.array([1, 2]), np.array([3, 1]), 5, 10_000)
     assert got == pitman_expected_uniques(1.0, 0.5, 10_000)
-    monkeypatch.setattr(RISK, "pitman_parameters", lambda j, f, n: (3.0, 0.0))
-    assert math.isnan(pitman_uniques(np.array([1, 2]), np.array([3, 1]), 5, 10_000))
+    monkeypatch.setattr(RISK, "pitman_parameters", lambda j, f, n: (3.0, 0.0))  # Ewens
+    got = pitman_uniques(np.array([1, 2]), np.array([3, 1]), 5, 10_000)
+    assert got == pytest.approx(10_000 * 3 / (3 + 10_000 - 1), rel=1e-9)
 
 
 # -- edge cases --------------------------------------------------------------------------------
@@ -323,3 +324,49 @@ def test_pitman_is_consistent_when_the_fitted_theta_is_of_the_order_of_the_popul
     pitman = np.array([r.pitman for r in _mean_estimates(population, 0.9, 4, rng)])
     assert np.isfinite(pitman).sum() >= 2
     assert abs(np.nanmean(pitman) / truth - 1) < 0.03
+
+
+def _pitman_loglik(theta, alpha, sizes):
+    """Log of Pitman's sampling formula for one partition with these class sizes (the
+    constant n!/... part left out), in plain Python."""
+    n, u = sum(sizes), len(sizes)
+    value = sum(math.log(theta + i * alpha) for i in range(1, u))
+    value -= sum(math.log(theta + i) for i in range(1, n))
+    return value + sum(math.log(k - alpha) for size in sizes for k in range(1, size))
+
+
+# many uniques and a few big classes fit inside 0 < alpha < 1; evenly small classes at alpha = 0
+heavy_tailed = st.tuples(st.integers(0, 40), st.lists(st.integers(1, 6), max_size=20),
+                         st.lists(st.integers(2, 40), min_size=1, max_size=5))
+
+
+@settings(max_examples=80, deadline=None)
+@given(heavy_tailed)
+def test_pitman_fit_is_the_best_point_of_a_grid(parts):
+    ones, small, big = parts
+    sizes = np.array([1] * ones + small + big)
+    j, f = spectrum(sizes)
+    n = int(sizes.sum())
+    theta, alpha = pitman_parameters(j, f, n)
+    if math.isnan(theta):
+        return
+    assert 0 <= alpha < 1 and theta > -alpha
+    best = _pitman_loglik(theta, alpha, sizes.tolist())
+    for a in (0.0, 0.01, 0.1, 0.3, 0.5, 0.7, 0.9):
+        for t in (0.05, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 1e3, 1e4):
+            assert _pitman_loglik(t, a, sizes.tolist()) <= best + 1e-9
+    if alpha == 0:  # Ewens' equation for theta: sum theta / (theta + i), i < n, is the classes
+        assert sum(theta / (theta + i) for i in range(n)) == pytest.approx(len(sizes))
+
+
+def test_pitman_at_the_edge_alpha_zero_instead_of_falling_back_to_zayatz():
+    # An SNB population fits Pitman best at alpha = 0 (Ewens). Calling that "no solution"
+    # sent Dankar's rule to Zayatz, three times the truth here; the edge fit is close.
+    rng = np.random.default_rng(16)
+    population = _snb_population(rng, 20_000, 0.5, 0.3)
+    truth = int((population == 1).sum())
+    for fraction in (0.05, 0.09):
+        runs = _mean_estimates(population, fraction, 6, rng)
+        assert all(r.model == "pitman" for r in runs)
+        assert abs(np.mean([r.dankar for r in runs]) / truth - 1) < 0.15
+        assert np.mean([r.zayatz for r in runs]) / truth > 2

@@ -416,10 +416,45 @@ def _pitman_equations(theta: float, alpha: float, u: int, n: int, j: np.ndarray,
 
 
 def pitman_parameters(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, float]:
-    """Maximum-likelihood ``(theta, alpha)`` of Pitman's sampling formula (Hoshino 2001),
-    by Newton's method from a moment-based start; NaN when it does not converge."""
+    """Maximum-likelihood ``(theta, alpha)`` of Pitman's sampling formula (Hoshino 2001) over
+    ``0 <= alpha < 1``: Newton's method from a moment-based start, else the edge
+    ``alpha = 0`` (Ewens' formula) when the likelihood falls from there; NaN when neither
+    (e.g. no class of two or more: ``theta`` runs off to infinity).
+
+    >>> theta, alpha = pitman_parameters(np.array([1, 2, 3]), np.array([3, 3, 1]), 12)
+    >>> round(theta, 4), alpha
+    (6.1545, 0.0)
+    """
     j = np.asarray(j, dtype=np.int64)
     f = np.asarray(f, dtype=float)
+    theta, alpha = _pitman_newton(j, f, n)
+    return (theta, alpha) if not math.isnan(theta) else _ewens_edge(j, f, n)
+
+
+def _ewens_edge(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, float]:
+    """``(theta, 0)`` maximizing the likelihood at ``alpha = 0``, if the likelihood does not
+    rise into ``alpha > 0`` from there; else NaN (an inner maximum Newton missed)."""
+    u = int(f.sum())
+    if not 2 <= u < n:
+        return math.nan, math.nan
+    i = np.arange(1, n, dtype=float)
+    # the theta score at alpha = 0, (u-1)/theta - sum 1/(theta+i), has one root: bisect log theta
+    lo, hi = math.log(1e-12), math.log(1e18)
+    for _ in range(120):
+        mid = (lo + hi) / 2
+        if (u - 1) / math.exp(mid) > (1.0 / (math.exp(mid) + i)).sum():
+            lo = mid
+        else:
+            hi = mid
+    theta = math.exp((lo + hi) / 2)
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, int(j.max()), dtype=float))])
+    alpha_slope = u * (u - 1) / 2 / theta - float((f * harmonic[j - 1]).sum())
+    return (theta, 0.0) if alpha_slope <= 0 else (math.nan, math.nan)
+
+
+def _pitman_newton(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, float]:
+    """Newton's method on the score from a moment-based start; NaN when it does not
+    converge inside ``0 <= alpha < 1``."""
     u = int(f.sum())
     c1 = float(f[j == 1].sum())
     c2 = float(f[j == 2].sum()) or 1.0
@@ -451,10 +486,10 @@ def pitman_parameters(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, floa
 
 def pitman_uniques(j: np.ndarray, f: np.ndarray, n: int, population: float) -> float:
     """Pitman's model: the expected population uniques (:func:`pitman_expected_uniques`)
-    at the parameters fitted to the sample (Hoshino 2001). NaN when the likelihood has no
-    maximum with ``0 < alpha < 1``."""
+    at the parameters fitted to the sample (Hoshino 2001); with ``alpha = 0`` that is Ewens'
+    ``N theta / (theta + N - 1)``. NaN when the likelihood has no maximum."""
     theta, alpha = pitman_parameters(j, f, n)
-    if math.isnan(theta) or alpha <= 0:
+    if math.isnan(theta) or alpha < 0:
         return math.nan
     value = pitman_expected_uniques(theta, alpha, population)
     return value if 0 <= value <= population else math.nan
