@@ -440,7 +440,7 @@ def _ewens_edge(j: np.ndarray, f: np.ndarray, n: int) -> tuple[float, float]:
     i = np.arange(1, n, dtype=float)
     # the theta score at alpha = 0, (u-1)/theta - sum 1/(theta+i), has one root: bisect log theta
     lo, hi = math.log(1e-12), math.log(1e18)
-    for _ in range(120):
+    for _ in range(64):  # the bracket shrinks to 1e-17 in log theta
         mid = (lo + hi) / 2
         if (u - 1) / math.exp(mid) > (1.0 / (math.exp(mid) + i)).sum():
             lo = mid
