@@ -502,8 +502,8 @@ def pitman_expected_uniques(theta: float, alpha: float, population: float) -> fl
 
     Hoshino (2001) and ARX use its limit ``Gamma(theta+1) / Gamma(theta+alpha) * N**alpha``,
     which overstates the uniques by about ``(1 + theta/N)**(1-alpha)``: little when the
-    population dwarfs ``theta``, but 30% on samples that are nearly all unique, where the
-    fitted ``theta`` is of the order of ``N``.
+    population dwarfs ``theta``, but 30% in simulations where the fitted ``alpha`` is small
+    and ``theta`` of the order of ``N``.
 
     >>> round(pitman_expected_uniques(0.5, 0.0, 20), 6)  # Ewens: N theta / (theta + N - 1)
     0.512821
