@@ -41,58 +41,110 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     lattice = ctx.lattice
     if lattice.size > max_nodes:
         raise too_big(lattice.size, max_nodes)
-    nodes = lattice.nodes()
-    bound = ctx.lower_bounds(nodes)
-    height = nodes.sum(axis=1)
-    order = np.lexsort((bound, -height))
-    starts = np.flatnonzero(np.diff(height[order], prepend=-1))
-    layers = np.split(order, starts[1:])
-    # dead: proven unacceptable (failed monotone models, or below such a node)
-    dead = np.zeros(lattice.size, bool)
-    # a lower bound of the suppression penalty, passed down from generalizations
-    extra = np.zeros(lattice.size)
-    strides = np.array(lattice.strides, np.int64)
-    tops = np.array(lattice.heights) - 1
-    found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
-    best, leader = np.inf, None  # best figure; smallest policy key among its ties
-    limited = ctx.checker.limit > 0
-    for layer in layers:
-        # a node lies below a dead node iff one of its successors is dead (all successors
-        # are in the layer above, already settled); the settled suppression passes down too
-        # successors of the layer's nodes (the node itself where a QI is at its top)
-        above = np.where(nodes[layer] < tops, layer[:, None] + strides, layer[:, None])
-        dead[layer] |= dead[above].any(axis=1)
-        if limited:
-            extra[layer] = np.maximum(extra[layer], extra[above].max(axis=1))
-        # nodes of one layer do not cover each other: filter the layer once
-        live = layer[~dead[layer] & (bound[layer] <= best + tolerance(best))]
-        for j in live.tolist():
-            if bound[j] > best + tolerance(best):
-                break  # the layer is sorted by bound: the rest cannot win either
-            low = ctx.bound_with(bound[j], extra[j])
-            if low > best + tolerance(best):
-                continue
-            if leader is not None and limited and low >= best - tolerance(best):
-                # it can at most tie: it must come first by the policy to matter. (Without
-                # suppression such nodes are still checked: most fail, and a failure
-                # rules out all the nodes below it.)
-                key = ctx.static_key(nodes[j])
-                if key is not None and key > leader:
-                    continue
-            result = ctx.check(nodes[j])
-            extra[j] = max(extra[j], ctx.settled(result))
-            if not result.acceptable:
-                dead[j] = result.proven
-                continue
-            candidate = ctx.candidate(result)
-            if candidate.score > best + tolerance(best):
-                continue
-            found.append(candidate)
-            if candidate.score < best:
-                best = candidate.score
-                found = [c for c in found if c.score <= best + tolerance(best)]
-            ties = [ctx.static_key(c.levels) for c in found]
-            leader = min(ties) if None not in ties else None
-    if not found:
+    search = _Sweep(ctx)
+    search.run()
+    if not search.found:
         raise ctx.nothing_found()
-    return ctx.solution(ctx.best(found), "optimal")
+    return ctx.solution(ctx.best(search.found), "optimal")
+
+
+class _Sweep:
+    """The top-down sweep and its state (see the module's docstring)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        lattice = ctx.lattice
+        self.nodes = lattice.nodes()
+        self.bound = ctx.lower_bounds(self.nodes)
+        #: proven unacceptable (failed monotone models, or below such a node)
+        self.dead = np.zeros(lattice.size, bool)
+        #: 1 acceptable, -1 not, 0 not checked
+        self.status = np.zeros(lattice.size, np.int8)
+        #: a lower bound of the suppression penalty, passed down from generalizations
+        self.extra = np.zeros(lattice.size)
+        self.strides = np.array(lattice.strides, np.int64)
+        self.tops = np.array(lattice.heights) - 1
+        self.found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
+        self.best = np.inf
+        self.leader = None  # the smallest policy key among the ties of the best
+        self.limited = ctx.checker.limit > 0
+
+    def run(self) -> None:
+        nodes, bound, dead, extra = self.nodes, self.bound, self.dead, self.extra
+        height = nodes.sum(axis=1)
+        order = np.lexsort((bound, -height))
+        starts = np.flatnonzero(np.diff(height[order], prepend=-1))
+        for layer in np.split(order, starts[1:]):
+            # a node lies below a dead node iff one of its successors is dead (all
+            # successors are in the layer above, already settled); so does settled
+            # suppression. (Successor of a node at the top of a QI: the node itself.)
+            above = np.where(nodes[layer] < self.tops, layer[:, None] + self.strides,
+                             layer[:, None])
+            dead[layer] |= dead[above].any(axis=1)
+            if self.limited:
+                extra[layer] = np.maximum(extra[layer], extra[above].max(axis=1))
+            # nodes of one layer do not cover each other: filter the layer once
+            live = layer[~dead[layer] & (bound[layer] <= self.best + tolerance(self.best))]
+            for j in live.tolist():
+                if bound[j] > self.best + tolerance(self.best):
+                    break  # the layer is sorted by bound: the rest cannot win either
+                if dead[j] or not self.worth_checking(j):
+                    continue
+                result = self.visit(j)
+                if result.proven and not self.limited:
+                    # without suppression the acceptable nodes are few and high: a failing
+                    # node is worth extending upward, to rule out more below at once
+                    self.climb(j)
+
+    def worth_checking(self, j: int) -> bool:
+        """False when the node provably cannot be (or tie with a preferred) best node."""
+        best = self.best
+        low = self.ctx.bound_with(self.bound[j], self.extra[j])
+        if low > best + tolerance(best):
+            return False
+        if self.leader is not None and self.limited and low >= best - tolerance(best):
+            # it can at most tie: it must come first by the policy to matter. (Without
+            # suppression such nodes are still checked: most fail, and a failure rules
+            # out all the nodes below it.)
+            key = self.ctx.static_key(self.nodes[j])
+            if key is not None and key > self.leader:
+                return False
+        return True
+
+    def visit(self, j: int):
+        """Check node ``j`` and record what it shows."""
+        ctx = self.ctx
+        result = ctx.check(self.nodes[j])
+        self.extra[j] = max(self.extra[j], ctx.settled(result))
+        self.status[j] = 1 if result.acceptable else -1
+        if not result.acceptable:
+            self.dead[j] |= result.proven
+            return result
+        candidate = ctx.candidate(result)
+        best = self.best
+        if candidate.score > best + tolerance(best):
+            return result
+        self.found.append(candidate)
+        if candidate.score < best:
+            self.best = best = candidate.score
+            self.found = [c for c in self.found if c.score <= best + tolerance(best)]
+        keys = [ctx.static_key(c.levels) for c in self.found]
+        self.leader = min(keys) if None not in keys else None
+        return result
+
+    def climb(self, j: int) -> None:
+        """From a node proven unacceptable, walk up through unacceptable generalizations
+        as far as they go; everything below the last one is unacceptable."""
+        moved = True
+        while moved:
+            moved = False
+            levels = self.nodes[j]
+            ups = [j + int(s) for s, lv, top in zip(self.strides, levels, self.tops) if lv < top]
+            for s in sorted(ups, key=lambda u: self.bound[u]):
+                if self.status[s] == 1 or (self.status[s] == -1 and not self.dead[s]):
+                    continue
+                if self.status[s] == 0 and not self.visit(s).proven:
+                    continue
+                j, moved = s, True
+                break
+        self.dead |= (self.nodes <= self.nodes[j]).all(axis=1)
