@@ -265,28 +265,27 @@ class _State:
         # p is sorted and t ascending within each partition, so a stable sort on (p, v) keeps
         # tuple order among ties (and is far faster than lexsort)
         order = np.argsort(p * (int(v.max()) + 1) + v, kind="stable")
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order))
         ps, vs, cs = p[order], v[order], c[order]
         n_parts = len(stats.size)
+        half = stats.size / 2
         # records before each tuple within its partition (partitions are contiguous in ps)
         total = np.bincount(ps, weights=cs, minlength=n_parts)
         before = np.cumsum(cs) - cs - (np.cumsum(total) - total)[ps]
-        half = stats.size[ps] / 2
-        if self.relaxed:
-            return (before + cs / 2 >= half).astype(np.int64)[inverse]
+        if self.relaxed:  # cut between tuples: each goes where its middle record falls
+            side = np.empty(len(order), np.int64)
+            side[order] = before + cs / 2 >= half[ps]
+            return side
+        # strict: the weighted median value, then all tuples with it go to the side that
+        # balances the parts better (both parts must be non-empty)
         median = np.full(n_parts, np.iinfo(np.int64).max)
-        reached = before + cs >= half
+        reached = before + cs >= half[ps]
         np.minimum.at(median, ps[reached], vs[reached])
-        m = median[ps]
-        w_le = np.bincount(ps, weights=cs * (vs <= m), minlength=n_parts)
-        w_lt = np.bincount(ps, weights=cs * (vs < m), minlength=n_parts)
-        top = stats.hi[:, d]
-        le_ok = median < top
-        half_p = stats.size / 2
-        use_le = le_ok & ((w_lt == 0) | (np.abs(w_le - half_p) <= np.abs(w_lt - half_p)))
-        right = np.where(use_le[ps], vs > m, vs >= m)
-        return right.astype(np.int64)[inverse]
+        m = median[p]
+        w_le = np.bincount(p, weights=c * (v <= m), minlength=n_parts)
+        w_lt = np.bincount(p, weights=c * (v < m), minlength=n_parts)
+        le_ok = median < stats.hi[:, d]
+        use_le = le_ok & ((w_lt == 0) | (np.abs(w_le - half) <= np.abs(w_lt - half)))
+        return np.where(use_le[p], v > m, v >= m).astype(np.int64)
 
     def _evaluate(self, t: np.ndarray, p: np.ndarray, side: np.ndarray, n_parts: int,
                   allow_drop: bool, poolable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
