@@ -133,6 +133,7 @@ class Row:
     dataset: str
     case: str
     search_recode: float
+    recode: float
     whole: float
     nodes: int
     lattice: int
@@ -157,20 +158,25 @@ def bench_case(name: str, table: pa.Table, info: dict, case: str, models: list, 
     prepared = prepare(Source(table), spec)
     ft = prepared.ft
 
+    recode_times = []
+
     def search_and_recode():
         solution = find(ft, models, max_suppression=limit, metric="loss", algorithm=algorithm)
+        start = time.perf_counter()
         recoding = plan(ft, solution.levels, models)
         release = recode_all(table.to_batches(), recoding)
+        recode_times.append(time.perf_counter() - start)
         return solution, release
 
     seconds, (solution, release) = median_time(search_and_recode, runs)
+    recode = statistics.median(recode_times[1:])
     whole, result = median_time(lambda: anonymize(table, spec, algorithm=algorithm), runs)
     assert result.check.passed and tuple(result.levels.values()) == tuple(solution.levels)
     lattice = 1
     for h in ft.heights:
         lattice *= h
     return Row(name, case if algorithm == "optimal" else f"{case} [{algorithm}]", seconds,
-               whole, solution.nodes_checked, lattice, tuple(solution.levels),
+               recode, whole, solution.nodes_checked, lattice, tuple(solution.levels),
                table.num_rows - release.num_rows, result.utility["loss"])
 
 
@@ -217,14 +223,16 @@ def run_anjana(python: str, k: int, supp_percent: float, runs: int) -> dict | No
 
 
 def show(rows: list[Row]) -> None:
-    head = (f"{'data':<6} {'case':<38} {'search+recode':>13} {'ARX':>8} {'anonymize()':>11} "
+    head = (f"{'data':<6} {'case':<30} {'search+recode':>13} {'recode':>7} {'ARX':>7} "
+            f"{'anonymize()':>11} "
             f"{'nodes':>11} {'suppressed':>10} {'loss':>7}  node")
     print(head)
     print("-" * len(head))
     for r in rows:
         arx = ARX.get((r.dataset, r.case))
         arx_text = f"{arx * 1000:.0f} ms" if arx else ""
-        print(f"{r.dataset:<6} {r.case:<38} {r.search_recode * 1000:>10.1f} ms {arx_text:>8} "
+        print(f"{r.dataset:<6} {r.case:<30} {r.search_recode * 1000:>10.1f} ms "
+              f"{r.recode * 1000:>4.0f} ms {arx_text:>7} "
               f"{r.whole * 1000:>8.0f} ms {r.nodes:>5}/{r.lattice:<5} {r.suppressed:>10} "
               f"{r.loss:>7.4f}  {r.levels}")
 
@@ -238,6 +246,8 @@ def main() -> None:
     args = parser.parse_args()
     if not DATA.is_dir():
         sys.exit(f"no benchmark data at {DATA}")
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
+          "(timings on a busy machine are inflated)")
     rows = []
     for name in [args.only] if args.only else list(SETS):
         table, info = load(name)
