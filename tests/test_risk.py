@@ -154,9 +154,11 @@ def test_pitman_parameters_maximize_the_likelihood():
     for dt, da in ((1, 0), (-1, 0), (0, 1e-3), (0, -1e-3), (1, 1e-3), (-1, -1e-3)):
         assert _pitman_loglik(theta + dt * 1e-2 * theta, alpha + da, j, f, n) < best
     N = 2_000_000
-    expected = math.gamma(theta + 1) / math.gamma(theta + alpha) * N**alpha \
-        if theta < 150 else math.exp(math.lgamma(theta + 1) - math.lgamma(theta + alpha)) \
-        * N**alpha
+    # exact: N (theta+alpha)_(N-1) / (theta+1)_(N-1), rising factorials through lgamma
+    expected = N * math.exp(
+        math.lgamma(theta + alpha + N - 1) - math.lgamma(theta + alpha)
+        - math.lgamma(theta + N) + math.lgamma(theta + 1)
+    )
     assert pitman_uniques(np.array(j), np.array(f), n, N) == pytest.approx(expected)
 
 
