@@ -152,6 +152,19 @@ def test_negative_and_fractional_numbers_use_bracket_form():
     assert out.column("x").to_pylist() == ["[-3, -1]"] * 2 + ["[0.5, 2.5]"] * 2
 
 
+def test_missing_numbers_sort_last_and_a_mixed_group_shows_star():
+    values = ["", "1", "2", "3", "4", "5"]
+    h = Hierarchy.from_rows([[v, "*"] for v in values], kind="numeric",
+                            numbers=np.array([np.nan, 1, 2, 3, 4, 5]))
+    df = pd.DataFrame({"x": [None, None, "1", "2", "3", "4", "5", None]})
+    ft, p, out = run(df, {"x": h}, [KAnonymity(3)])
+    assert out.column("x").to_pylist() == ["*", "*", "1-4", "1-4", "1-4", "1-4", "*", "*"]
+    # NCP: 3/4 for the range 1-4 over 1..5, 1 for the mixed group
+    assert mondrian_utility(ft, p)["gcp"] == pytest.approx((4 * 0.75 + 4 * 1) / 8)
+    _, _, out = run(df, {"x": h}, [KAnonymity(2)])
+    assert out.column("x").to_pylist()[2:6] == ["1-2", "1-2", "3-4", "3-4"]
+
+
 def test_release_columns_group_and_original_row():
     df = pd.DataFrame({"name": list("abcdef"), "age": ["21", "22", "23", "51", "52", "53"],
                        "dx": ["x", "y", "x", "y", "x", "y"], "note": list("uvwxyz")})
