@@ -12,6 +12,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from blendin.anonymize import anonymize, apply_solution, load_solution
 from blendin.check import check
@@ -456,3 +458,52 @@ def test_to_dict_with_a_model_carrying_a_hierarchy_is_json():
     spec = random_spec(df, [KAnonymity(2), TCloseness("dx", 0.4, "hierarchical", dx)], 0.1)
     d = json.loads(json.dumps(anonymize(df, spec).to_dict()))
     assert d["models"][1]["distance"] == "hierarchical"
+
+
+def test_missing_values_take_the_missing_label():
+    df = people()
+    df["sex"] = ["f", None, "m", "m", np.nan]
+    sex = Hierarchy.from_rows([["", "*"], ["f", "*"], ["m", "*"]])
+    spec = people_spec(quasi_identifiers={"age": age_hierarchy(df.age), "sex": sex})
+    result = anonymize(df, spec)
+    # missing sex is a value of its own ("" here): (*, "") holds bea and ed, (*, m) cy and
+    # dan; ann, the only f, is suppressed
+    assert result.levels == {"age": 2, "sex": 0}
+    assert result.data.sex.tolist() == ["", "m", "m", ""]
+    assert result.data.dx.tolist() == ["gout", "flu", "cold", "flu"]
+    assert check(result.data, spec).passed
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_random_releases_keep_and_drop_agree_with_pandas(data):
+    seed = data.draw(st.integers(0, 10_000))
+    n = data.draw(st.integers(20, 200))
+    df = random_table(seed, n)
+    k = data.draw(st.integers(2, 6))
+    models = [KAnonymity(k)]
+    extra = data.draw(st.sampled_from(["none", "l", "t"]))
+    if extra == "l":
+        models.append(DistinctLDiversity("dx", 2))
+    elif extra == "t":
+        models.append(TCloseness("dx", 0.4))
+    limit = data.draw(st.sampled_from([0.0, 0.05, 0.2]))
+    spec = random_spec(df, models, limit)
+    try:
+        dropped = anonymize(df, spec)
+    except BlendinError as error:  # e.g. the whole table is not 2-diverse
+        assert error.fix
+        return
+    kept = anonymize(df, spec, suppressed="keep")
+    qis = ["age", "zip", "sex"]
+    assert kept.levels == dropped.levels and len(kept.data) == n
+    stars = (kept.data[qis] == "*").all(axis=1).to_numpy()
+    top = all(dropped.levels[q] == h.height - 1 for q, h in dropped.hierarchies.items())
+    if not top:  # below the top node, rows all * are exactly the suppressed ones
+        assert stars.sum() == dropped.suppressed <= limit * n
+        pd.testing.assert_frame_equal(dropped.data,
+                                      kept.data[~stars].reset_index(drop=True))
+        assert dropped.data.dx.tolist() == df.dx[~stars].tolist()
+    sizes = dropped.data.groupby(qis).size()
+    assert (dropped.classes, dropped.min_class_size) == (len(sizes), sizes.min())
+    assert sizes.min() >= k

@@ -114,6 +114,7 @@ class Result:
             "seconds": round(self.seconds, 6),
             "models": [_model_dict(m) for m in self.spec.models],
             "check_passed": _check_passed(self.check),
+            "check": self.check.to_dict() if hasattr(self.check, "to_dict") else None,
             "applied_from": self.applied_from,
         }
 
