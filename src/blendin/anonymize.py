@@ -181,8 +181,8 @@ def _plain(value):
 
 def _fmt(value) -> str:
     if isinstance(value, float | np.floating):
-        if float(value).is_integer() and abs(value) >= 1000:
-            return f"{int(value):,}"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
         return f"{value:.4g}"
     return str(value)
 

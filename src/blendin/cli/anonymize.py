@@ -99,7 +99,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     chosen level per quasi-identifier, the records suppressed, the classes, the utility
     figures, the nodes checked and the time.
 
-    Example: blendin anonymize patients.csv --spec release.toml -o release.csv --report r.html
+    Example: blendin anonymize patients.csv --spec release.toml -o release.csv
     """
     from blendin.anonymize import anonymize
     from blendin.progress import Progress
