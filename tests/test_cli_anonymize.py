@@ -242,3 +242,23 @@ def test_report_option(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["report"] == str(report)
     assert report.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_delimiter_and_encoding_options(tmp_path):
+    rows = ["sex;city;dx"] + [f"{s};Zürich;{d}" for s, d in
+                              [("f", "a"), ("f", "b"), ("m", "a"), ("m", "c"), ("m", "a")]]
+    data = tmp_path / "latin.csv"
+    data.write_bytes("\n".join(rows).encode("latin-1"))
+    spec = tmp_path / "s.toml"
+    spec.write_text('[quasi_identifiers]\nsex = { flat = true }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    out = tmp_path / "out.csv"
+    bad = run("anonymize", data, "--spec", spec, "-o", out, "--delimiter", ";")
+    assert bad.exit_code == 2 and "latin-1" in bad.stderr and not out.exists()
+    good = run("anonymize", data, "--spec", spec, "-o", out, "--delimiter", ";",
+               "--encoding", "latin-1", "--output-delimiter", ";", "--quiet")
+    assert good.exit_code == 0, good.output
+    back = out.read_text(encoding="utf-8").splitlines()
+    assert back[0] == '"sex";"city";"dx"'
+    assert back[1:] == ['"f";"Zürich";"a"', '"f";"Zürich";"b"', '"m";"Zürich";"a"',
+                        '"m";"Zürich";"c"', '"m";"Zürich";"a"']
