@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, as_text
+from blendin.frequency import Classes, FrequencyTable, as_text
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.models import PrivacyModel
 
@@ -97,7 +97,7 @@ class Recoding:
 
 
 def violating_classes(ft: FrequencyTable, levels: Sequence[int],
-                      models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, object]:
+                      models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
     """At node ``levels``: a bool per class (True = violates some model), each tuple's
     class id, and the Classes."""
     classes, class_of_tuple = ft.classes_at(levels)
