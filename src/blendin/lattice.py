@@ -138,6 +138,12 @@ class Groups:
             self._keys = None
         return self._codes
 
+    def codes_of(self, index: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The code columns of the classes ``index`` only."""
+        if self._codes is None:
+            return _decode(np.take(self._keys, index), self._radices)
+        return tuple(np.take(c, index) for c in self._codes)
+
     @property
     def hists(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         if self._hists is None:
@@ -151,13 +157,14 @@ class Groups:
                 self._pending = None
         return self._hists
 
-    def triples(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(class, value, count) of ``attr``; classes may repeat a value (not yet summed)."""
+    def triples(self, attr: str):
+        """(class, value, count, through) of ``attr``: the class of a triple is
+        ``through[class]`` when ``through`` is not None (histograms not summed yet)."""
         if self._hists is None and self._pending is not None:
             finer, inverse = self._pending
             rows, vals, counts = finer[attr]
-            return np.take(inverse, rows), vals, counts
-        return self.hists[attr]
+            return rows, vals, counts, inverse
+        return (*self.hists[attr], None)
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -290,7 +297,8 @@ class Checker:
         for attr in self.attrs:
             hist = ft.sensitive[attr]
             rows, vals = np.nonzero(hist)
-            hists[attr] = (rows.astype(np.int64), vals.astype(np.int64), hist[rows, vals])
+            hists[attr] = (rows.astype(np.int64), vals.astype(np.int64),
+                           hist[rows, vals].astype(float))
         return Groups(levels, ft.counts.astype(np.int64), hists, codes=codes)
 
     # ---- grouping -------------------------------------------------------------------------
@@ -397,15 +405,16 @@ class Checker:
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
         """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""
-        position = np.full(len(groups), -1, np.int64)
+        # other classes go to one extra row, dropped at the end
+        position = np.full(len(groups), len(live), np.int64)
         position[live] = np.arange(len(live))
-        rows, vals, counts = groups.triples(attr)
+        rows, vals, counts, through = groups.triples(attr)
+        if through is not None:
+            position = np.take(position, through)
         width = len(self.ft.domains[attr].labels)
-        at = np.take(position, rows)
-        keep = at >= 0
-        flat = at[keep] * width + vals[keep]
-        dense = np.bincount(flat, weights=counts[keep], minlength=len(live) * width)
-        return {attr: dense.astype(np.int64).reshape(len(live), width)}
+        flat = np.take(position, rows) * width + vals
+        dense = np.bincount(flat, weights=counts, minlength=(len(live) + 1) * width)
+        return {attr: dense[:len(live) * width].astype(np.int64).reshape(len(live), width)}
 
     def suppressed_tuples(self, levels: Sequence[int]) -> np.ndarray:
         """Bool per tuple of the frequency table: its records are suppressed at ``levels``."""
@@ -511,7 +520,7 @@ def _ranked_key(cols: Sequence[np.ndarray], rad: Sequence[int]) -> np.ndarray:
 
 
 def _roll_hist(cls: np.ndarray, vals: np.ndarray, counts: np.ndarray, n_classes: int):
-    """Sum sparse (class, value, count) triples that share class and value."""
+    """Sum sparse (class, value, count) triples that share class and value (float counts)."""
     if len(cls) == 0:
         return cls, vals, counts
     width = int(vals.max()) + 1
@@ -520,8 +529,8 @@ def _roll_hist(cls: np.ndarray, vals: np.ndarray, counts: np.ndarray, n_classes:
     if span <= _DENSE_FACTOR * len(pair) + _DENSE_SLACK:
         dense = np.bincount(pair, weights=counts, minlength=span)
         nz = np.flatnonzero(dense)
-        return nz // width, nz % width, dense[nz].astype(np.int64)
+        return nz // width, nz % width, dense[nz]
     inverse, uniq = pd.factorize(pair, sort=False)
-    summed = np.bincount(inverse, weights=counts, minlength=len(uniq)).astype(np.int64)
+    summed = np.bincount(inverse, weights=counts, minlength=len(uniq))
     uniq = np.asarray(uniq, np.int64)
     return uniq // width, uniq % width, summed

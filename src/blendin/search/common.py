@@ -143,16 +143,20 @@ class Context:
         bad = np.flatnonzero(result.violating if mask is None else mask)
         if not len(bad) or self.metric == "height":
             return 0.0
-        sizes = result.groups.sizes[bad].astype(float)
-        codes = np.stack([c[bad] for c in result.groups.codes], axis=1)
-        cells = self.costs.cells(result.levels, codes)
-        w = self.weights
-        if self.metric == "entropy":
-            extra = (np.log2(self.n) - cells["log_mass"]) @ w
-            return float(sizes @ extra)
-        name = {"loss": "loss", "gcp": "ncp", "precision": "share"}[self.metric]
-        extra = (1.0 - np.asarray(cells[name], dtype=float)) @ w
-        return float(finish_cell_metric(self.metric, float(sizes @ extra), self.n, len(w)))
+        sizes = np.take(result.groups.weights, bad)
+        codes = result.groups.codes_of(bad)
+        costs, metric = self.costs, self.metric
+        per_class = np.zeros(len(bad))
+        for i, (lv, w) in enumerate(zip(result.levels, self.weights)):
+            if metric == "precision":
+                per_class += w * (1.0 - costs.share[i][lv])
+                continue
+            table = {"loss": costs.loss, "gcp": costs.ncp, "entropy": costs.log_mass}[metric]
+            cell = np.take(table[i][lv], codes[i])
+            per_class += w * ((np.log2(self.n) - cell) if metric == "entropy" else 1.0 - cell)
+        raw = float(sizes @ per_class)
+        return raw if metric == "entropy" else float(
+            finish_cell_metric(metric, raw, self.n, len(self.weights)))
 
     def settled(self, result: NodeCheck) -> float:
         """What the suppression this node's check settles implies for every specialization.

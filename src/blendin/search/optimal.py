@@ -31,7 +31,7 @@ MAX_NODES = 1_000_000
 def too_big(size: int, max_nodes: int) -> BlendinError:
     return BlendinError(
         f"the generalization lattice has {size:,} nodes, more than the {max_nodes:,} an "
-        "optimal search visits",
+        "exact lattice search visits",
         fix='use algorithm = "datafly" (greedy) or algorithm = "mondrian" (local '
         "recoding), use fewer quasi-identifiers or hierarchy levels, or raise max_nodes")
 
