@@ -210,3 +210,22 @@ def test_reads_adult():
     table = src.read_all()
     assert table.num_rows == 30162
     assert table.column("salary-class").to_pylist()[0] == "<=50K"
+
+
+def test_written_files_follow_the_umask_or_keep_the_replaced_files_mode(tmp_path):
+    import os
+    import stat
+
+    from blendin.io import write_table, write_text
+
+    old = os.umask(0o022)
+    try:
+        fresh = write_table(pa.table({"a": ["x"]}), tmp_path / "release.csv")
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+        note = tmp_path / "note.txt"
+        note.write_text("old")
+        note.chmod(0o600)
+        write_text(note, "new")
+        assert note.read_text() == "new" and stat.S_IMODE(note.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)

@@ -195,7 +195,7 @@ def _as_pandas(data) -> pd.DataFrame:
 def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     """Write hospital.csv, deidentified.csv, voters.csv, spec.toml and release.csv to
     ``out`` (created if needed), each atomically."""
-    from blendin.io import write_table
+    from blendin.io import write_table, write_text
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -205,20 +205,7 @@ def write_demo(demo: Demo, out: str | Path) -> list[Path]:
                         ("release.csv", demo.release)):
         table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
         written.append(write_table(table, folder / name))
-    written.append(_write_text(folder / "spec.toml", demo.spec.to_toml()))
+    written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
     return written
 
 
-def _write_text(path: Path, text: str) -> Path:
-    import os
-    import tempfile
-
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path

@@ -14,6 +14,7 @@ import io
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -389,20 +390,54 @@ def write_table(
     if suffix not in writers:
         raise BlendinError(f"cannot write {str(path)!r}: unknown file type {suffix!r}",
                            fix=f"use one of {', '.join(WRITE_SUFFIXES)}")
+    options = {"delimiter": _delimiter_option(delimiter) or ",", "styler": xlsx_styler}
+    with atomic_path(path) as temp:
+        writers[suffix](table, temp, **options)
+    return path
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """A temporary path beside ``path``, renamed over it when the block completes.
+
+    On any error the temporary file is removed and an existing ``path`` is untouched. The
+    file gets the permissions a new file would (the umask), or those of the file it replaces.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "note.txt"
+    >>> with atomic_path(target) as temp:
+    ...     _ = pathlib.Path(temp).write_text("done")
+    >>> target.read_text()
+    'done'
+    """
+    path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise BlendinError(f"folder {str(folder)!r} does not exist",
                            fix="create it first or write somewhere else")
-    options = {"delimiter": _delimiter_option(delimiter) or ",", "styler": xlsx_styler}
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     try:
-        writers[suffix](table, temp, **options)
+        yield temp
+        os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    return path
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write UTF-8 text atomically (see :func:`atomic_path`)."""
+    with atomic_path(path) as temp, open(temp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return Path(path)
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def _write_csv(table: pa.Table, path: str, *, delimiter: str, styler) -> None:

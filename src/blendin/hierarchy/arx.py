@@ -10,8 +10,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -268,14 +266,8 @@ def to_csv(hierarchy: Hierarchy, path: str | Path, delimiter: str = ";") -> Path
         rows = rows[np.argsort(hierarchy.numbers, kind="stable")]  # NaN (missing) last
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=delimiter, lineterminator="\n").writerows(rows.tolist())
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(buffer.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from blendin.io import write_text
+
+    write_text(path, buffer.getvalue())
     return path
 

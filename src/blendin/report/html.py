@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 
 from blendin.errors import BlendinError
 from blendin.frequency import as_text
+from blendin.io import write_text
 from blendin.report import plots
 from blendin.risk import RiskReport, class_sizes, risk
 
@@ -112,24 +112,6 @@ def render_report(result, *, original=None, threshold: float = 0.2) -> str:
     """The report as HTML text (see :func:`write_report`)."""
     context = report_context(result, original=original, threshold=threshold)
     return _template().render(**context)
-
-
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write text atomically: a temporary file in the same folder, then a rename."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    # mkstemp makes the file private (0600); a report is an ordinary document
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _template():
