@@ -209,3 +209,32 @@ def test_nothing_acceptable_says_how_much_suppression_is_needed():
     ft = FrequencyTable.from_table(pd.DataFrame({"race": ["a", "a", "b"]}), {"race": race})
     with pytest.raises(BlendinError, match=r"max_suppression >= 0\.3333"):
         find(ft, [KAnonymity(2)])
+
+
+def test_progress_reports_checks_and_lattice_size():
+    ft = worked_table()
+    calls = []
+    solution = find(ft, [KAnonymity(2)], algorithm="exhaustive",
+                    progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, 6) for i in range(1, 7)]
+    assert solution.nodes_checked == 6 and solution.lattice_size == 6
+    assert solution.named_levels == {"race": 0, "zip": 2}
+
+
+@pytest.mark.parametrize("algorithm", ["binary", "datafly", "exhaustive"])
+def test_solution_figures_match_the_metrics_module(algorithm):
+    ft = worked_table()
+    solution = find(ft, [KAnonymity(2)], max_suppression=2 / 8, algorithm=algorithm,
+                    weights={"zip": 3})
+    suppressed = Checker(ft, [KAnonymity(2)], 2 / 8).suppressed_tuples(solution.levels)
+    figures = utility_of_node(ft, solution.levels, suppressed, weights={"zip": 3})
+    assert solution.utility == pytest.approx(figures)
+    assert solution.score == pytest.approx(figures["loss"])
+
+
+def test_weights_change_the_choice():
+    ft = worked_table()
+    # no suppression: (1,1) costs race 1 + zip 1/3, (0,2) costs zip 1; weighting zip up
+    # makes generalizing race the cheaper way
+    assert find(ft, [KAnonymity(2)]).levels == (0, 2)
+    assert find(ft, [KAnonymity(2)], weights={"zip": 4}).levels == (1, 1)
