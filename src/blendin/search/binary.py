@@ -6,8 +6,9 @@ height holding an acceptable node is found by binary search, checking the nodes 
 until one is acceptable. All acceptable nodes of that height are then returned: they are
 the k-minimal generalizations of lowest height (nothing lower is acceptable). The one
 chosen follows the preference policy, the metric breaking ties (the metric alone when there
-is no policy). With models that are not monotone the heights are scanned upward instead,
-which stays exact.
+is no policy). Nodes below a failing node are not checked (they fail too); each node is
+checked at most once. With models that are not monotone the heights are scanned upward
+instead, which stays exact.
 """
 
 from __future__ import annotations
@@ -18,12 +19,47 @@ from blendin.search.common import Context, Solution
 from blendin.search.optimal import MAX_NODES, too_big
 
 
-def _layer(nodes: np.ndarray, height: np.ndarray, h: int) -> np.ndarray:
-    return nodes[height == h]
+class _Layers:
+    """The lattice by height, with nodes proven unacceptable passed down (monotone models:
+    a node below an unacceptable one is unacceptable)."""
 
+    def __init__(self, ctx: Context) -> None:
+        lattice = ctx.lattice
+        self.ctx = ctx
+        self.nodes = lattice.nodes()
+        height = self.nodes.sum(axis=1)
+        order = np.argsort(-height, kind="stable")
+        starts = np.flatnonzero(np.diff(height[order], prepend=-1))
+        self.by_height = {int(height[layer[0]]): layer for layer in np.split(order, starts[1:])}
+        self.dead = np.zeros(lattice.size, bool)
+        self.strides = np.array(lattice.strides, np.int64)
+        self.tops = np.array(lattice.heights) - 1
+        self.monotone = ctx.checker.monotone
+        self.seen: dict[int, object] = {}
 
-def _any_acceptable(ctx: Context, layer: np.ndarray) -> bool:
-    return any(ctx.check(levels).acceptable for levels in layer)
+    def live(self, h: int) -> np.ndarray:
+        """Nodes of height ``h`` not yet proven unacceptable."""
+        if self.monotone:
+            for above_h in sorted(self.by_height, reverse=True):
+                if above_h < h:
+                    break
+                layer = self.by_height[above_h]
+                above = np.where(self.nodes[layer] < self.tops,
+                                 layer[:, None] + self.strides, layer[:, None])
+                self.dead[layer] |= self.dead[above].any(axis=1)
+        layer = self.by_height[h]
+        return layer[~self.dead[layer]]
+
+    def candidate(self, j: int):
+        """The node's Candidate if it is acceptable, else None (each node checked once)."""
+        if j not in self.seen:
+            result = self.ctx.check(self.nodes[j])
+            self.dead[j] |= result.proven
+            self.seen[j] = self.ctx.candidate(result) if result.acceptable else None
+        return self.seen[j]
+
+    def any_acceptable(self, h: int) -> bool:
+        return any(self.candidate(j) is not None for j in self.live(h).tolist())
 
 
 def binary(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
@@ -31,8 +67,7 @@ def binary(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     lattice = ctx.lattice
     if lattice.size > max_nodes:
         raise too_big(lattice.size, max_nodes)
-    nodes = lattice.nodes()
-    height = nodes.sum(axis=1)
+    layers = _Layers(ctx)
     top = lattice.max_height
     if ctx.checker.monotone:
         if not ctx.check(lattice.top).acceptable:
@@ -40,20 +75,15 @@ def binary(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
         low, high = 0, top  # invariant: height `high` is feasible
         while low < high:
             mid = (low + high) // 2
-            if _any_acceptable(ctx, _layer(nodes, height, mid)):
+            if layers.any_acceptable(mid):
                 high = mid
             else:
                 low = mid + 1
         lowest = high
     else:
-        lowest = next((h for h in range(top + 1)
-                       if _any_acceptable(ctx, _layer(nodes, height, h))), None)
+        lowest = next((h for h in range(top + 1) if layers.any_acceptable(h)), None)
         if lowest is None:
             raise ctx.nothing_found()
-    found = []
-    for levels in _layer(nodes, height, lowest):
-        result = ctx.check(levels)
-        if result.acceptable:
-            found.append(ctx.candidate(result))
+    found = [c for c in map(layers.candidate, layers.live(lowest).tolist()) if c is not None]
     chosen = ctx.by_policy(found)
     return ctx.solution(chosen, "binary", minimal=[c.levels for c in found])
