@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
-from blendin.models import KAnonymity
-from blendin.release import ClassKeyer, plan, recode, recode_all
+from blendin.models import DistinctLDiversity, KAnonymity
+from blendin.release import ClassKeyer, plan, recode, recode_all, violating_classes
 
 AGE = Hierarchy.from_rows([
     ["21", "20-29", "*"], ["22", "20-29", "*"], ["23", "20-29", "*"], ["24", "20-29", "*"],
@@ -151,3 +151,26 @@ def test_unknown_tuples_get_negative_keys_after_overflow():
     assert keyer.ranks  # the overflow path is used
     assert (keyer(np.array([[2, 2], [7, 0]])) < 0).all()
     assert (keyer(known) >= 0).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 3), st.integers(0, 2), st.integers(1, 5))
+def test_violating_classes_agree_with_the_frequency_table(seed, la, lb, k):
+    rng = np.random.default_rng(seed)
+    n = 80
+    df = pd.DataFrame({"a": rng.integers(0, 8, n), "b": rng.integers(0, 5, n),
+                       "s": rng.choice(["x", "y", "z"], n), "u": rng.choice(["p", "q"], n)})
+    hier = {
+        "a": Hierarchy.from_rows([[str(i), f"{i // 2}", f"{i // 4}", "*"] for i in range(8)]),
+        "b": Hierarchy.from_rows([[str(i), "lo" if i < 2 else "hi", "*"] for i in range(5)]),
+    }
+    ft = FrequencyTable.from_table(df, hier, ["s", "u"])
+    models = [KAnonymity(k), DistinctLDiversity("s", 2)]
+    bad, class_of_tuple, classes = violating_classes(ft, [la, lb], models)
+    reference, ref_of_tuple = ft.classes_at([la, lb])
+    assert np.array_equal(class_of_tuple, ref_of_tuple)
+    assert np.array_equal(classes.sizes, reference.sizes)
+    assert np.array_equal(classes.histograms["s"], reference.histograms["s"])
+    assert "u" not in classes.histograms  # no model reads it
+    expected = (reference.sizes < k) | ((reference.histograms["s"] > 0).sum(axis=1) < 2)
+    assert np.array_equal(bad, expected)

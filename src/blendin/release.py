@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, as_text
+from blendin.frequency import Classes, FrequencyTable, as_text, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.models import PrivacyModel
 
@@ -99,9 +99,22 @@ class Recoding:
 def violating_classes(ft: FrequencyTable, levels: Sequence[int],
                       models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
     """At node ``levels``: a bool per class (True = violates some model), each tuple's
-    class id, and the Classes."""
-    classes, class_of_tuple = ft.classes_at(levels)
-    ok = np.ones(len(classes), dtype=bool)
+    class id, and the Classes (with the histograms the models use, no others)."""
+    key = combine_keys(ft.generalized(levels), [
+        len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)])
+    uniq, class_of_tuple = np.unique(key, return_inverse=True)
+    class_of_tuple = class_of_tuple.reshape(-1)
+    n_classes = len(uniq)
+    sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
+    used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.sensitive}
+    histograms = {}
+    for name in used:
+        hist = ft.sensitive[name]
+        flat = (class_of_tuple[:, None] * hist.shape[1] + np.arange(hist.shape[1])).ravel()
+        grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
+        histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
+    classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
+    ok = np.ones(n_classes, dtype=bool)
     for model in models:
         ok &= np.asarray(model.holds(classes), dtype=bool)
     return ~ok, class_of_tuple, classes
