@@ -159,32 +159,51 @@ class Context:
             finish_cell_metric(metric, raw, self.n, len(self.weights)))
 
     def settled(self, result: NodeCheck) -> float:
-        """What the suppression this node's check settles implies for every specialization.
+        """Records whose suppression this node's check settles for every specialization.
 
         With suppression, the classes the monotone-with-suppression models reject here hold
-        records that are suppressed at every specialization too. For cell metrics the value
-        is their suppression penalty here (a suppressed record costs more the less its cells
-        are generalized); for discernibility and AECS, their number of records. Larger
-        values are stronger; :meth:`bound_with` turns one into a lower bound.
+        records that are suppressed at every specialization too (0 without suppression).
+        :meth:`bound_with` turns this into a lower bound of a specialization's figure.
         """
-        if self.checker.limit == 0 or result.settled is None or not result.settled.any():
+        if self.checker.limit == 0 or result.settled is None:
             return 0.0
-        if self.metric in CELL_METRICS:
-            return self._penalty(result, result.settled)
-        return float(result.groups.sizes[result.settled].sum())
+        return float(result.groups.weights @ result.settled)
 
-    def bound_with(self, bound: float, settled: float) -> float:
-        """A lower bound of a node's figure from its unsuppressed bound and a value of
-        :meth:`settled` from itself or a generalization."""
-        if not settled:
-            return bound
+    def record_floors(self, nodes: np.ndarray) -> np.ndarray:
+        """Per node, the least a suppressed record adds to a cell metric there: its cells
+        would otherwise cost at most the dearest cell of each level."""
+        if self.metric not in CELL_METRICS or self.metric == "height":
+            return np.zeros(len(nodes))
+        costs, raw = self.costs, np.zeros(len(nodes))
+        for i, w in enumerate(self.weights):
+            if self.metric == "precision":
+                saved = 1.0 - costs.share[i]
+            else:
+                table = {"loss": costs.loss, "gcp": costs.ncp, "entropy": costs.log_mass}[
+                    self.metric][i]
+                dearest = np.array([t.max() if len(t) else 0.0 for t in table])
+                saved = (np.log2(self.n) - dearest) if self.metric == "entropy" else (
+                    1.0 - dearest)
+            raw += w * np.maximum(saved, 0.0)[nodes[:, i]]
+        if self.metric == "entropy":
+            return raw
+        return finish_cell_metric(self.metric, raw, self.n, len(self.weights))
+
+    def bound_with(self, bound: float, records: float, floor: float = 0.0,
+                   penalty: float = 0.0) -> float:
+        """A lower bound of a node's figure from its unsuppressed ``bound``, ``records``
+        settled as suppressed (:meth:`settled`, here or at a generalization) with ``floor``
+        the least each adds (:meth:`record_floors`), and a suppression ``penalty`` known for
+        a generalization (a record suppressed costs more at a finer node)."""
         if self.metric in CELL_METRICS:
-            return bound + settled
+            return bound + max(penalty, records * floor)
+        if not records:
+            return bound
         if self.metric == "discernibility":
             # a suppressed record costs n instead of its tuple's count (at most the largest)
-            return bound + settled * (self.n - float(self.ft.counts.max()))
+            return bound + records * (self.n - float(self.ft.counts.max()))
         # aecs: the kept classes hold at most n - s records, so number at most n - s
-        return max(bound, self.n / (min(len(self.ft.counts), self.n - settled) + 1))
+        return max(bound, self.n / (min(len(self.ft.counts), self.n - records) + 1))
 
     def candidate(self, result: NodeCheck) -> Candidate:
         return Candidate(result.levels, self.score(result), result.n_suppressed,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from blendin.errors import BlendinError
+from blendin.metrics import CELL_METRICS
 from blendin.search.common import Candidate, Context, Solution, tolerance
 
 #: the largest lattice searched by default
@@ -60,8 +61,14 @@ class _Sweep:
         self.dead = np.zeros(lattice.size, bool)
         #: 1 acceptable, -1 not, 0 not checked
         self.status = np.zeros(lattice.size, np.int8)
-        #: a lower bound of the suppression penalty, passed down from generalizations
-        self.extra = np.zeros(lattice.size)
+        #: records settled as suppressed, and a suppression penalty known, at the node or a
+        #: generalization (passed down: both bound the node's figure from below)
+        self.records = np.zeros(lattice.size)
+        self.penalty = np.zeros(lattice.size)
+        self.floor = ctx.record_floors(self.nodes)
+        #: with only monotone models, the suppressed classes are exactly the settled ones,
+        #: so an acceptable node's penalty holds for its specializations
+        self.exact_penalty = ctx.checker.monotone
         self.strides = np.array(lattice.strides, np.int64)
         self.tops = np.array(lattice.heights) - 1
         self.found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
@@ -70,7 +77,8 @@ class _Sweep:
         self.limited = ctx.checker.limit > 0
 
     def run(self) -> None:
-        nodes, bound, dead, extra = self.nodes, self.bound, self.dead, self.extra
+        nodes, bound, dead = self.nodes, self.bound, self.dead
+        records, penalty = self.records, self.penalty
         height = nodes.sum(axis=1)
         order = np.lexsort((bound, -height))
         starts = np.flatnonzero(np.diff(height[order], prepend=-1))
@@ -82,7 +90,8 @@ class _Sweep:
                              layer[:, None])
             dead[layer] |= dead[above].any(axis=1)
             if self.limited:
-                extra[layer] = np.maximum(extra[layer], extra[above].max(axis=1))
+                records[layer] = np.maximum(records[layer], records[above].max(axis=1))
+                penalty[layer] = np.maximum(penalty[layer], penalty[above].max(axis=1))
             # nodes of one layer do not cover each other: filter the layer once
             live = layer[~dead[layer] & (bound[layer] <= self.best + tolerance(self.best))]
             for j in live.tolist():
@@ -99,7 +108,8 @@ class _Sweep:
     def worth_checking(self, j: int) -> bool:
         """False when the node provably cannot be (or tie with a preferred) best node."""
         best = self.best
-        low = self.ctx.bound_with(self.bound[j], self.extra[j])
+        low = self.ctx.bound_with(self.bound[j], self.records[j], self.floor[j],
+                                  self.penalty[j])
         if low > best + tolerance(best):
             return False
         if self.leader is not None and self.limited and low >= best - tolerance(best):
@@ -115,12 +125,15 @@ class _Sweep:
         """Check node ``j`` and record what it shows."""
         ctx = self.ctx
         result = ctx.check(self.nodes[j])
-        self.extra[j] = max(self.extra[j], ctx.settled(result))
+        if self.limited:
+            self.records[j] = max(self.records[j], ctx.settled(result))
         self.status[j] = 1 if result.acceptable else -1
         if not result.acceptable:
             self.dead[j] |= result.proven
             return result
         candidate = ctx.candidate(result)
+        if self.limited and self.exact_penalty and ctx.metric in CELL_METRICS:
+            self.penalty[j] = max(self.penalty[j], candidate.score - self.bound[j])
         best = self.best
         if candidate.score > best + tolerance(best):
             return result
