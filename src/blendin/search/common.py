@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,15 +113,30 @@ class Context:
     def lower_bounds(self, nodes: np.ndarray) -> np.ndarray:
         """A lower bound of the metric at each node, whatever is suppressed there.
 
-        Exact (the unsuppressed figure) for cell metrics; for discernibility and AECS the
-        figure of the finest node, which no generalization or suppression improves.
+        Exact (the unsuppressed figure) for cell metrics. For discernibility and AECS, from
+        the most classes a node can have: no more than the distinct tuples, nor than the
+        product of the distinct values present at each QI's level; n records in at most c
+        classes give AECS >= n / c and, by Cauchy-Schwarz, sum |E|^2 >= n^2 / c (suppression
+        only adds to both).
         """
         if self.metric in CELL_METRICS:
             return self.costs.unsuppressed_all(self.metric, nodes, self.weights)
+        cap = np.full(len(nodes), float(len(self.ft.counts)))
+        product = np.ones(len(nodes))
+        for i, h in enumerate(self.ft.hierarchies):
+            present = np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
+                                for lv in range(h.height)], dtype=float)
+            product *= present[nodes[:, i]]
+        cap = np.minimum(cap, product)
+        if self.metric == "discernibility":
+            return np.maximum(self._floor, self.n * float(self.n) / cap)
+        return self.n / cap
+
+    @functools.cached_property
+    def _floor(self) -> float:
+        """The unsuppressed discernibility of the finest node (no node does better)."""
         counts = self.ft.counts.astype(float)
-        floor = float(counts @ counts) if self.metric == "discernibility" else (
-            self.n / len(counts))
-        return np.full(len(nodes), floor)
+        return float(np.square(counts).sum())
 
     def score(self, result: NodeCheck) -> float:
         """The metric of an acceptable checked node, its violating classes suppressed."""
@@ -128,7 +144,7 @@ class Context:
         sizes = groups.sizes.astype(float)
         if self.metric == "discernibility":
             kept = sizes[~bad]
-            return float(kept @ kept + self.n * result.n_suppressed)
+            return float(np.square(kept).sum() + self.n * result.n_suppressed)
         if self.metric == "aecs":
             n_classes = int((~bad).sum()) + (1 if result.n_suppressed else 0)
             return self.n / n_classes
@@ -154,7 +170,7 @@ class Context:
             table = {"loss": costs.loss, "gcp": costs.ncp, "entropy": costs.log_mass}[metric]
             cell = np.take(table[i][lv], codes[i])
             per_class += w * ((np.log2(self.n) - cell) if metric == "entropy" else 1.0 - cell)
-        raw = float(sizes @ per_class)
+        raw = float((sizes * per_class).sum())
         return raw if metric == "entropy" else float(
             finish_cell_metric(metric, raw, self.n, len(self.weights)))
 
@@ -167,7 +183,7 @@ class Context:
         """
         if self.checker.limit == 0 or result.settled is None:
             return 0.0
-        return float(result.groups.weights @ result.settled)
+        return float(result.groups.weights[result.settled].sum())
 
     def record_floors(self, nodes: np.ndarray) -> np.ndarray:
         """Per node, the least a suppressed record adds to a cell metric there: its cells
@@ -201,7 +217,7 @@ class Context:
             return bound
         if self.metric == "discernibility":
             # a suppressed record costs n instead of its tuple's count (at most the largest)
-            return bound + records * (self.n - float(self.ft.counts.max()))
+            return max(bound, self._floor + records * (self.n - float(self.ft.counts.max())))
         # aecs: the kept classes hold at most n - s records, so number at most n - s
         return max(bound, self.n / (min(len(self.ft.counts), self.n - records) + 1))
 
