@@ -335,3 +335,14 @@ def test_generalized_adult_against_pandas():
     entropy = (-(shares * np.log(shares))).groupby(level=list(range(len(ADULT_QIS)))).sum()
     assert report.models[1].figure == pytest.approx(np.exp(entropy.min()))
     assert report.models[1].violating_classes == (entropy < np.log(2) - 1e-9).sum()
+
+
+def test_check_names_a_t_closeness_model_that_carries_a_built_hierarchy():
+    from blendin.check import model_name
+    from blendin.hierarchy.core import Hierarchy
+    from blendin.models import TCloseness
+
+    tree = Hierarchy.from_rows(
+        [["flu", "resp", "*"], ["cold", "resp", "*"], ["gout", "joint", "*"]])
+    model = TCloseness("dx", 0.5, distance="hierarchical", hierarchy=tree)
+    assert model_name(model) == "t-closeness (dx, t=0.5, distance=hierarchical)"

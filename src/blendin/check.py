@@ -276,7 +276,8 @@ def model_name(model: PrivacyModel) -> str:
     >>> model_name(KAnonymity(5))
     'k-anonymity (k=5)'
     """
-    params = {k: v for k, v in model.to_dict().items() if k != "model" and v is not None}
+    params = {k: v for k, v in model.params().items()
+              if v is not None and not k.startswith("hierarchy")}
     attribute = params.pop("attribute", None)
     parts = ([attribute] if attribute else []) + [f"{k}={v}" for k, v in params.items()]
     return f"{model.key} ({', '.join(parts)})" if parts else model.key
