@@ -1,20 +1,32 @@
 """Optimal full-domain search: the node of best utility among all acceptable nodes.
 
-Exact, with two kinds of pruning that are proven, never guessed:
+Exact, with pruning that is proven, never guessed:
 
 - *utility bound*: every node has a lower bound of its figure that no suppression can beat
-  (the figure with nothing suppressed for the cell metrics, which only grows under
-  generalization). Nodes whose bound is worse than the best acceptable node found so far
-  cannot win and are never checked.
+  (for the cell metrics the figure with nothing suppressed, which only grows under
+  generalization; for discernibility and AECS one from the most classes the node can
+  hold). Nodes whose bound is worse than the best acceptable node found so far cannot win
+  and are not checked. The metrics are NOT assumed monotone under suppression (a coarser
+  node can suppress less and lose less), so acceptable nodes above the minimal ones are
+  still weighed when their bound allows.
+- *settled suppression*: with suppression, the records that models monotone with
+  suppression (k-anonymity, distinct l-diversity) reject at a node are suppressed at every
+  specialization too; their count, and the penalty of an acceptable node's suppression,
+  raise the bound of the nodes below.
 - *monotone models* (predictive tagging, as in Flash and OLA): when a node fails models
   that are monotone in the setting at hand (with suppression when records may be
-  suppressed), every specialization of it fails too and is never checked.
+  suppressed), every specialization of it fails too and is not checked. Without
+  suppression a failing node is first extended upward through failing generalizations, so
+  one check rules out a larger sub-lattice.
+- *ties*: nodes that can at best tie with the best found are checked only if the
+  preference policy could put them first.
 
 The lattice is swept top-down, layer by layer (sum of levels), each layer in order of the
-lower bound. High nodes are mostly acceptable and their figures set the bound early; a
-failing node removes its whole sub-lattice below. Where neither pruning applies (a
-non-monotone model, a metric without a tight bound) every remaining node is checked, so the
-answer is always the exact optimum.
+bound. High nodes are mostly acceptable and set the bound early; failing nodes remove
+their sub-lattices. Where no pruning applies (a model not monotone with suppression, such
+as t-closeness) every node within the bound is checked, so the answer is always the exact
+optimum (ties within 1e-9 relative go to the policy, then to fewer steps, then to the
+smaller levels in QI order).
 """
 
 from __future__ import annotations
