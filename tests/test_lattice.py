@@ -79,7 +79,8 @@ def test_check_matches_brute_force(grouping, t, data):
     if l_div and len(set(t.secret)) < l_div:
         l_div = None
     max_sup = data.draw(st.sampled_from([0.0, 0.1, 0.5]))
-    checker = Checker(ft, models_for(k, l_div), max_sup)
+    budget = data.draw(st.sampled_from([8_000_000, 40]))  # 40: the cache keeps evicting
+    checker = Checker(ft, models_for(k, l_div), max_sup, cache_budget=budget)
     # a sequence of nodes on one checker, so later nodes roll up from cached ones
     for _ in range(6):
         levels = tuple(data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies)
