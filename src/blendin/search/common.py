@@ -95,6 +95,8 @@ class Context:
         self.weights = normalized_weights(ft.qi_names, weights)
         self.costs = CellCosts.of(ft)
         self.progress = progress
+        #: what progress reports as the total (None where checks do not sweep the lattice)
+        self.progress_total: int | None = self.lattice.size
         self.n = ft.n_records
         self.started = time.perf_counter()
 
@@ -107,7 +109,7 @@ class Context:
     def check(self, levels: Sequence[int]) -> NodeCheck:
         result = self.checker.check(levels)
         if self.progress is not None:
-            self.progress(self.checker.checks, self.lattice.size)
+            self.progress(self.checker.checks, self.progress_total)
         return result
 
     def lower_bounds(self, nodes: np.ndarray) -> np.ndarray:
