@@ -54,9 +54,9 @@ def find(
     ``metric`` is one of :data:`blendin.metrics.METRICS` (all losses: lower is better);
     ``policy`` one of :data:`POLICIES` (how ties are broken; for binary search, how the
     k-minimal node is chosen); ``weights`` ``{qi: weight}`` scale the QIs in the metrics.
-    ``progress(nodes_checked, lattice_size)`` is called after each check. Lattices of more
-    than ``max_nodes`` nodes are refused by the exact algorithms. Raises BlendinError when no
-    node is acceptable.
+    ``progress(nodes_checked, lattice_size)`` is called after each check (size None for
+    datafly). Lattices of more than ``max_nodes`` nodes are refused by the exact algorithms.
+    Raises BlendinError when no node is acceptable.
     """
     if algorithm not in ALGORITHMS:
         extra = " (Mondrian runs through blendin.search.mondrian)" if algorithm == "mondrian" \
