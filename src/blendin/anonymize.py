@@ -28,7 +28,7 @@ import pyarrow as pa
 from blendin.errors import BlendinError, preview
 from blendin.frequency import FrequencyTable, distinct_tuples
 from blendin.hierarchy.core import Hierarchy
-from blendin.io import Source, from_arrow
+from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel
 from blendin.release import (
@@ -122,7 +122,8 @@ class Result:
         """A few lines saying what was done, for people."""
         lines = []
         what = "re-applied the saved solution" if self.applied_from else (
-            f"{self.algorithm} search, metric {self.metric}")
+            "mondrian partitioning" if self.algorithm == "mondrian"
+            else f"{self.algorithm} search, metric {self.metric}")
         lines.append(f"anonymized {self.records:,} records ({what})")
         if self.levels:
             heights = self.heights
@@ -136,7 +137,7 @@ class Result:
         if self.utility:
             lines.append("utility: " + ", ".join(
                 f"{k} {_fmt(v)}" for k, v in self.utility.items()))
-        if self.applied_from is None:
+        if self.applied_from is None and self.algorithm != "mondrian":
             lines.append(f"nodes checked: {self.nodes_checked:,}")
         lines.append(f"time: {self.seconds:.3f} s")
         models = "; ".join(str(m) for m in self.spec.models)
@@ -156,7 +157,7 @@ class Result:
                 "datafly)")
         payload = solution_dict(self.spec, self.hierarchies, self.levels,
                                 self.sensitive_hierarchies)
-        return _write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+        return write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
     def report(self, path: str | os.PathLike, *, original=None,
                threshold: float = 0.2) -> Path:
@@ -167,10 +168,18 @@ class Result:
         return write_report(self, path, original=original, threshold=threshold)
 
     def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
-        """Write the (already verified) release atomically; CSV or Parquet by extension."""
+        """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
+
+        In Excel each equivalence class gets its own background colour.
+        """
+        from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
 
-        return write_table(self.table, path, delimiter=delimiter)
+        table = self.table
+        styler = None
+        if str(path).lower().endswith(".xlsx"):
+            styler = class_styler(class_ids(table, list(self.spec.quasi_identifiers)))
+        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler)
 
 
 def _plain(value):
@@ -238,6 +247,8 @@ def anonymize(
     metric: str | None = None,
     suppressed: str = "drop",
     progress: ProgressCallback | None = None,
+    group_column: str | None = None,
+    original_row: str | None = None,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -245,6 +256,10 @@ def anonymize(
     chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
     violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
     (``"keep"``). ``progress(nodes_checked, total_nodes)`` is called during the search.
+    ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
+    empty when suppressed). ``original_row`` names a column to add with the source row number:
+    anyone who holds the source can then link every released row back, so it is for internal
+    use only.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -269,6 +284,8 @@ def anonymize(
     run = ALGORITHMS.get(algorithm, _full_domain)
     outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                   progress=progress)
+    outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
+                                      group_column=group_column, original_row=original_row)
     release, report = verify(outcome, spec, suppressed)
     return Result(
         data=from_arrow(release, data),
@@ -327,8 +344,9 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
     from blendin.search import find
 
     spec, ft = prepared.spec, prepared.ft
-    solution = find(ft, spec.models, max_suppression=spec.max_suppression,
-                           metric=metric, algorithm=algorithm, progress=progress)
+    solution = find(ft, spec.models, max_suppression=spec.max_suppression, metric=metric,
+                    algorithm=algorithm, policy=spec.policy, weights=spec.weights or None,
+                    progress=progress)
     levels = getattr(solution, "levels", None)
     if levels is None:
         raise BlendinError(
@@ -356,7 +374,7 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     marked, removed = recode_all_marked(prepared.source.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
-        ft, levels, recoding.suppressed_tuples).items()}
+        ft, levels, recoding.suppressed_tuples, weights=spec.weights or None).items()}
     return Outcome(marked, removed, named, nodes_checked, solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)
 
@@ -385,18 +403,43 @@ def _mondrian(prepared: Prepared, *, algorithm: str, metric: str, suppressed: st
     from blendin.search import mondrian as m
 
     spec, ft = prepared.spec, prepared.ft
-    p = m.mondrian(ft, spec.models, max_suppression=spec.max_suppression)
+    p = m.mondrian(ft, spec.models, relaxed=spec.relaxed, sets=spec.sets,
+                   max_suppression=spec.max_suppression)
     table = prepared.source.read_all()
     marked = m.mondrian_release(table, ft, p, identifiers=spec.identifiers,
                                 missing=spec.missing)
     removed = m.group_of_rows(table, ft, p, spec.missing) < 0
-    figures = m.mondrian_utility(ft, p)
-    utility = {k: _plain(figures[k]) for k in ("gcp", "discernibility", "aecs") if k in figures}
+    utility = {k: _plain(v) for k, v in m.mondrian_utility(ft, p).items() if k != "groups"}
     return Outcome(marked, removed, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
 
 
 #: algorithms that are not a full-domain lattice search; everything else goes to find()
 ALGORITHMS: dict[str, Callable[..., Outcome]] = {"mondrian": _mondrian}
+
+
+def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
+                     group_column: str | None = None,
+                     original_row: str | None = None) -> pa.Table:
+    """The release with, on request, each row's class (1, 2, ... in order of first
+    appearance, empty when suppressed) and its row number in the source (1 = first row).
+
+    >>> t = pa.table({"age": ["20-29", "*", "20-29"], "dx": ["a", "b", "c"]})
+    >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row")
+    >>> out.column("group").to_pylist(), out.column("row").to_pylist()
+    ([1, None, 1], [1, 2, 3])
+    """
+    from blendin.excel import class_ids
+
+    for name in (group_column, original_row):
+        if name is not None and name in table.column_names:
+            raise BlendinError(f"the release already has a column {name!r}",
+                               fix="choose another name for the added column")
+    if group_column is not None:
+        ids = class_ids(table, quasi_identifiers) + 1
+        table = table.append_column(group_column, pa.array(ids, mask=ids <= 0))
+    if original_row is not None:
+        table = table.append_column(original_row, pa.array(np.arange(1, table.num_rows + 1)))
+    return table
 
 
 # -- verification --------------------------------------------------------------------------
@@ -584,23 +627,3 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         solution=payload, spec=used, hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed, applied_from=origin,
         sensitive_hierarchies=prepared.sensitive_hierarchies)
-
-
-def _write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write a small text file atomically (temporary file, then rename)."""
-    import tempfile
-
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise BlendinError(f"folder {str(folder)!r} does not exist",
-                           fix="create it first or write somewhere else")
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path

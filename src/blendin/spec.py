@@ -32,7 +32,8 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "attributes": ("identifiers", "sensitive", "insensitive"),
     "quasi_identifiers": None,
     "privacy": None,
-    "anonymization": ("max_suppression", "algorithm", "metric"),
+    "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
+                      "relaxed", "sets"),
 }
 #: the key of a ``[[privacy]]`` table that carries the sensitive attribute's hierarchy
 MODEL_HIERARCHY_KEY = "hierarchy"
@@ -63,6 +64,14 @@ class Spec:
     max_suppression: float = 0.0
     algorithm: str = "optimal"
     metric: str = "loss"
+    #: how ties between equally good nodes are broken (search.POLICIES; None: the default)
+    policy: str | None = None
+    #: weight of each QI in the utility metrics (QIs not named weigh 1)
+    weights: dict[str, float] = field(default_factory=dict)
+    #: Mondrian: records equal to the median may go to either side (relaxed partitioning)
+    relaxed: bool = False
+    #: Mondrian: show categorical groups as sets of values instead of their common ancestor
+    sets: bool = False
     #: hierarchies of sensitive attributes (for t-closeness with hierarchical distance)
     sensitive_hierarchies: dict[str, HierarchyBuilder | Hierarchy] = field(default_factory=dict)
     #: input options: delimiter (None: sniffed), text encoding, the label of missing values
@@ -142,6 +151,10 @@ class Spec:
             max_suppression=_number(anon, "max_suppression", 0.0),
             algorithm=_text(anon, "algorithm", "optimal", "anonymization"),
             metric=_text(anon, "metric", "loss", "anonymization"),
+            policy=_text(anon, "policy", None, "anonymization"),
+            weights=_weights(anon),
+            relaxed=_flag(anon, "relaxed"),
+            sets=_flag(anon, "sets"),
             delimiter=_text(inp, "delimiter", None, "input"),
             encoding=_text(inp, "encoding", "utf-8", "input"),
             missing=_text(inp, "missing", "", "input"),
@@ -218,6 +231,9 @@ class Spec:
         doc["privacy"] = [self._model_toml(m) for m in self.models]
         doc["anonymization"] = {"max_suppression": float(self.max_suppression),
                                 "algorithm": self.algorithm, "metric": self.metric}
+        extra = {"policy": self.policy, "weights": dict(self.weights) or None,
+                 "relaxed": self.relaxed or None, "sets": self.sets or None}
+        doc["anonymization"].update({k: v for k, v in extra.items() if v is not None})
         return doc
 
     def _model_toml(self, model: PrivacyModel) -> dict[str, Any]:
@@ -312,12 +328,25 @@ class Spec:
             raise BlendinError(
                 f"max_suppression must be a fraction between 0 and 1, got {value!r}",
                 fix="e.g. max_suppression = 0.05 for at most 5% of the records")
-        for key, valid in (("algorithm", ALGORITHMS), ("metric", METRICS)):
+        from blendin.search.common import POLICIES
+
+        for key, valid in (("algorithm", ALGORITHMS), ("metric", METRICS),
+                           ("policy", (None, *POLICIES))):
             value = getattr(self, key)
             if value not in valid:
+                valid = [v for v in valid if v is not None]
                 raise BlendinError(
                     f"unknown {key} {value!r}{_did_you_mean(str(value), valid)}",
                     fix=f"use one of: {', '.join(valid)}")
+        for name, weight in self.weights.items():
+            if name not in self.quasi_identifiers:
+                raise BlendinError(
+                    f"[anonymization] weights names {name!r}, which is not a quasi-identifier"
+                    f"{_did_you_mean(name, list(self.quasi_identifiers))}",
+                    fix="give weights only to the columns in [quasi_identifiers]")
+            if not weight > 0:
+                raise BlendinError(f"[anonymization] weight of {name!r} must be > 0, got "
+                                   f"{weight!r}", fix=f"e.g. {name} = 1")
 
     def validate_columns(self, column_names: Sequence[str], *, released: bool = False) -> None:
         """Raise BlendinError unless every column the spec names is in ``column_names``.
@@ -502,6 +531,23 @@ def _number(section: Mapping, key: str, default: float) -> float:
         raise BlendinError(f"[anonymization] {key} must be a number, got {value!r}",
                            fix=f"write e.g. {key} = 0.05")
     return float(value)
+
+
+def _flag(section: Mapping, key: str) -> bool:
+    value = section.get(key, False)
+    if not isinstance(value, bool):
+        raise BlendinError(f"[anonymization] {key} must be true or false, got {value!r}",
+                           fix=f"write {key} = true")
+    return value
+
+
+def _weights(section: Mapping) -> dict[str, float]:
+    value = section.get("weights", {})
+    if not isinstance(value, dict) or not all(
+            isinstance(w, int | float) and not isinstance(w, bool) for w in value.values()):
+        raise BlendinError(f"[anonymization] weights must map QIs to numbers, got {value!r}",
+                           fix="write weights = { age = 2, zip = 1 }")
+    return {k: float(w) for k, w in value.items()}
 
 
 def _in_context(where: str, make, *args):

@@ -85,10 +85,25 @@ def _common(command):
               help="Also save the chosen levels and hierarchies as JSON, for blendin apply.")
 @click.option("--report", default=None, type=click.Path(dir_okay=False),
               help="Also write an HTML report (utility, risk before and after, checks).")
+@click.option("--policy", default=None,
+              type=click.Choice(["absolute", "relative", "distribution", "suppression"]),
+              help="How ties between equally good nodes are broken (default: the spec's).")
+@click.option("--relaxed", is_flag=True, default=None,
+              help="Mondrian: records equal to the median may go to either side.")
+@click.option("--sets", is_flag=True, default=None,
+              help="Mondrian: show category groups as sets {a,b} instead of their ancestor.")
+@click.option("--group-column", is_flag=False, flag_value="group", default=None,
+              metavar="[NAME]",
+              help="Add a column (default name: group) with each record's equivalence class.")
+@click.option("--original-row", "original_row", is_flag=True,
+              help="Add a column original_row with the source row number. WARNING: anyone "
+              "who holds the source can then link every released row back to its person; "
+              "for internal use only.")
 @_common
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
-                      solution: str | None, report: str | None, output: str, suppressed: str,
-                      as_json: bool,
+                      solution: str | None, report: str | None, policy: str | None,
+                      relaxed: bool | None, sets: bool | None, group_column: str | None,
+                      original_row: bool, output: str, suppressed: str, as_json: bool,
                       quiet: bool, delimiter: str | None, encoding: str | None,
                       output_delimiter: str) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
@@ -98,6 +113,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     writes the release only after the independent checker has verified it. Prints the
     chosen level per quasi-identifier, the records suppressed, the classes, the utility
     figures, the nodes checked and the time.
+
+    With --algorithm mondrian each group is generalized only as much as it needs (ranges,
+    common ancestors, or sets with --sets). An .xlsx output shows each class in its own
+    colour.
 
     Example: blendin anonymize patients.csv --spec release.toml -o release.csv
     """
@@ -111,9 +130,14 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         spec.delimiter = delimiter
     if encoding is not None:
         spec.encoding = encoding
+    for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets)):
+        if value is not None:
+            setattr(spec, key, value)
     with Progress(enabled=not quiet) as progress:
         result = anonymize(data, spec, algorithm=algorithm, metric=metric,
-                           suppressed=suppressed, progress=progress)
+                           suppressed=suppressed, progress=progress,
+                           group_column=group_column,
+                           original_row="original_row" if original_row else None)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             solution=solution, report=report, original=data)
 
