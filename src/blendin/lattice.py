@@ -198,6 +198,8 @@ class NodeCheck:
     #: the classes the models that are monotone in this setting alone make violate; with
     #: suppression, their records are suppressed at every specialization too
     settled: np.ndarray | None = None
+    #: records suppressed at this node and at every specialization, at least
+    floor_records: int = 0
 
     @property
     def n_classes(self) -> int:
@@ -376,32 +378,50 @@ class Checker:
 
         Monotone models go first, and costly models (sensitive histograms) see only the
         classes the others let through; the check stops once the limit is exceeded.
+
+        It also counts records suppressed at every specialization of the node
+        (``floor_records``). With suppression, the records of classes rejected by models
+        monotone with suppression (k-anonymity, distinct l-diversity) are suppressed below
+        too. A class rejected only by a model that is monotone without suppression
+        (entropy or recursive l-diversity, t-closeness) splits below into classes of which
+        at least one is rejected (were they all accepted, their union, this class, would
+        be): one record each at least. When that count passes the limit, every
+        specialization fails too.
         """
         levels = tuple(int(v) for v in levels)
         self.checks += 1
         groups = self.groups(levels)
         sizes = groups.sizes
         holds = np.ones(len(sizes), bool)
-        n_sup, proven, settled = 0, True, None
+        n_sup, proven, settled, floor, counting = 0, True, None, 0, True
         for model in self._order:
-            if settled is None and not getattr(model, self._flag):
+            flagged = getattr(model, self._flag)
+            if settled is None and not flagged:
                 settled = ~holds  # what the monotone models alone suppress
+                floor = int(sizes[settled].sum())
             if model.attribute is None:
-                holds &= model.holds(Classes(sizes, {}, self.ft.domains))
+                failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
+                                                                      self.ft.domains)))
             else:
                 live = np.flatnonzero(holds)
                 classes = Classes(sizes[live], self._dense_hists(groups, live, model.attribute),
                                   self.ft.domains)
-                holds[live[~model.holds(classes)]] = False
+                failing = live[~model.holds(classes)]
+            holds[failing] = False
+            if not flagged:
+                counting = counting and model.monotone
+                floor += len(failing) if counting else 0
             n_sup = int(sizes[~holds].sum())
-            proven = proven and getattr(model, self._flag)
+            proven = proven and flagged
             if n_sup > self.limit:
                 break
         ok = n_sup <= self.limit
         if settled is None:
             settled = ~holds
-        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=not ok and proven,
-                         settled=settled)
+            floor = n_sup
+        proven = not ok and (proven or floor > self.limit)
+        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=proven, settled=settled,
+                         floor_records=floor)
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
         """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""

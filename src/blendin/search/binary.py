@@ -20,8 +20,8 @@ from blendin.search.optimal import MAX_NODES, too_big
 
 
 class _Layers:
-    """The lattice by height, with nodes proven unacceptable passed down (monotone models:
-    a node below an unacceptable one is unacceptable)."""
+    """The lattice by height, with nodes proven unacceptable (see NodeCheck.proven) passed
+    down: a node below one of them is unacceptable."""
 
     def __init__(self, ctx: Context) -> None:
         lattice = ctx.lattice
@@ -34,19 +34,17 @@ class _Layers:
         self.dead = np.zeros(lattice.size, bool)
         self.strides = np.array(lattice.strides, np.int64)
         self.tops = np.array(lattice.heights) - 1
-        self.monotone = ctx.checker.monotone
         self.seen: dict[int, object] = {}
 
     def live(self, h: int) -> np.ndarray:
         """Nodes of height ``h`` not yet proven unacceptable."""
-        if self.monotone:
-            for above_h in sorted(self.by_height, reverse=True):
-                if above_h < h:
-                    break
-                layer = self.by_height[above_h]
-                above = np.where(self.nodes[layer] < self.tops,
-                                 layer[:, None] + self.strides, layer[:, None])
-                self.dead[layer] |= self.dead[above].any(axis=1)
+        for above_h in sorted(self.by_height, reverse=True):
+            if above_h < h:
+                break
+            layer = self.by_height[above_h]
+            above = np.where(self.nodes[layer] < self.tops,
+                             layer[:, None] + self.strides, layer[:, None])
+            self.dead[layer] |= self.dead[above].any(axis=1)
         layer = self.by_height[h]
         return layer[~self.dead[layer]]
 

@@ -177,15 +177,13 @@ class Context:
             finish_cell_metric(metric, raw, self.n, len(self.weights)))
 
     def settled(self, result: NodeCheck) -> float:
-        """Records whose suppression this node's check settles for every specialization.
-
-        With suppression, the classes the monotone-with-suppression models reject here hold
-        records that are suppressed at every specialization too (0 without suppression).
-        :meth:`bound_with` turns this into a lower bound of a specialization's figure.
+        """Records suppressed at this node and every specialization, at least
+        (:attr:`NodeCheck.floor_records`; 0 without suppression). :meth:`bound_with` turns
+        this into a lower bound of a specialization's figure.
         """
-        if self.checker.limit == 0 or result.settled is None:
+        if self.checker.limit == 0:
             return 0.0
-        return float(result.groups.weights[result.settled].sum())
+        return float(result.floor_records)
 
     def record_floors(self, nodes: np.ndarray) -> np.ndarray:
         """Per node, the least a suppressed record adds to a cell metric there: its cells
