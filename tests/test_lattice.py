@@ -156,3 +156,32 @@ def test_monotone_flags_follow_suppression():
     assert Checker(ft, [KAnonymity(1)], 0.5).monotone
     # a limit below one record is no suppression at all
     assert Checker(ft, [KAnonymity(1), TCloseness("s", 0.5)], 0.2).monotone
+
+
+@settings(max_examples=200, deadline=None)
+@given(hist=st.lists(st.integers(0, 5), min_size=3, max_size=3),
+       overall=st.lists(st.integers(1, 6), min_size=3, max_size=3),
+       t=st.sampled_from([0.0, 0.1, 0.25, 0.4]))
+def test_t_closeness_removal_bound_never_exceeds_the_true_minimum(hist, overall, t):
+    """The records a t-close remainder needs removed, against every sub-multiset."""
+    from itertools import product
+
+    from blendin.frequency import Classes, SensitiveDomain
+    from blendin.lattice import _must_go
+    from blendin.models import TCloseness
+
+    if sum(hist) == 0:
+        return
+    domain = SensitiveDomain("s", np.array(["a", "b", "c"], dtype=object), np.array(overall))
+    model = TCloseness("s", t)
+    classes = Classes(np.array([sum(hist)]), {"s": np.array([hist])}, {"s": domain})
+    if model.holds(classes)[0]:
+        return
+    q = np.array(overall) / sum(overall)
+    best = sum(hist)  # removing everything always works
+    for kept in product(*(range(c + 1) for c in hist)):
+        n = sum(kept)
+        if n and 0.5 * np.abs(np.array(kept) / n - q).sum() <= t + 1e-9:
+            best = min(best, sum(hist) - n)
+    bound = _must_go(model, classes, np.array([True]))
+    assert 1 <= bound <= max(best, 1)

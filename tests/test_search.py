@@ -62,7 +62,20 @@ def run(ft, models, max_sup, metric, policy, weights, algorithm):
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_optimal_agrees_with_exhaustive(case):
-    t, models, max_sup, metric, policy, weights = case
+    agree(*case)
+
+
+@settings(max_examples=120, deadline=None)
+@given(t=tables(max_records=30), k=st.integers(1, 4), close=st.sampled_from([0.1, 0.2, 0.3]),
+       max_sup=st.sampled_from([0.1, 0.25, 0.5]), metric=st.sampled_from(list(METRICS)))
+def test_optimal_agrees_with_exhaustive_t_closeness_with_suppression(t, k, close, max_sup,
+                                                                     metric):
+    """The case where pruning rests on the bound of records t-closeness makes go."""
+    models = [KAnonymity(min(k, len(t.records))), TCloseness("s", close)]
+    agree(t, models, max_sup, metric, None, None)
+
+
+def agree(t, models, max_sup, metric, policy, weights):
     ft = t.frequency_table()
     want = run(ft, models, max_sup, metric, policy, weights, "exhaustive")
     got = run(ft, models, max_sup, metric, policy, weights, "optimal")

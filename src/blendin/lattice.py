@@ -406,7 +406,10 @@ class Checker:
                 live = np.flatnonzero(holds)
                 classes = Classes(sizes[live], self._dense_hists(groups, live, model.attribute),
                                   self.ft.domains)
-                failing = live[~model.holds(classes)]
+                local = ~model.holds(classes)
+                failing = live[local]
+                if not flagged and counting and model.monotone:
+                    floor += _must_go(model, classes, local) - len(failing)
             holds[failing] = False
             if not flagged:
                 counting = counting and model.monotone
@@ -448,6 +451,39 @@ class Checker:
         key = (_keys(both, radices) if math.prod(radices) < 2**62
                else _ranked_key(both, radices))
         return np.isin(key[:len(codes[0])], key[len(codes[0]):])
+
+
+def _must_go(model: PrivacyModel, classes: Classes, failing: np.ndarray) -> int:
+    """Records to remove, at least, from the ``failing`` classes before what is left of each
+    can meet ``model`` (at least one per class; see Checker.check).
+
+    For t-closeness with the equal distance, more: a sub-multiset of n of a class's records
+    is within t of the table's distribution q only if ``1 - sum_i min(c_i / n, q_i) <= t``
+    (records beyond ``n q_i`` of a value are excess, whatever is kept), which holds exactly
+    for n up to some n*: the class must lose at least ``size - n*`` records. (Relaxed to
+    fractional counts, with a wider slack than the model's: a lower bound.)
+    """
+    count = int(failing.sum())
+    if getattr(model, "key", "") != "t-closeness" or getattr(model, "distance", "") != "equal":
+        return count
+    hist = np.asarray(classes.histograms[model.attribute][failing], dtype=float)
+    overall = np.asarray(classes.domains[model.attribute].overall, dtype=float)
+    q = overall / overall.sum()
+    size = hist.sum(axis=1)
+    t = float(model.t) + 1e-6
+
+    def close(n: np.ndarray) -> np.ndarray:
+        share = np.divide(hist, n[:, None], out=np.zeros_like(hist), where=n[:, None] > 0)
+        return (n == 0) | (1.0 - np.minimum(share, q).sum(axis=1) <= t)
+
+    low, high = np.zeros_like(size), size.copy()  # low is close enough; find the largest
+    high[close(size)] = 0  # (a class close enough as a whole loses nothing here)
+    while (high - low > 1).any():
+        mid = np.floor((low + high) / 2)
+        ok = close(mid)
+        low, high = np.where(ok, mid, low), np.where(ok, high, mid)
+    kept = np.where(high == 0, size, low)
+    return int(np.maximum(size - kept, 1).sum())
 
 
 def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
