@@ -9,7 +9,13 @@ records number at most ``floor(max_suppression * n)``.
 A coarser node is grouped from the classes of an already grouped finer node (a roll-up)
 rather than from the table's tuples: classes only merge under generalization, so the finer
 node's classes, with their sizes and sensitive histograms, are a smaller equivalent input.
-Grouped nodes are kept in a cache bounded by a number of array elements.
+Grouped nodes are kept in a cache bounded by a number of array elements; when the closest
+cached source is large, a node one level below the target is grouped and kept first, so
+the neighbours checked next roll up from it.
+
+A check also proves what it can about the nodes below (see :meth:`Checker.check`): when
+the models fail there in any case, and how many records are suppressed at every
+specialization. The searches prune with both.
 """
 
 from __future__ import annotations
