@@ -25,11 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.models import PrivacyModel
-from blendin.search.binary import binary
+from blendin.search import binary, datafly, exhaustive, optimal
 from blendin.search.common import POLICIES, Candidate, Context, Solution
-from blendin.search.datafly import datafly
-from blendin.search.exhaustive import exhaustive
-from blendin.search.optimal import MAX_NODES, optimal
+from blendin.search.optimal import MAX_NODES
 
 #: full-domain algorithms find() runs
 ALGORITHMS = ("optimal", "exhaustive", "binary", "datafly")
@@ -66,6 +64,7 @@ def find(
     ctx = Context(ft, models, max_suppression=max_suppression, metric=metric, policy=policy,
                   weights=weights, progress=progress)
     if algorithm == "datafly":
-        return datafly(ctx)
-    run = {"optimal": optimal, "exhaustive": exhaustive, "binary": binary}[algorithm]
+        return datafly.datafly(ctx)
+    run = {"optimal": optimal.optimal, "exhaustive": exhaustive.exhaustive,
+           "binary": binary.binary}[algorithm]
     return run(ctx, max_nodes)
