@@ -48,16 +48,40 @@ class _Layers:
         layer = self.by_height[h]
         return layer[~self.dead[layer]]
 
-    def candidate(self, j: int):
-        """The node's Candidate if it is acceptable, else None (each node checked once)."""
+    def candidate(self, j: int, climb: bool = False):
+        """The node's Candidate if it is acceptable, else None (each node checked once).
+
+        With ``climb``, a node proven unacceptable is first extended upward through
+        unacceptable generalizations; everything below the last one is marked: one such
+        node rules out many nodes of this height at once.
+        """
         if j not in self.seen:
             result = self.ctx.check(self.nodes[j])
             self.dead[j] |= result.proven
             self.seen[j] = self.ctx.candidate(result) if result.acceptable else None
+            if climb and result.proven:
+                self._climb(j)
         return self.seen[j]
 
+    def _climb(self, j: int) -> None:
+        moved = True
+        while moved:
+            moved = False
+            levels = self.nodes[j]
+            for s, lv, top in zip(self.strides, levels, self.tops):
+                up = j + int(s)
+                if lv >= top or (up in self.seen and not self.dead[up]):
+                    continue  # no such node, or acceptable (or unacceptable, unproven)
+                if self.dead[up] or (self.candidate(up) is None and self.dead[up]):
+                    j, moved = up, True
+                    break
+        self.dead |= (self.nodes <= self.nodes[j]).all(axis=1)
+
     def any_acceptable(self, h: int) -> bool:
-        return any(self.candidate(j) is not None for j in self.live(h).tolist())
+        for j in self.live(h).tolist():
+            if not self.dead[j] and self.candidate(j, climb=True) is not None:
+                return True
+        return False
 
 
 def binary(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
