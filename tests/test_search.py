@@ -97,7 +97,19 @@ def agree(t, models, max_sup, metric, policy, weights):
 @settings(max_examples=100, deadline=None)
 @given(cases())
 def test_binary_returns_the_k_minimal_nodes_of_lowest_height(case):
-    t, models, max_sup, metric, policy, weights = case
+    lowest_minimal(*case)
+
+
+@settings(max_examples=100, deadline=None)
+@given(t=tables(max_records=30), k=st.integers(1, 4), close=st.sampled_from([0.1, 0.2, 0.3]),
+       max_sup=st.sampled_from([0.1, 0.25, 0.5]))
+def test_binary_with_t_closeness_and_suppression(t, k, close, max_sup):
+    """Not monotone: heights are scanned upward, failing nodes proven by counting."""
+    models = [KAnonymity(min(k, len(t.records))), TCloseness("s", close)]
+    lowest_minimal(t, models, max_sup, "loss", None, None)
+
+
+def lowest_minimal(t, models, max_sup, metric, policy, weights):
     ft = t.frequency_table()
     checker = Checker(ft, models, max_sup)
     acceptable = [tuple(int(v) for v in node) for node in checker.lattice.nodes()
