@@ -36,6 +36,7 @@ from blendin.hierarchy.masking import masking
 from blendin.hierarchy.tree import tree
 from blendin.io import Source, from_arrow, to_arrow, write_table
 from blendin.labels import covers
+from blendin.metrics import METRICS, utility_of_node
 from blendin.models import (
     DistinctLDiversity,
     EntropyLDiversity,
@@ -47,11 +48,14 @@ from blendin.models import (
 )
 from blendin.report import render_report, write_report
 from blendin.risk import RiskReport, risk
+from blendin.search import POLICIES, Solution, find
 from blendin.spec import Spec
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "METRICS",
+    "POLICIES",
     "AttackReport",
     "BlendinError",
     "CheckReport",
@@ -67,6 +71,7 @@ __all__ = [
     "Result",
     "RiskReport",
     "SensitiveDomain",
+    "Solution",
     "Source",
     "Spec",
     "TCloseness",
@@ -79,6 +84,7 @@ __all__ = [
     "covers",
     "datasets",
     "dates",
+    "find",
     "fixed",
     "flat",
     "from_arrow",
@@ -91,6 +97,7 @@ __all__ = [
     "to_arrow",
     "to_csv",
     "tree",
+    "utility_of_node",
     "write_report",
     "write_table",
 ]
