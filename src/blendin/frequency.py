@@ -34,8 +34,9 @@ def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Chunked
             column = column.cast(pa.string())
         else:
             column = pc.cast(column, pa.string())
-    column = pc.if_else(pc.equal(column, ""), None, column)
-    return pc.fill_null(column, missing)
+    if missing != "":  # empty text is missing too, and must take the label
+        column = pc.if_else(pc.equal(column, ""), None, column)
+    return pc.fill_null(column, missing) if column.null_count else column
 
 
 def distinct_tuples(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -65,8 +66,7 @@ class Hierarchy:
 
         Raises a BlendinError listing the values the hierarchy does not cover.
         """
-        value_set = pa.array(self.ground.astype(str).tolist(), type=pa.string())
-        codes = pc.index_in(column, value_set=value_set)
+        codes = pc.index_in(column, value_set=self._ground_arrow)
         if codes.null_count:
             missing = pc.unique(pc.filter(column, pc.is_null(codes))).to_pylist()
             raise BlendinError(
@@ -82,6 +82,10 @@ class Hierarchy:
         from blendin.hierarchy.builders import fixed
 
         return fixed(self).build(values, name, missing)
+
+    @cached_property
+    def _ground_arrow(self) -> pa.Array:
+        return pa.array(self.ground.astype(str).tolist(), type=pa.string())
 
     def to_rows(self) -> list[list[str]]:
         """The ARX table form: one row per ground value, levels left to right."""
