@@ -59,7 +59,7 @@ def test_cli_writes_what_the_walkthrough_uses(tmp_path):
                                   "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "de-identified" in result.output and "anonymized" in result.output
-    for name in ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv",
+    for name in ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv", "report.html",
                  "spec.toml"):
         assert (out / name).is_file()
     attack = runner.invoke(main, ["attack", str(out / "release.csv"), "--external",

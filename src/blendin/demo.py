@@ -193,8 +193,9 @@ def _as_pandas(data) -> pd.DataFrame:
 
 
 def write_demo(demo: Demo, out: str | Path) -> list[Path]:
-    """Write hospital.csv, deidentified.csv, voters.csv, spec.toml and release.csv to
-    ``out`` (created if needed), each atomically."""
+    """Write hospital.csv, deidentified.csv, voters.csv, spec.toml, release.csv and
+    report.html (the release report, risk before and after) to ``out`` (created if
+    needed), each atomically."""
     from blendin.io import write_table, write_text
 
     folder = Path(out)
@@ -206,6 +207,7 @@ def write_demo(demo: Demo, out: str | Path) -> list[Path]:
         table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
         written.append(write_table(table, folder / name))
     written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
+    written.append(demo.result.report(folder / "report.html", original=demo.hospital))
     return written
 
 
