@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import arx_data
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
@@ -28,19 +29,8 @@ from blendin.frequency import FrequencyTable, distinct_tuples
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-QIS = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
-       "workclass"]
-SENSITIVE = ["occupation"]
-
-
-def hierarchies() -> dict[str, Hierarchy]:
-    out = {}
-    for qi in QIS:
-        text = (DATA / f"adult_hierarchy_{qi}.csv").read_text()
-        rows = [line.split(";") for line in text.splitlines() if line.strip()]
-        out[qi] = Hierarchy.from_rows(rows, name=qi)
-    return out
+_, QIS, _sensitive = arx_data.SETS["adult"]
+SENSITIVE = [_sensitive]
 
 
 def replicate(table: pa.Table, rows: int) -> pa.Table:
@@ -85,10 +75,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--repeat", type=int, default=2, help="best of this many runs")
     args = parser.parse_args()
-    if not DATA.exists():
-        raise SystemExit(f"adult data not found in {DATA}")
-    base = Source(DATA / "adult.csv", delimiter=";").read_all()
-    hier = hierarchies()
+    base = Source(arx_data.path("adult"), delimiter=";").read_all()
+    hier = arx_data.hierarchies("adult", base)
     print(f"{'rows':>11} {'CSV MB':>7} {'tuples':>7} {'memory s':>9} {'source s':>9} "
           f"{'csv s':>7} "
           f"{'read_csv s':>10} {'open_csv s':>10} {'Mrows/s csv':>11}")

@@ -24,10 +24,9 @@ others run once (each takes many seconds).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
+import arx_data
 import numpy as np
 import pandas as pd
 
@@ -36,24 +35,12 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.models import DistinctLDiversity, KAnonymity
 from blendin.search.mondrian import group_of_rows, mondrian, mondrian_release, mondrian_utility
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-QIS = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
-       "workclass"]
-SENSITIVE = "occupation"
+_, QIS, SENSITIVE = arx_data.SETS["adult"]
 
 
 def load() -> tuple[pd.DataFrame, dict[str, Hierarchy]]:
-    if not (DATA / "adult.csv").is_file():
-        sys.exit(f"no data at {DATA}")
-    df = pd.read_csv(DATA / "adult.csv", sep=";", dtype=str)
-    hierarchies = {}
-    for col in QIS:
-        rows = [line.split(";") for line in
-                (DATA / f"adult_hierarchy_{col}.csv").read_text().splitlines() if line.strip()]
-        numbers = np.array([float(r[0]) for r in rows]) if col == "age" else None
-        hierarchies[col] = Hierarchy.from_rows(
-            rows, kind="numeric" if col == "age" else "categorical", numbers=numbers)
-    return df, hierarchies
+    table = arx_data.read("adult")
+    return table.to_pandas(), arx_data.hierarchies("adult", table)
 
 
 def score(df: pd.DataFrame, group: np.ndarray, hierarchies: dict[str, Hierarchy]) -> dict:

@@ -55,10 +55,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
+import arx_data
 import pyarrow as pa
-import pyarrow.csv as pcsv
 
 from blendin.anonymize import anonymize, prepare
 from blendin.hierarchy.arx import from_csv
@@ -73,17 +72,6 @@ from blendin.models import (
 from blendin.release import plan, recode_all
 from blendin.search import find
 from blendin.spec import Spec
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-SETS = {
-    "adult": dict(file="adult/adult.csv", prefix="adult/adult_hierarchy_",
-                  qis=["age", "education", "marital-status", "native-country", "race",
-                       "salary-class", "sex", "workclass"], sensitive="occupation"),
-    "fars": dict(file="fars/fars_int.csv", prefix="fars/fars_int_hierarchy_",
-                 qis=["iage", "ideathday", "ideathmon", "ihispanic", "iinjury", "irace",
-                      "isex"], sensitive="istatenum"),
-}
 
 #: (dataset, case) -> ARX's time in seconds
 ARX = {("adult", "k=5, 0%"): 0.017, ("adult", "k=5, 5%"): 0.270,
@@ -107,25 +95,14 @@ def cases(sensitive: str) -> list[tuple[str, list, float]]:
     ]
 
 
-def load(name: str) -> tuple[pa.Table, dict]:
-    info = SETS[name]
-    table = pcsv.read_csv(
-        DATA / info["file"], parse_options=pcsv.ParseOptions(delimiter=";"),
-        convert_options=pcsv.ConvertOptions(strings_can_be_null=False,
-                                            column_types=None),
-        read_options=pcsv.ReadOptions(use_threads=True))
-    table = table.cast(pa.schema([(f.name, pa.string()) for f in table.schema]))
-    return table, info
+def make_spec(name: str, models: list, limit: float) -> Spec:
+    _, qis, sens = arx_data.SETS[name]
 
+    def arx(column: str):
+        return from_csv(arx_data.hierarchy_file(name, column), delimiter=";")
 
-def make_spec(info: dict, models: list, limit: float) -> Spec:
-    prefix = DATA / info["prefix"]
-    sens = info["sensitive"]
-    return Spec(
-        quasi_identifiers={q: from_csv(f"{prefix}{q}.csv", delimiter=";") for q in info["qis"]},
-        sensitive=[sens], models=models, max_suppression=limit,
-        sensitive_hierarchies={sens: from_csv(f"{prefix}{sens}.csv", delimiter=";")},
-    )
+    return Spec(quasi_identifiers={q: arx(q) for q in qis}, sensitive=[sens], models=models,
+                max_suppression=limit, sensitive_hierarchies={sens: arx(sens)})
 
 
 @dataclass
@@ -152,9 +129,9 @@ def median_time(fn, runs: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def bench_case(name: str, table: pa.Table, info: dict, case: str, models: list, limit: float,
+def bench_case(name: str, table: pa.Table, case: str, models: list, limit: float,
                runs: int, algorithm: str = "optimal") -> Row:
-    spec = make_spec(info, models, limit)
+    spec = make_spec(name, models, limit)
     prepared = prepare(Source(table), spec)
     ft = prepared.ft
 
@@ -212,9 +189,9 @@ def anjana_python() -> str | None:
 
 
 def run_anjana(python: str, k: int, supp_percent: float, runs: int) -> dict | None:
-    qis = SETS["adult"]["qis"]
+    qis = arx_data.SETS["adult"][1]
     proc = subprocess.run(
-        [python, "-c", ANJANA_SCRIPT, str(DATA / "adult"), json.dumps(qis), str(k),
+        [python, "-c", ANJANA_SCRIPT, str(arx_data.path("adult").parent), json.dumps(qis), str(k),
          str(supp_percent), str(runs)], capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"anjana failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -240,20 +217,18 @@ def show(rows: list[Row]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per case (median)")
-    parser.add_argument("--only", choices=sorted(SETS), help="one dataset only")
+    parser.add_argument("--only", choices=sorted(arx_data.SETS), help="one dataset only")
     parser.add_argument("--no-anjana", action="store_true", help="skip anjana")
     parser.add_argument("--anjana-runs", type=int, default=3)
     args = parser.parse_args()
-    if not DATA.is_dir():
-        sys.exit(f"no benchmark data at {DATA}")
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
           "(timings on a busy machine are inflated)")
     rows = []
-    for name in [args.only] if args.only else list(SETS):
-        table, info = load(name)
+    for name in [args.only] if args.only else list(arx_data.SETS):
+        table = arx_data.read(name)
         print(f"{name}: {table.num_rows:,} rows", flush=True)
-        for case, models, limit in cases(info["sensitive"]):
-            rows.append(bench_case(name, table, info, case, models, limit, args.runs))
+        for case, models, limit in cases(arx_data.SETS[name][2]):
+            rows.append(bench_case(name, table, case, models, limit, args.runs))
             print(f"  {case}: {rows[-1].search_recode * 1000:.1f} ms", flush=True)
     print()
     show(rows)
@@ -265,7 +240,7 @@ def main() -> None:
         print("anjana: not importable (pip install anjana, or set BLENDIN_ANJANA_PYTHON to an "
               "interpreter that has it); skipped")
         return
-    table, info = load("adult")
+    table = arx_data.read("adult")
     print(f"anjana ({python}) vs blendin on adult, k = 5, same hierarchies; median of "
           f"{args.anjana_runs} (anjana) / {args.runs} (blendin) runs, in process")
     for limit in (0.0, 0.05):
@@ -273,7 +248,7 @@ def main() -> None:
         if result is None:
             continue
         case = f"k=5, {limit:.0%}"
-        greedy = bench_case("adult", table, info, case, [KAnonymity(5)], limit, args.runs,
+        greedy = bench_case("adult", table, case, [KAnonymity(5)], limit, args.runs,
                             algorithm="datafly")
         optimal = next(r for r in rows if r.dataset == "adult" and r.case == case) \
             if not args.only or args.only == "adult" else None
@@ -283,7 +258,7 @@ def main() -> None:
         print(f"          blendin datafly search+recode {greedy.search_recode * 1000:.1f} ms "
               f"(x{result['seconds'] / greedy.search_recode:,.0f}), anonymize() "
               f"{greedy.whole * 1000:.0f} ms (x{result['seconds'] / greedy.whole:,.0f}); "
-              f"{30162 - greedy.suppressed:,} rows kept, node {greedy.levels}")
+              f"{table.num_rows - greedy.suppressed:,} rows kept, node {greedy.levels}")
         if optimal is not None:
             print(f"          blendin optimal search+recode {optimal.search_recode * 1000:.1f} "
                   f"ms (x{result['seconds'] / optimal.search_recode:,.0f}), anonymize() "

@@ -23,23 +23,12 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-import pyarrow.csv as pacsv
+import arx_data
 
 from blendin.frequency import FrequencyTable
-from blendin.hierarchy.core import Hierarchy
 from blendin.models import KAnonymity, TCloseness
 from blendin.search import find
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-SETS = {
-    "adult": ("adult/adult.csv", ["age", "education", "marital-status", "native-country",
-                                  "race", "salary-class", "sex", "workclass"], "occupation"),
-    "fars": ("fars/fars_int.csv", ["iage", "ideathday", "ideathmon", "ihispanic", "iinjury",
-                                   "irace", "isex"], "istatenum"),
-}
 
 # (label, k, suppression, t or None) -> ARX's time in ms where known
 CASES = [("k=2, 0%", 2, 0.0, None), ("k=5, 0%", 5, 0.0, None), ("k=5, 5%", 5, 0.05, None),
@@ -50,18 +39,10 @@ ARX_MS = {("adult", "k=5, 0%"): 17, ("adult", "k=5, 5%"): 270, ("fars", "k=5, 0%
 
 def load(name: str) -> FrequencyTable:
     """The frequency table of a benchmark set, with ARX's hierarchies."""
-    path, qis, sensitive = SETS[name]
-    folder = DATA / Path(path).parent
-    table = pacsv.read_csv(
-        DATA / path, parse_options=pacsv.ParseOptions(delimiter=";"),
-        convert_options=pacsv.ConvertOptions(
-            column_types={c: "string" for c in [*qis, sensitive]}))
-    hierarchies = {}
-    for qi in qis:
-        lines = next(folder.glob(f"*_hierarchy_{qi}.csv")).read_text().splitlines()
-        rows = list({line: line.split(";") for line in lines if line.strip()}.values())
-        hierarchies[qi] = Hierarchy.from_rows(rows, name=qi)
-    return FrequencyTable.from_table(table.select([*qis, sensitive]), hierarchies, [sensitive])
+    _, qis, sensitive = arx_data.SETS[name]
+    table = arx_data.read(name)
+    return FrequencyTable.from_table(table.select([*qis, sensitive]),
+                                     arx_data.hierarchies(name, table), [sensitive])
 
 
 def time_case(ft, models, suppression, algorithm, metric, runs):
@@ -82,19 +63,19 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--algorithm", default="optimal")
     parser.add_argument("--metric", default="loss")
-    parser.add_argument("--only", choices=list(SETS))
+    parser.add_argument("--only", choices=list(arx_data.SETS))
     args = parser.parse_args(argv)
-    if not DATA.is_dir():
-        print(f"benchmark data not found at {DATA}; nothing to do")
+    if not arx_data.DATA.is_dir():
+        print(f"benchmark data not found at {arx_data.DATA}; nothing to do")
         return 0
     print(f"algorithm {args.algorithm}, metric {args.metric}, {args.runs} runs per case\n")
     header = (f"{'set':6} {'case':17} {'fastest':>9} {'median':>9} {'cpu':>9} {'ARX':>8} "
               f"{'checked':>8}  levels / figure")
     print(header)
     print("-" * len(header))
-    for name in [args.only] if args.only else list(SETS):
+    for name in [args.only] if args.only else list(arx_data.SETS):
         ft = load(name)
-        sensitive = SETS[name][2]
+        sensitive = arx_data.SETS[name][2]
         for label, k, suppression, t in CASES:
             models = [KAnonymity(k)] + ([TCloseness(sensitive, t)] if t else [])
             fastest, median, cpu, sol = time_case(ft, models, suppression, args.algorithm,
