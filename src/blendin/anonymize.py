@@ -113,8 +113,8 @@ class Result:
             "nodes_checked": self.nodes_checked,
             "seconds": round(self.seconds, 6),
             "models": [_model_dict(m) for m in self.spec.models],
-            "check_passed": _check_passed(self.check),
-            "check": self.check.to_dict() if hasattr(self.check, "to_dict") else None,
+            "check_passed": self.check.passed,
+            "check": self.check.to_dict(),
             "applied_from": self.applied_from,
         }
 
@@ -194,16 +194,6 @@ def _fmt(value) -> str:
             return f"{value:,.0f}"
         return f"{value:.4g}"
     return str(value)
-
-
-def _check_passed(report) -> bool | None:
-    if report is None:
-        return None
-    for name in ("ok", "passed", "holds"):
-        if hasattr(report, name):
-            value = getattr(report, name)
-            return bool(value() if callable(value) else value)
-    return bool(report)
 
 
 # -- the pipeline --------------------------------------------------------------------------
@@ -347,14 +337,14 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
     solution = find(ft, spec.models, max_suppression=spec.max_suppression, metric=metric,
                     algorithm=algorithm, policy=spec.policy, weights=spec.weights or None,
                     progress=progress)
-    levels = getattr(solution, "levels", None)
+    levels = solution.levels
     if levels is None:
         raise BlendinError(
             "no generalization meets the privacy models within the suppression limit "
             f"({100 * spec.max_suppression:g}%)",
             fix="allow more suppression (max_suppression), give the hierarchies more "
             "levels, or relax the models")
-    checked = int(getattr(solution, "nodes_checked", 0))
+    checked = int(solution.nodes_checked)
     return full_domain_outcome(prepared, tuple(levels), nodes_checked=checked,
                                solution=solution)
 
@@ -455,7 +445,7 @@ def verify(outcome: Outcome, spec: Spec, suppressed: str):
     from blendin.check import check
 
     report = check(outcome.marked, spec)
-    if not _check_passed(report):
+    if not report.passed:
         raise BlendinError(
             f"the release failed the independent check, so it was not released:\n{report}",
             fix="this is a bug in blendin; please report it with the spec")

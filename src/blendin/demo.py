@@ -111,12 +111,10 @@ class Demo:
             ("classes with one diagnosis", str(rb.homogeneity["diagnosis"].classes),
              str(ra.homogeneity["diagnosis"].classes)),
         ]
-        utility = getattr(self.result, "utility", None) or {}
+        utility = self.result.utility
         if "loss" in utility:  # 0 = nothing generalized, 1 = everything suppressed
             rows.append(("information loss (0..1)", "0", f"{utility['loss']:.3f}"))
-        suppressed = getattr(self.result, "suppressed", None)
-        if suppressed is not None:
-            rows.append(("records suppressed", "0", str(suppressed)))
+        rows.append(("records suppressed", "0", str(self.result.suppressed)))
         width = max(len(r[0]) for r in rows)
         lines = [f"{'':<{width}}  {'de-identified':>16}  {'anonymized':>16}"]
         lines += [f"{r[0]:<{width}}  {r[1]:>16}  {r[2]:>16}" for r in rows]
@@ -165,7 +163,7 @@ def run_demo(
     result = anonymize(hospital, spec)
     release = _as_pandas(result.data)
     say(f"anonymized (5-anonymity, distinct 2-diversity on diagnosis): levels "
-        f"{_levels(result)}, {getattr(result, 'suppressed', 0)} records suppressed")
+        f"{_levels(result)}, {result.suppressed} records suppressed")
     after = attack(release, voter_list, list(JOIN), sensitive=["diagnosis"])
     say(f"linking attack again: {after.reidentified} voters match exactly one record, "
         f"{after.learned['diagnosis']} diagnoses learned with certainty")
@@ -180,8 +178,7 @@ def run_demo(
 
 
 def _levels(result) -> str:
-    levels = getattr(result, "levels", None) or {}
-    return ", ".join(f"{k}={v}" for k, v in levels.items()) or "-"
+    return ", ".join(f"{k}={v}" for k, v in result.levels.items()) or "-"
 
 
 def _as_pandas(data) -> pd.DataFrame:

@@ -259,11 +259,11 @@ def _released(result) -> list[dict[str, str]]:
 
 def _classes(result) -> int:
     """Classes of the release as the checker regrouped them (the figure that was verified)."""
-    return int(getattr(result.check, "classes", result.classes))
+    return int(result.check.classes)
 
 
 def _smallest(result) -> str:
-    smallest = getattr(result.check, "min_class_size", result.min_class_size)
+    smallest = result.check.min_class_size
     return _count(smallest) if smallest else "–"
 
 
