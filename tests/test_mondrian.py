@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
+from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import (
     DistinctLDiversity,
@@ -385,15 +386,8 @@ def adult_table():
     if not (DATA / "adult.csv").is_file():
         pytest.skip("benchmark data ../shared/data/adult is absent")
     df = pd.read_csv(DATA / "adult.csv", sep=";", dtype=str)
-    hierarchies = {}
-    for col in ADULT_QIS:
-        text = (DATA / f"adult_hierarchy_{col}.csv").read_text()
-        rows = [line.split(";") for line in text.splitlines() if line.strip()]
-        if col == "age":
-            hierarchies[col] = Hierarchy.from_rows(
-                rows, kind="numeric", numbers=np.array([float(r[0]) for r in rows]))
-        else:
-            hierarchies[col] = Hierarchy.from_rows(rows)
+    hierarchies = {col: from_csv(DATA / f"adult_hierarchy_{col}.csv").build(
+        df[col].unique(), col) for col in ADULT_QIS}  # age is read as numeric
     return df, FrequencyTable.from_table(df, hierarchies, ["occupation"])
 
 
