@@ -23,6 +23,10 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETS = {
     "adult": ("adult/adult.csv", ["age", "education", "marital-status", "native-country",
                                   "race", "salary-class", "sex", "workclass"], "occupation"),
+    # all nine columns as QIs, where no sensitive attribute is needed (lattice 12,960)
+    "adult9": ("adult/adult.csv", ["age", "education", "marital-status", "native-country",
+                                   "occupation", "race", "salary-class", "sex", "workclass"],
+               None),
     "fars": ("fars/fars_int.csv", ["iage", "ideathday", "ideathmon", "ihispanic", "iinjury",
                                    "irace", "isex"], "istatenum"),
 }

@@ -217,14 +217,15 @@ def show(rows: list[Row]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per case (median)")
-    parser.add_argument("--only", choices=sorted(arx_data.SETS), help="one dataset only")
+    with_sensitive = [name for name, (_, _, sens) in arx_data.SETS.items() if sens]
+    parser.add_argument("--only", choices=with_sensitive, help="one dataset only")
     parser.add_argument("--no-anjana", action="store_true", help="skip anjana")
     parser.add_argument("--anjana-runs", type=int, default=3)
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
           "(timings on a busy machine are inflated)")
     rows = []
-    for name in [args.only] if args.only else list(arx_data.SETS):
+    for name in [args.only] if args.only else with_sensitive:
         table = arx_data.read(name)
         print(f"{name}: {table.num_rows:,} rows", flush=True)
         for case, models, limit in cases(arx_data.SETS[name][2]):

@@ -1,0 +1,236 @@
+"""blendin next to ARX, case by case in one run: time ratio, both nodes, both losses.
+
+Run from the repository root (data in ../shared/data, ARX built by ../shared/peers/arx):
+
+    python benchmarks/bench_arx.py                       # the 23 cases, 10 runs each
+    python benchmarks/bench_arx.py --runs 5 --only fars --case b --case e_hier
+    python benchmarks/bench_arx.py --json results.jsonl  # one JSON line per case as well
+
+The cases are the harness's (../shared/peers/arx/README.md): on adult (8 QIs, sensitive
+occupation) and fars (7 QIs, sensitive istatenum), ``a`` k=2, ``b`` k=5, ``c`` k=5 with 5%
+suppression, ``d`` + distinct 3-diversity, ``d_ent`` + entropy 3-diversity, ``d_rec`` +
+recursive (4,3)-diversity, ``e`` + 0.2-closeness (equal distance), ``e_hier`` +
+0.2-closeness (hierarchical distance), ``f`` = d and ``g`` = e with 5% suppression; on adult9
+(all nine columns as QIs) ``a``, ``b`` and ``c``. 0% suppression unless stated.
+
+What is timed, per tool, alternating the tools case by case:
+
+- ARX: ``ARXAnonymizer.anonymize()`` in a warm JVM (the harness's median of ``--runs``
+  runs after its warm-up; parsing the CSV and hierarchies excluded);
+- blendin: the whole ``bl.anonymize()`` call on an in-memory pyarrow table of text columns
+  (frequency table, hierarchies, search, recoding and the independent check of the release),
+  median of ``--runs`` runs after one warm-up.
+
+Both tools search for the optimum under their own metric. The table shows each tool's node
+and both losses of both nodes: ARX's Loss (ARX evaluates blendin's node through the
+harness's ``-Dnode=``) and blendin's ``--metric``. Equal nodes, or a blendin node whose loss
+under ARX's metric is no worse than ARX's, mean the same answer; ``ratio`` is blendin's time
+over ARX's, and the last line gives their geometric mean and median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import arx_data
+import arx_peer
+import pyarrow as pa
+
+from blendin.anonymize import anonymize, prepare
+from blendin.hierarchy.arx import from_csv
+from blendin.metrics import METRICS, utility_of_node
+from blendin.models import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    KAnonymity,
+    RecursiveCLDiversity,
+    TCloseness,
+)
+from blendin.release import plan
+from blendin.spec import Spec
+
+FULL_CASES = ("a", "b", "c", "d", "d_ent", "d_rec", "e", "e_hier", "f", "g")
+#: data set -> the harness's cases run on it (23 in all)
+CASES = {"adult": FULL_CASES, "adult9": ("a", "b", "c"), "fars": FULL_CASES}
+
+
+def models_of(case: str, sensitive: str | None) -> tuple[list, float]:
+    """The privacy models and suppression limit of one harness case, as ArxBench sets them."""
+    k = KAnonymity(2 if case == "a" else 5)
+    extra = {
+        "d": lambda: DistinctLDiversity(sensitive, 3),
+        "f": lambda: DistinctLDiversity(sensitive, 3),
+        "d_ent": lambda: EntropyLDiversity(sensitive, 3),
+        "d_rec": lambda: RecursiveCLDiversity(sensitive, 4, 3),
+        "e": lambda: TCloseness(sensitive, 0.2, "equal"),
+        "g": lambda: TCloseness(sensitive, 0.2, "equal"),
+        "e_hier": lambda: TCloseness(sensitive, 0.2, "hierarchical"),
+    }
+    models = [k] + ([extra[case]()] if case in extra else [])
+    return models, 0.05 if case in ("c", "f", "g") else 0.0
+
+
+def make_spec(dataset: str, case: str, metric: str) -> Spec:
+    _, qis, sensitive = arx_data.SETS[dataset]
+    models, limit = models_of(case, sensitive)
+
+    def arx(column: str):
+        return from_csv(arx_data.hierarchy_file(dataset, column), delimiter=";")
+
+    needs_sensitive = len(models) > 1
+    sens = [sensitive] if needs_sensitive else []
+    return Spec(quasi_identifiers={q: arx(q) for q in qis}, sensitive=sens, models=models,
+                max_suppression=limit, metric=metric, algorithm="optimal",
+                sensitive_hierarchies={s: arx(s) for s in sens} if case == "e_hier" else {})
+
+
+@dataclass
+class Row:
+    dataset: str
+    case: str
+    arx_ms: float | None
+    blendin_ms: float
+    blendin_node: str
+    arx_node: str | None
+    blendin_arx_loss: float | None      # ARX's Loss of blendin's node
+    arx_arx_loss: float | None          # ARX's Loss of its own node
+    blendin_loss: float                 # blendin's metric, blendin's node
+    arx_blendin_loss: float | None      # blendin's metric, ARX's node
+    blendin_suppressed: int
+    arx_suppressed: int | None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.blendin_ms / self.arx_ms if self.arx_ms else None
+
+    @property
+    def same_answer(self) -> str:
+        if self.arx_node is None:
+            return ""
+        if self.arx_node == self.blendin_node:
+            return "same node"
+        if self.blendin_arx_loss is not None and self.arx_arx_loss is not None:
+            if self.blendin_arx_loss <= self.arx_arx_loss + 1e-9:
+                return "other node, ARX loss as good"
+            return "other node, ARX loss worse"
+        return "other node"
+
+
+def time_blendin(table: pa.Table, spec: Spec, runs: int):
+    result = anonymize(table, spec)  # warm-up
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = anonymize(table, spec)
+        times.append(time.perf_counter() - start)
+    assert result.check.passed
+    return statistics.median(times) * 1000, result
+
+
+def blendin_score(table: pa.Table, spec: Spec, levels: dict[str, int], metric: str) -> float:
+    """blendin's metric of the node ``levels`` (ARX's choice), suppression as blendin would."""
+    ft = prepare(table, spec).ft
+    node = [levels[q] for q in ft.qi_names]
+    recoding = plan(ft, node, spec.models)
+    return float(utility_of_node(ft, node, recoding.suppressed_tuples)[metric])
+
+
+def bench_case(cp: str | None, dataset: str, table: pa.Table, case: str, runs: int,
+               metric: str) -> Row:
+    qis = arx_data.SETS[dataset][1]
+    spec = make_spec(dataset, case, metric)
+    arx = arx_peer.run(cp, dataset, case, runs) if cp else None
+    ms, result = time_blendin(table, spec, runs)
+    node = arx_peer.levels_text(result.levels, qis)
+    row = Row(dataset, case, None, ms, node, None, None, None, float(result.utility[metric]),
+              None, result.suppressed, None)
+    if arx is None:
+        return row
+    row.arx_ms = arx["median_ms"]
+    row.arx_suppressed = arx["suppressed"]
+    row.arx_arx_loss = _number(arx["loss"])
+    if arx["levels"]:
+        row.arx_node = arx_peer.levels_text(arx["levels"], qis)
+        row.arx_blendin_loss = blendin_score(table, spec, arx["levels"], metric)
+    if row.arx_node == row.blendin_node:
+        row.blendin_arx_loss = row.arx_arx_loss
+    else:
+        other = arx_peer.run(cp, dataset, case, 1, node=result.levels)["other"]
+        row.blendin_arx_loss = _number(other["loss"])
+    return row
+
+
+def _number(text) -> float | None:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)
+
+
+def show(rows: list[Row], metric: str) -> None:
+    head = (f"{'data':<7}{'case':<8}{'ARX ms':>9}{'blendin ms':>12}{'ratio':>7}  "
+            f"{'blendin node':<20}{'ARX node':<20}{'ARX loss b/A':>15}"
+            f"{metric + ' b/A':>18}  answer")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r.dataset:<7}{r.case:<8}{_fmt(r.arx_ms, '.1f'):>9}{r.blendin_ms:>12.1f}"
+              f"{_fmt(r.ratio, '.2f'):>7}  {r.blendin_node:<20}{r.arx_node or '':<20}"
+              f"{_fmt(r.blendin_arx_loss, '.4f'):>7}/{_fmt(r.arx_arx_loss, '.4f'):<7}"
+              f"{r.blendin_loss:>10.4f}/{_fmt(r.arx_blendin_loss, '.4f'):<7}  "
+              f"{r.same_answer}")
+    ratios = [r.ratio for r in rows if r.ratio]
+    if ratios:
+        geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
+        print(f"\nblendin / ARX time over {len(ratios)} cases: geometric mean {geo:.2f}x, "
+              f"median {statistics.median(ratios):.2f}x, worst {max(ratios):.2f}x, "
+              f"best {min(ratios):.2f}x; cases at or under 1.0x: "
+              f"{sum(x <= 1.0 for x in ratios)} of {len(ratios)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per case and tool")
+    parser.add_argument("--only", choices=sorted(CASES), help="one data set only")
+    parser.add_argument("--case", action="append", help="only these cases (repeatable)")
+    parser.add_argument("--metric", default="arx-loss" if "arx-loss" in METRICS else "loss",
+                        choices=sorted(METRICS), help="blendin's metric (default: ARX's loss "
+                        "when available, so both tools search for the same optimum)")
+    parser.add_argument("--json", help="also write one JSON line per case to this file")
+    args = parser.parse_args()
+    cp = arx_peer.classpath()
+    print(f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
+    if cp is None:
+        print(arx_peer.skip_message())
+    rows = []
+    for dataset in [args.only] if args.only else list(CASES):
+        table = arx_data.read(dataset)
+        for case in CASES[dataset]:
+            if args.case and case not in args.case:
+                continue
+            rows.append(bench_case(cp, dataset, table, case, args.runs, args.metric))
+            r = rows[-1]
+            print(f"  {dataset} {case}: blendin {r.blendin_ms:.1f} ms, ARX "
+                  f"{_fmt(r.arx_ms, '.1f') or '-'} ms", flush=True)
+    print()
+    show(rows, args.metric)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            for r in rows:
+                out.write(json.dumps({**asdict(r), "ratio": r.ratio}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
