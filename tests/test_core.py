@@ -1,6 +1,9 @@
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import blendin as bl
 from blendin.frequency import combine_keys
@@ -56,3 +59,23 @@ def test_combine_keys_distinct_for_distinct_rows():
     codes = np.array([[0, 1], [1, 0], [1, 1], [0, 1]])
     key = combine_keys(codes, [2, 2])
     assert key[0] == key[3] and len(set(key.tolist())) == 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 6),
+                          st.sampled_from("xyz")), min_size=1, max_size=60))
+def test_frequency_table_tuples_sorted_and_counted_like_rows(rows):
+    """The tuples come out in row-wise sorted order of their codes, each counted once, with
+    the sensitive histogram of its rows (whatever the grouping trick inside)."""
+    df = pd.DataFrame(rows, columns=["a", "b", "c", "s"]).astype(str)
+    hiers = {c: Hierarchy.from_rows([[str(i), "*"] for i in range(n)])
+             for c, n in (("a", 6), ("b", 3), ("c", 7))}
+    ft = bl.FrequencyTable.from_table(df, hiers, ["s"])
+    codes = np.stack([hiers[c].encode(pa.array(df[c]), c) for c in "abc"], axis=1)
+    expected, inverse = np.unique(codes, axis=0, return_inverse=True)
+    assert ft.tuples.tolist() == expected.tolist()
+    assert ft.counts.tolist() == np.bincount(inverse.reshape(-1)).tolist()
+    labels = list(ft.domains["s"].labels)
+    for i, row in enumerate(expected):
+        mine = df[(codes == row).all(axis=1)].s.value_counts()
+        assert ft.sensitive["s"][i].tolist() == [int(mine.get(v, 0)) for v in labels]

@@ -164,8 +164,11 @@ class FrequencyTable:
         names = tuple(hierarchies)
         codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         stacked = np.stack(codes, axis=1) if codes else np.zeros((len(distinct), 0), np.int32)
-        tuples, tuple_of_row = np.unique(stacked, axis=0, return_inverse=True)
-        tuple_of_row = tuple_of_row.reshape(-1)
+        # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
+        key = combine_keys(stacked.astype(np.int64, copy=False),
+                           [len(hierarchies[n].ground) for n in names])
+        _, first, tuple_of_row = np.unique(key, return_index=True, return_inverse=True)
+        tuples, tuple_of_row = stacked[first], tuple_of_row.reshape(-1)
         row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
         counts = np.bincount(tuple_of_row, weights=row_counts, minlength=len(tuples))
         histograms, domains = {}, {}
