@@ -5,6 +5,7 @@ Run from the repository root (data in ../shared/data, ARX built by ../shared/pee
     python benchmarks/bench_arx.py                       # the 23 cases, 10 runs each
     python benchmarks/bench_arx.py --runs 5 --only fars --case b --case e_hier
     python benchmarks/bench_arx.py --json results.jsonl  # one JSON line per case as well
+    python benchmarks/bench_arx.py --rows 1000000 --runs 3   # adult-like 1M rows, time + memory
 
 The cases are the harness's (../shared/peers/arx/README.md): on adult (8 QIs, sensitive
 occupation) and fars (7 QIs, sensitive istatenum), ``a`` k=2, ``b`` k=5, ``c`` k=5 with 5%
@@ -21,6 +22,11 @@ What is timed, per tool, alternating the tools case by case:
   (frequency table, hierarchies, search, recoding and the independent check of the release),
   median of ``--runs`` runs after one warm-up.
 
+``--rows N`` instead compares the tools on an adult-like table of N rows (adult replicated
+and jittered by ``adult_like.py``; all nine columns QIs; k=5 at 0% and 5% suppression): the
+same timings, plus each tool's peak memory (RSS of a process that reads the CSV and
+anonymizes it ``--runs`` times; the JVM with its default heap settings).
+
 Both tools search for the optimum under their own metric. The table shows each tool's node
 and both losses of both nodes: ARX's Loss (ARX evaluates blendin's node through the
 harness's ``-Dnode=``) and blendin's ``--metric``. Equal nodes, or a blendin node whose loss
@@ -36,9 +42,13 @@ import math
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
+import adult_like
 import arx_data
 import arx_peer
 import pyarrow as pa
@@ -199,6 +209,72 @@ def show(rows: list[Row], metric: str) -> None:
               f"{sum(x <= 1.0 for x in ratios)} of {len(ratios)}")
 
 
+BLENDIN_SCALE_SCRIPT = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+import bench_arx
+import arx_data
+from blendin.anonymize import anonymize
+name, case, runs, metric, file = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], \
+    sys.argv[6]
+arx_data.SETS[name] = (file, arx_data.SETS["adult9"][1], None)
+table = arx_data.read(name)
+spec = bench_arx.make_spec(name, case, metric)
+times = []
+for _ in range(runs + 1):
+    start = time.perf_counter()
+    result = anonymize(table, spec)
+    times.append(time.perf_counter() - start)
+assert result.check.passed
+print(json.dumps({"median_ms": statistics.median(times[1:]) * 1000, "levels": result.levels,
+                  "suppressed": result.suppressed, "loss": result.utility[metric]}))
+"""
+
+# measures its only child: ru_maxrss of RUSAGE_CHILDREN is the largest child's peak (KiB)
+PEAK_RSS = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], "
+            "capture_output=True, text=True); sys.stderr.write(p.stderr); print(p.stdout); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def with_peak_rss(command: list[str]) -> tuple[dict, float]:
+    """Run ``command`` in its own process; its last JSON line and its peak RSS in MiB."""
+    proc = subprocess.run([sys.executable, "-c", PEAK_RSS, *command], capture_output=True,
+                          text=True, check=True)
+    lines = proc.stdout.strip().splitlines()
+    found = [line for line in lines if line.startswith("{")]
+    if not found:
+        raise RuntimeError(f"{command[0]} failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(found[-1]), int(lines[-1]) / 1024
+
+
+def bench_scale(cp: str | None, rows: int, runs: int, metric: str) -> None:
+    """blendin and ARX on an adult-like table of ``rows`` rows: time and peak memory."""
+    name = f"adult{rows}"
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / "blendin-bench" / name
+    if not (folder / "adult.csv").is_file():
+        print(f"writing {rows:,} adult-like rows to {folder}", flush=True)
+        adult_like.write(rows, folder)
+    arx_data.SETS[name] = (str(folder / "adult.csv"), arx_data.SETS["adult9"][1], None)
+    here = str(Path(__file__).resolve().parent)
+    print(f"{'case':<8}{'ARX ms':>10}{'blendin ms':>12}{'ratio':>7}{'ARX MiB':>9}"
+          f"{'blendin MiB':>12}  nodes")
+    for case in ("b", "c"):
+        ours, our_rss = with_peak_rss([sys.executable, "-c", BLENDIN_SCALE_SCRIPT, here, name,
+                                       case, str(runs), metric, str(folder / "adult.csv")])
+        arx = arx_rss = None
+        if cp:
+            arx, arx_rss = with_peak_rss(["java", "-cp", cp, "ArxBench", str(folder.parent),
+                                          name, case, str(runs)])
+        qis = arx_data.SETS[name][1]
+        nodes = arx_peer.levels_text(ours["levels"], qis)
+        if arx and arx["levels"]:
+            other = arx_peer.levels_text(arx["levels"], qis)
+            nodes += " same" if other == nodes else f" (ARX {other})"
+        print(f"{case:<8}{_fmt(arx and arx['median_ms'], '.0f'):>10}{ours['median_ms']:>12.0f}"
+              f"{_fmt(arx and ours['median_ms'] / arx['median_ms'], '.2f'):>7}"
+              f"{_fmt(arx_rss, '.0f'):>9}{our_rss:>12.0f}  {nodes}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per case and tool")
@@ -208,12 +284,18 @@ def main() -> None:
                         choices=sorted(METRICS), help="blendin's metric (default: ARX's loss "
                         "when available, so both tools search for the same optimum)")
     parser.add_argument("--json", help="also write one JSON line per case to this file")
+    parser.add_argument("--rows", type=int, action="append",
+                        help="compare on an adult-like table of this many rows instead")
     args = parser.parse_args()
     cp = arx_peer.classpath()
     print(f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
     if cp is None:
         print(arx_peer.skip_message())
+    if args.rows:
+        for rows in args.rows:
+            bench_scale(cp, rows, args.runs, args.metric)
+        return
     rows = []
     for dataset in [args.only] if args.only else list(CASES):
         table = arx_data.read(dataset)
