@@ -86,7 +86,7 @@ def _hierarchies(spec_path: str, ext, on: str | None) -> dict:
     import pyarrow.compute as pc
 
     from blendin.frequency import as_text
-    from blendin.hierarchy.builders import as_builder
+    from blendin.hierarchy.registry import as_builder
     from blendin.spec import Spec
 
     spec = Spec.from_toml(spec_path)

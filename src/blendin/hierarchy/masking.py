@@ -18,8 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.builders import HierarchyBuilder, assemble, distinct_text, format_args
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import (
+    Hierarchy,
+    HierarchyBuilder,
+    assemble,
+    distinct_text,
+    format_args,
+)
 
 
 class Masking(HierarchyBuilder):
