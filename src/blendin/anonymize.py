@@ -168,10 +168,13 @@ class Result:
 
         return write_report(self, path, original=original, threshold=threshold)
 
-    def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
+    def write(self, path: str | os.PathLike, *, delimiter: str = ",",
+              escape_formulas: bool = False) -> Path:
         """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
 
-        In Excel each equivalence class gets its own background colour.
+        In Excel each equivalence class gets its own background colour and every text is
+        text (never a formula); ``escape_formulas`` guards a CSV the same way (see
+        :func:`blendin.io.write_table`).
         """
         from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
@@ -180,7 +183,8 @@ class Result:
         styler = None
         if str(path).lower().endswith(".xlsx"):
             styler = class_styler(class_ids(table, list(self.spec.quasi_identifiers)))
-        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler)
+        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler,
+                           escape_formulas=escape_formulas)
 
 
 def _plain(value):

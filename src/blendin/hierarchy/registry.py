@@ -31,6 +31,7 @@ from blendin.hierarchy.intervals import intervals
 from blendin.hierarchy.masking import Masking, masking
 from blendin.hierarchy.tree import tree
 
+
 def as_builder(hierarchy: HierarchyBuilder | Hierarchy) -> HierarchyBuilder:
     """A builder for what a Spec holds: a builder as it is, a Hierarchy wrapped in fixed()."""
     if isinstance(hierarchy, HierarchyBuilder):
