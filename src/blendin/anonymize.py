@@ -269,6 +269,7 @@ def anonymize(
     ({'age': 1}, ['30-39', '30-39', '30-39'], 1)
     """
     start = time.perf_counter()
+    spec = as_spec(spec)
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
@@ -306,6 +307,16 @@ def anonymize(
 FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
 
 
+def as_spec(spec) -> Spec:
+    """A Spec, or the spec file (TOML) a path names."""
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, str | os.PathLike):
+        return Spec.from_toml(spec)
+    raise BlendinError(f"expected a Spec or the path of a spec file, got {type(spec).__name__}",
+                       fix="pass bl.Spec(...) or a path such as \"release.toml\"")
+
+
 def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
     if value not in choices:
         raise BlendinError(f"unknown {what} {value!r}",
@@ -319,6 +330,10 @@ def prepare(data, spec: Spec) -> Prepared:
     source = data if isinstance(data, Source) else Source(
         data, delimiter=spec.delimiter, encoding=spec.encoding)
     spec.validate_columns(source.columns)
+    types = source.types()
+    for name, builder in spec.quasi_identifiers.items():
+        if hasattr(builder, "check_type"):  # codes read as numbers, say
+            builder.check_type(types[name], name)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
     hierarchies = spec.build_hierarchies(distinct)
@@ -644,7 +659,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     """
     start = time.perf_counter()
     payload = load_solution(solution)
-    used = spec_from_solution(payload, spec, unknown=unknown)
+    used = spec_from_solution(payload, None if spec is None else as_spec(spec), unknown=unknown)
     if delimiter is not None:
         used.delimiter = delimiter
     if encoding is not None:

@@ -181,6 +181,9 @@ class HierarchyBuilder(ABC):
     def to_toml(self, base_dir: Path | None = None) -> dict:
         """The inline TOML table that makes this builder (paths relative to ``base_dir``)."""
 
+    def check_type(self, kind: pa.DataType, name: str = "column") -> None:  # noqa: B027
+        """Refuse a column type the builder would misread (e.g. codes held as numbers)."""
+
     def given(self) -> Hierarchy | None:
         """The whole hierarchy when the builder covers a fixed set of values (a tree, a
         file, a built Hierarchy); None when a rule generalizes any value (intervals,

@@ -278,6 +278,9 @@ class WithUnknown(HierarchyBuilder):
     def given(self) -> Hierarchy | None:
         return self.builder.given()
 
+    def check_type(self, kind, name: str = "column") -> None:
+        self.builder.check_type(kind, name)
+
     def to_toml(self, base_dir: Path | None = None) -> dict:
         return self.builder.to_toml(base_dir)
 

@@ -295,6 +295,8 @@ class Context:
         """The error when no node is acceptable: how much suppression the top would need."""
         top = self.checker.check(self.lattice.top)
         share = top.n_suppressed / self.n
+        if top.n_suppressed >= self.n:  # suppressing everything is no release: say why
+            return unmeetable(self.ft, self.lattice.top, self.checker.models)
         hint = (f"allow max_suppression >= {share:.4g} (the fully generalized table "
                 f"still needs {top.n_suppressed:,} of {self.n:,} records suppressed)"
                 if top.n_suppressed else "relax the privacy models")
@@ -302,6 +304,25 @@ class Context:
             "no generalization meets the privacy models within the suppression limit "
             f"({self.checker.limit:,} records)",
             fix=f"{hint}, or give the hierarchies more levels")
+
+
+def unmeetable(ft: FrequencyTable, top: Sequence[int],
+               models: Sequence[PrivacyModel]) -> BlendinError:
+    """The error when even the fully generalized table has no class that meets the models:
+    which model fails on which class (no suppression limit can help)."""
+    from blendin.release import violating_classes
+
+    _, _, classes = violating_classes(ft, top, models)
+    biggest = int(np.argmax(classes.sizes))
+    failing = [m for m in models
+               if not np.asarray(m.holds(classes), dtype=bool)[biggest]]
+    names = "; ".join(str(m) for m in failing) or "the privacy models"
+    which = "all" if len(classes.sizes) == 1 else "the largest class of"
+    return BlendinError(
+        f"no generalization releases anything: even with every quasi-identifier fully "
+        f"generalized, {names} fails for the class of {which} "
+        f"{int(classes.sizes[biggest]):,} records, so every record would be suppressed",
+        fix=f"relax {names}, or give the hierarchies more levels")
 
 
 def tolerance(value: float) -> float:
