@@ -448,8 +448,11 @@ def _check_can_match(on, compat, rel_labels, ext_values, missing: str) -> None:
 def _cause(labels: np.ndarray, values: np.ndarray, missing: str) -> str:
     """The likely reason values do not match labels: case, width, or format."""
     exact = set(_exact_labels(labels).astype(str))
-    folded = _fold_case(labels, values, missing)
-    if any(str(v) in exact for v in folded) and not any(str(v) in exact for v in values):
+
+    def matching(vals) -> int:
+        return sum(str(v) in exact for v in vals)
+
+    if matching(_fold_case(labels, values, missing)) > matching(values):
         return "likely cause: case (e.g. f vs F); --normalize case"
     if not np.array_equal(_zip_width(labels, values, missing), values):
         return "likely cause: width (leading zeros lost, e.g. 2138 vs 02138); --normalize " \

@@ -296,7 +296,7 @@ class Source:
         import pyarrow.csv as pcsv
 
         read = pcsv.ReadOptions(
-            column_names=self.columns, skip_rows=1, block_size=self.block_size,
+            column_names=self.columns, skip_rows_after_names=1, block_size=self.block_size,
             encoding=self.encoding, use_threads=True)
         # quoted fields may hold line breaks, even where a block of the file ends
         parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
@@ -20,6 +21,15 @@ def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimit
     check_paths(inputs, {"-o": (output, "table"), "--report": (report, "report"),
                          "--save-solution": (solution, "json")}, force=force)
     check_delimiter(output_delimiter)
+    data = inputs["DATA"]
+    if str(data).lower().endswith((".parquet", ".pq")) and not output.lower().endswith(
+            ".parquet"):  # nested columns pass through to the release: CSV/Excel cannot
+        import pyarrow as pa
+
+        from blendin.io import Source, check_writable_types
+
+        types = Source(data).types()
+        check_writable_types(pa.schema(list(types.items())), Path(output).suffix.lower())
 
 
 def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
