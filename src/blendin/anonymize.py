@@ -279,8 +279,8 @@ def anonymize(
     prepared = prepare(data, spec)
     for added in (group_column, original_row):
         if added is not None and added in prepared.source.columns:
-            raise BlendinError(f"the added column {added!r} has the name of an input column",
-                               fix="give the added column another name")
+            raise BlendinError(f"the input already has a column {added!r}, the name asked "
+                               "for an added column", fix="give the added column another name")
     run = ALGORITHMS.get(algorithm, _full_domain)
     outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                   progress=progress)
