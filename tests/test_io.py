@@ -169,7 +169,7 @@ def test_failed_write_leaves_nothing_and_keeps_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(pcsv, "write_csv", broken)
-    with pytest.raises(BlendinError, match="disk full"):
+    with pytest.raises(OSError, match="disk full"):
         write_table(pa.table({"a": ["1"]}), target)
     assert target.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["out.csv"]

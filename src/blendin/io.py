@@ -543,16 +543,17 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     temp = None
     try:
-        fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.{os.getpid()}.",
-                                    suffix=TEMP_SUFFIX, dir=folder)
+        try:
+            fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.{os.getpid()}.",
+                                        suffix=TEMP_SUFFIX, dir=folder)
+        except OSError as error:
+            raise BlendinError(f"cannot write {str(path)!r}: {error.strerror or error}",
+                               fix="write somewhere you may create files (check the "
+                               "folder's permissions)") from None
         os.close(fd)
         yield temp
         os.chmod(temp, mode)
         os.replace(temp, path)
-    except OSError as error:
-        raise BlendinError(f"cannot write {str(path)!r}: {error.strerror or error}",
-                           fix="write somewhere you may create files (check the folder's "
-                           "permissions and free space)") from None
     finally:
         if temp is not None and os.path.exists(temp):
             Path(temp).unlink(missing_ok=True)

@@ -17,9 +17,12 @@ class _Group(click.Group):
         previous = signal.signal(signal.SIGTERM, _stop)
         try:
             return super().invoke(ctx)
-        except BlendinError as error:
+        except (BlendinError, OSError) as error:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            if isinstance(error, OSError):  # a full disk, a file gone: not a bug, one line
+                where = f" ({error.filename})" if error.filename else ""
+                error = f"{error.strerror or error}{where}; fix: check the files and the disk"
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
         finally:
