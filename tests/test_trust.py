@@ -622,3 +622,29 @@ def test_anonymize_takes_a_spec_path_and_a_lazyframe(files):
     assert bl.anonymize(frame, Path(spec)).levels == by_path.levels
     with pytest.raises(BlendinError, match="Spec or the path"):
         bl.anonymize(frame, 5)
+
+
+def test_demo_out_is_not_replaced_without_force(tmp_path):
+    out = tmp_path / "demo"
+    args = ["demo", "--patients", "200", "--voters", "400", "--out", out]
+    assert run(*args).exit_code == 0
+    (out / "release.csv").write_text("mine\n")
+    result = run(*args)
+    assert result.exit_code == 2 and "--force" in result.output
+    assert (out / "release.csv").read_text() == "mine\n"
+    assert run(*args, "--force").exit_code == 0
+    assert (out / "release.csv").read_text() != "mine\n"
+
+
+def test_cli_reports_os_errors_on_one_line(files, monkeypatch):
+    import blendin.io as io_module
+
+    def full(table, path, **kw):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(io_module, "_write_csv", full)
+    folder, data, spec = files
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
+    assert result.exit_code == 2
+    assert "error: No space left on device" in result.output and "Traceback" not in result.output
+    assert not (folder / "r.csv").exists()

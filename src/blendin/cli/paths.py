@@ -21,6 +21,7 @@ SUFFIXES = {
     "table": (".csv", ".parquet", ".xlsx"),
     "report": (".html", ".htm"),
     "json": (".json",),
+    "spec": (".toml",),
 }
 
 FORCE_OPTION = click.option(
