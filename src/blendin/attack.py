@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text, combine_keys
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, isin_text
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 
 #: cells of the (release tuples × external tuples) matrix handled at once
@@ -387,15 +387,15 @@ def _exact_labels(labels: np.ndarray) -> np.ndarray:
 
 def _fold_case(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
     """Values spelled as the release spells them, up to case (``f`` -> ``F``)."""
-    exact = _exact_labels(labels)
-    spelling = {}
-    for label in exact.astype(str):  # distinct labels of one column
-        spelling.setdefault(label.casefold(), label)
+    exact = _exact_labels(labels).astype(str)
+    if not len(exact) or not len(values):
+        return values
+    folded_labels = pc.utf8_lower(pa.array(exact.tolist(), type=pa.string()))
     folded = pc.utf8_lower(pa.array(values.astype(str).tolist(), type=pa.string()))
+    at = pc.index_in(folded, value_set=folded_labels).to_numpy(zero_copy_only=False)
+    found = ~np.isnan(at.astype(float)) & (values != missing)
     out = values.copy()
-    for i, key in enumerate(folded.to_pylist()):  # distinct values of one column
-        if key in spelling and values[i] != missing:
-            out[i] = spelling[key]
+    out[found] = exact[at[found].astype(np.int64)]
     return out
 
 
@@ -447,10 +447,10 @@ def _check_can_match(on, compat, rel_labels, ext_values, missing: str) -> None:
 
 def _cause(labels: np.ndarray, values: np.ndarray, missing: str) -> str:
     """The likely reason values do not match labels: case, width, or format."""
-    exact = set(_exact_labels(labels).astype(str))
+    exact = _exact_labels(labels)
 
     def matching(vals) -> int:
-        return sum(str(v) in exact for v in vals)
+        return int(isin_text(vals, exact).sum()) if len(exact) else 0
 
     if matching(_fold_case(labels, values, missing)) > matching(values):
         return "likely cause: case (e.g. f vs F); --normalize case"
