@@ -12,7 +12,7 @@ import codecs
 import csv
 import io
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -541,22 +541,21 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
                            fix="create it first or write somewhere else")
     remove_stale_temps(path)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-    temp = None
+    # the name is known before the file exists, so a signal at any moment can clean it up
+    temp = str(folder / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(6)}"
+                        f"{TEMP_SUFFIX}")
     try:
         try:
-            fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.{os.getpid()}.",
-                                        suffix=TEMP_SUFFIX, dir=folder)
+            os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         except OSError as error:
             raise BlendinError(f"cannot write {str(path)!r}: {error.strerror or error}",
                                fix="write somewhere you may create files (check the "
                                "folder's permissions)") from None
-        os.close(fd)
         yield temp
         os.chmod(temp, mode)
         os.replace(temp, path)
     finally:
-        if temp is not None and os.path.exists(temp):
-            Path(temp).unlink(missing_ok=True)
+        Path(temp).unlink(missing_ok=True)
 
 
 def stale_temps(path: str | os.PathLike) -> list[Path]:

@@ -296,7 +296,8 @@ class Context:
         top = self.checker.check(self.lattice.top)
         share = top.n_suppressed / self.n
         if top.n_suppressed >= self.n:  # suppressing everything is no release: say why
-            return unmeetable(self.ft, self.lattice.top, self.checker.models)
+            return unmeetable(self.ft, self.lattice.top, self.checker.models,
+                              self.checker.limit)
         hint = (f"allow max_suppression >= {share:.4g} (the fully generalized table "
                 f"still needs {top.n_suppressed:,} of {self.n:,} records suppressed)"
                 if top.n_suppressed else "relax the privacy models")
@@ -306,10 +307,10 @@ class Context:
             fix=f"{hint}, or give the hierarchies more levels")
 
 
-def unmeetable(ft: FrequencyTable, top: Sequence[int],
-               models: Sequence[PrivacyModel]) -> BlendinError:
-    """The error when even the fully generalized table has no class that meets the models:
-    which model fails on which class (no suppression limit can help)."""
+def unmeetable(ft: FrequencyTable, top: Sequence[int], models: Sequence[PrivacyModel],
+               limit: int) -> BlendinError:
+    """The error when even the fully generalized table must suppress every record: which
+    model fails on which class (raising the suppression limit to 100% releases nothing)."""
     from blendin.release import violating_classes
 
     _, _, classes = violating_classes(ft, top, models)
@@ -319,9 +320,10 @@ def unmeetable(ft: FrequencyTable, top: Sequence[int],
     names = "; ".join(str(m) for m in failing) or "the privacy models"
     which = "all" if len(classes.sizes) == 1 else "the largest class of"
     return BlendinError(
-        f"no generalization releases anything: even with every quasi-identifier fully "
-        f"generalized, {names} fails for the class of {which} "
-        f"{int(classes.sizes[biggest]):,} records, so every record would be suppressed",
+        f"no generalization meets the privacy models within the suppression limit "
+        f"({limit:,} records): even with every quasi-identifier fully generalized, {names} "
+        f"fails for the class of {which} {int(classes.sizes[biggest]):,} records, so every "
+        "record would be suppressed",
         fix=f"relax {names}, or give the hierarchies more levels")
 
 
