@@ -648,3 +648,14 @@ def test_cli_reports_os_errors_on_one_line(files, monkeypatch):
     assert result.exit_code == 2
     assert "error: No space left on device" in result.output and "Traceback" not in result.output
     assert not (folder / "r.csv").exists()
+
+
+def test_a_column_of_only_unknown_values_is_suppressed_or_starred():
+    spec = Spec(quasi_identifiers={"m": tree({"g": ["a", "b"]})}, models=[KAnonymity(2)],
+                max_suppression=1.0)
+    saved = apply_module_dict(anonymize(pd.DataFrame({"m": ["a", "b"] * 3}), spec))
+    new = pd.DataFrame({"m": ["x", "y"] * 3})
+    at_top = apply_solution(new, {**saved, "levels": {"m": 2}})
+    assert set(at_top.data["m"]) == {"*"} and at_top.suppressed == 0
+    below = apply_solution(new, {**saved, "levels": {"m": 1}}, unknown="suppress")
+    assert below.suppressed == 6 and len(below.data) == 0

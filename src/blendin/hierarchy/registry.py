@@ -270,10 +270,11 @@ class WithUnknown(HierarchyBuilder):
                 f"{top}) does not cover {len(new)} value(s) of the new data: {preview(new)}",
                 fix="pass --unknown suppress to suppress their records (API: "
                 "unknown=\"suppress\"), or add them to the hierarchy and anonymize afresh")
-        known = self.builder.build(values[~isin_text(values, new)], name, missing)
+        rest = values[~isin_text(values, new)]
+        known = self.builder.build(rest, name, missing) if len(rest) else None
         if self.level < top:
             self.unknown = list(new)
-        return _with_branches(known, new)
+        return _with_branches(known, new, given)
 
     def given(self) -> Hierarchy | None:
         return self.builder.given()
@@ -288,13 +289,15 @@ class WithUnknown(HierarchyBuilder):
         return repr(self.builder)
 
 
-def _with_branches(known: Hierarchy, new: np.ndarray) -> Hierarchy:
-    """``known`` with a branch per new value: its own label below the top, ``*`` on top."""
-    rows = known.to_rows()
-    middle = known.height - 2
+def _with_branches(known: Hierarchy | None, new: np.ndarray, given: Hierarchy) -> Hierarchy:
+    """``known`` (None: no known value) with a branch per new value: its own label below the
+    top, ``*`` on top."""
+    rows = known.to_rows() if known is not None else []
+    middle = given.height - 2
     rows += [[v] + [UNKNOWN_LABEL + v] * middle + [SUPPRESSED] for v in new]
     numbers = None
-    if known.numbers is not None:
-        numbers = np.concatenate([known.numbers, np.full(len(new), np.nan)])
-    return Hierarchy.from_rows(rows, kind=known.kind, numbers=numbers,
+    if given.numbers is not None:
+        before = known.numbers if known is not None else np.empty(0)
+        numbers = np.concatenate([before, np.full(len(new), np.nan)])
+    return Hierarchy.from_rows(rows, kind=given.kind, numbers=numbers,
                                name="the saved hierarchy")
