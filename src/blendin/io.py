@@ -241,6 +241,8 @@ class Source:
         header = _first_record(text)
         if self.delimiter is None:
             rest = text[len(header):].splitlines()[1:50]
+            if len(rest) > 1 and not text.endswith("\n"):
+                rest = rest[:-1]  # the last line may be cut off
             self.delimiter = _sniff("\n".join([header.replace("\n", " "), *rest]))
         names = next(csv.reader(io.StringIO(header, newline=""), delimiter=self.delimiter))
         if len(names) == 1:
