@@ -18,8 +18,9 @@ from blendin.errors import BlendinError
               help="Join columns, comma-separated (default: the spec's quasi-identifiers, "
               "else the columns both tables have that the release does not blank out).")
 @click.option("--sensitive", default=None,
-              help="Release columns the attacker wants to learn (default: those the external "
-              "table does not have).")
+              help="Release columns the attacker wants to learn (default: the spec's "
+              "sensitive attributes, else the release columns the external table does not "
+              "have, less blanked (*) columns and class numbers).")
 @click.option("--truth", default=None,
               help="A column in both tables naming the person, to count correct matches.")
 @click.option("--k", "k", default=5, show_default=True, type=int,
@@ -51,7 +52,10 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     which sensitive values are learned with certainty.
 
     Exact values are matched to generalized labels: age 34 matches 30-39, ZIP 02138
-    matches 021**, a birth date matches its month, year or decade; * matches anything.
+    matches 021**, a birth date (YYYY-MM-DD or YYYYMMDD) matches its month, year or decade;
+    * matches anything. A join column that can match nothing is an error; when most people
+    match nothing a warning names the likely cause (case, width, format) and the
+    --normalize that fixes it.
 
     Example: blendin attack release.csv --external voters.csv --on dob,sex,zip
     """
