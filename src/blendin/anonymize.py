@@ -14,6 +14,7 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -40,7 +41,7 @@ from blendin.release import (
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
-SOLUTION_VERSION = 1
+SOLUTION_VERSION = 2
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -167,10 +168,13 @@ class Result:
 
         return write_report(self, path, original=original, threshold=threshold)
 
-    def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
+    def write(self, path: str | os.PathLike, *, delimiter: str = ",",
+              escape_formulas: bool = False) -> Path:
         """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
 
-        In Excel each equivalence class gets its own background colour.
+        In Excel each equivalence class gets its own background colour and every text is
+        text (never a formula); ``escape_formulas`` guards a CSV the same way (see
+        :func:`blendin.io.write_table`).
         """
         from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
@@ -179,7 +183,8 @@ class Result:
         styler = None
         if str(path).lower().endswith(".xlsx"):
             styler = class_styler(class_ids(table, list(self.spec.quasi_identifiers)))
-        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler)
+        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler,
+                           escape_formulas=escape_formulas)
 
 
 def _plain(value):
@@ -264,6 +269,7 @@ def anonymize(
     ({'age': 1}, ['30-39', '30-39', '30-39'], 1)
     """
     start = time.perf_counter()
+    spec = as_spec(spec)
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
@@ -271,6 +277,10 @@ def anonymize(
     metric = metric or spec.metric or "loss"
     _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
     prepared = prepare(data, spec)
+    for added in (group_column, original_row):
+        if added is not None and added in prepared.source.columns:
+            raise BlendinError(f"the input already has a column {added!r}, the name asked "
+                               "for an added column", fix="give the added column another name")
     run = ALGORITHMS.get(algorithm, _full_domain)
     outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                   progress=progress)
@@ -301,6 +311,16 @@ def anonymize(
 FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
 
 
+def as_spec(spec) -> Spec:
+    """A Spec, or the spec file (TOML) a path names."""
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, str | os.PathLike):
+        return Spec.from_toml(spec)
+    raise BlendinError(f"expected a Spec or the path of a spec file, got {type(spec).__name__}",
+                       fix="pass bl.Spec(...) or a path such as \"release.toml\"")
+
+
 def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
     if value not in choices:
         raise BlendinError(f"unknown {what} {value!r}",
@@ -314,6 +334,10 @@ def prepare(data, spec: Spec) -> Prepared:
     source = data if isinstance(data, Source) else Source(
         data, delimiter=spec.delimiter, encoding=spec.encoding)
     spec.validate_columns(source.columns)
+    types = source.types()
+    for name, builder in spec.quasi_identifiers.items():
+        if hasattr(builder, "check_type"):  # codes read as numbers, say
+            builder.check_type(types[name], name)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
     hierarchies = spec.build_hierarchies(distinct)
@@ -461,17 +485,27 @@ def verify(outcome: Outcome, spec: Spec, suppressed: str):
 def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
                   levels: Mapping[str, int],
                   sensitive_hierarchies: Mapping[str, Hierarchy] | None = None) -> dict:
-    """The JSON form of a full-domain solution (hierarchies inline, ARX rows)."""
+    """The JSON form of a full-domain solution: levels, and each hierarchy as its rule.
+
+    Rules (dates ladder, intervals, masking, flat) and trees or files as the user gave them
+    are saved, never the data's values, so the solution is metadata that re-applies to new
+    data (see :func:`blendin.hierarchy.registry.rule_of`).
+    """
+    from blendin.hierarchy.registry import rule_of
+
+    sensitive_builders = spec.sensitive_builders()
     return {
         "format": SOLUTION_FORMAT,
         "version": SOLUTION_VERSION,
         "quasi_identifiers": list(hierarchies),
         "levels": {q: int(levels[q]) for q in hierarchies},
-        "hierarchies": {q: _hierarchy_dict(h) for q, h in hierarchies.items()},
+        "heights": {q: int(h.height) for q, h in hierarchies.items()},
+        "hierarchies": {q: rule_of(spec.quasi_identifiers.get(q, h), h)
+                        for q, h in hierarchies.items()},
         "identifiers": list(spec.identifiers),
         "sensitive": list(spec.sensitive),
         "insensitive": list(spec.insensitive),
-        "sensitive_hierarchies": {q: _hierarchy_dict(h)
+        "sensitive_hierarchies": {q: rule_of(sensitive_builders.get(q, h), h)
                                   for q, h in (sensitive_hierarchies or {}).items()},
         "models": [_model_dict(m) for m in spec.models],
         "max_suppression": float(spec.max_suppression),
@@ -487,19 +521,45 @@ def _model_dict(model: PrivacyModel) -> dict:
                                    and not k.startswith("hierarchy")}}
 
 
-def _hierarchy_dict(h: Hierarchy) -> dict:
-    out = {"kind": h.kind, "rows": h.to_rows()}
-    if h.numbers is not None:
-        out["numbers"] = [None if np.isnan(v) else float(v) for v in h.numbers]
+def _saved_builders(payload: dict, unknown: str):
+    """The QIs' builders of a saved solution (each at its level, told what to do with values
+    a tree or file does not cover) and the sensitive attributes' builders."""
+    from blendin.hierarchy.registry import WithUnknown, builder_from_rule
+
+    levels = _saved_levels(payload)
+    rules = payload["hierarchies"]
+    if not isinstance(rules, dict) or any(q not in rules for q in levels):
+        raise BlendinError("the solution has no hierarchy for some quasi-identifier",
+                           fix="save it again with --save-solution")
+    qis = {q: WithUnknown(builder_from_rule(rules[q], q), levels[q], unknown) for q in levels}
+    sens = {q: builder_from_rule(r, q)
+            for q, r in (payload.get("sensitive_hierarchies") or {}).items()}
+    return qis, sens
+
+
+def _saved_levels(payload: dict) -> dict[str, int]:
+    """The saved level of each QI, checked (a tampered file gets a clear error)."""
+    qis, levels = payload["quasi_identifiers"], payload["levels"]
+    if not isinstance(qis, list) or not isinstance(levels, dict):
+        raise BlendinError("the solution's quasi_identifiers or levels are malformed",
+                           fix="save it again with --save-solution")
+    out = {}
+    for q in qis:
+        level = levels.get(q)
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise BlendinError(f"the solution's level of {q!r} is {level!r}, not a level "
+                               "(0, 1, 2, ...)", fix="save it again with --save-solution")
+        out[q] = level
     return out
 
 
-def _hierarchy_from(d: dict, name: str) -> Hierarchy:
-    numbers = d.get("numbers")
-    if numbers is not None:
-        numbers = np.array([np.nan if v is None else v for v in numbers], dtype=float)
-    return Hierarchy.from_rows(d["rows"], kind=d.get("kind", "categorical"), numbers=numbers,
-                               name=f"the saved hierarchy of {name!r}")
+def _check_levels(levels: Mapping[str, int], hierarchies: Mapping[str, Hierarchy]) -> None:
+    for q, level in levels.items():
+        top = hierarchies[q].height - 1
+        if level > top:
+            raise BlendinError(f"the solution's level of {q!r} is {level}, above its "
+                               f"hierarchy's top ({top})",
+                               fix="save the solution again with --save-solution")
 
 
 def load_solution(solution) -> dict:
@@ -545,12 +605,15 @@ def _models_from(tables: Sequence[dict]) -> list[PrivacyModel]:
     return out
 
 
-def spec_from_solution(payload: dict, spec: Spec | None = None) -> Spec:
-    """The Spec a saved solution stands for (roles, models, limits from ``spec`` if given)."""
-    hierarchies = {q: _hierarchy_from(payload["hierarchies"][q], q)
-                   for q in payload["quasi_identifiers"]}
-    sens_h = {q: _hierarchy_from(d, q)
-              for q, d in payload.get("sensitive_hierarchies", {}).items()}
+def spec_from_solution(payload: dict, spec: Spec | None = None, *,
+                       unknown: str = "error") -> Spec:
+    """The Spec a saved solution stands for (roles, models, limits from ``spec`` if given).
+
+    Its hierarchies are the saved rules; ``unknown`` says what happens to values a saved tree
+    or file does not cover (``"error"`` or ``"suppress"``; see
+    :class:`blendin.hierarchy.registry.WithUnknown`).
+    """
+    hierarchies, sens_h = _saved_builders(payload, unknown)
     if spec is not None:
         absent = [q for q in spec.quasi_identifiers if q not in hierarchies]
         if absent:
@@ -576,36 +639,40 @@ def _built_only(hierarchies: Mapping[str, Any]) -> dict:
 
 
 def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str = "drop",
-                   delimiter: str | None = None, encoding: str | None = None) -> Result:
+                   delimiter: str | None = None, encoding: str | None = None,
+                   unknown: str = "error") -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
-    a Result. The saved hierarchies must cover the new values (else a BlendinError names
-    them). Records of classes that violate the models at the saved levels are suppressed;
-    when that is within the saved limit the release is verified and returned, and when it is
-    over the limit a BlendinError says so and nothing is released: the spec does not hold
-    on this data with this solution, so it must be anonymized afresh.
+    a Result. The saved rules generalize new values (new dates, new ZIPs); a value a saved
+    tree or file does not cover is released as ``*`` at the top level, and below it stops
+    the run with an error naming it (``unknown="error"``) or has its records suppressed
+    (``"suppress"``). Records of classes that violate the models at the saved levels are
+    suppressed; when that is within the saved limit the release is verified and returned,
+    and when it is over the limit a BlendinError says so and nothing is released: the spec
+    does not hold on this data with this solution, so it must be anonymized afresh.
 
     >>> import pandas as pd
-    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.hierarchy.intervals import intervals
     >>> from blendin.models import KAnonymity
-    >>> age = Hierarchy.from_rows([["31", "30-39"], ["32", "30-39"], ["47", "40-49"]])
-    >>> spec = Spec(quasi_identifiers={"age": age}, models=[KAnonymity(2)])
-    >>> saved = solution_dict(spec, {"age": age}, {"age": 1})
-    >>> new = pd.DataFrame({"age": [32, 31, 47, 47]})
+    >>> spec = Spec(quasi_identifiers={"age": intervals(10)}, models=[KAnonymity(2)])
+    >>> saved = solution_dict(spec, {"age": intervals(10).build(["31"])}, {"age": 1})
+    >>> new = pd.DataFrame({"age": [32, 31, 47, 45]})
     >>> apply_solution(new, saved).data["age"].tolist()
     ['30-39', '30-39', '40-49', '40-49']
     """
     start = time.perf_counter()
     payload = load_solution(solution)
-    used = spec_from_solution(payload, spec)
+    used = spec_from_solution(payload, None if spec is None else as_spec(spec), unknown=unknown)
     if delimiter is not None:
         used.delimiter = delimiter
     if encoding is not None:
         used.encoding = encoding
-    levels = tuple(int(payload["levels"][q]) for q in used.quasi_identifiers)
+    saved_levels = _saved_levels(payload)
+    levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
     prepared = prepare(data, used)
-    outcome = full_domain_outcome(prepared, levels, saved=True)
+    _check_levels(saved_levels, prepared.hierarchies)
+    outcome = _saved_outcome(prepared, levels)
     release, report = verify(outcome, used, suppressed)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     return Result(
@@ -617,3 +684,43 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         solution=payload, spec=used, hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed, applied_from=origin,
         sensitive_hierarchies=prepared.sensitive_hierarchies)
+
+
+def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
+    """:func:`full_domain_outcome` at the saved levels, the records of values a saved tree
+    or file does not cover suppressed too (they count against the limit)."""
+    forced = _unknown_tuples(prepared)
+    if not forced.any():
+        return full_domain_outcome(prepared, levels, saved=True)
+    spec, ft = prepared.spec, prepared.ft
+    recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
+                    missing=spec.missing)
+    generalized = ft.generalized(levels)
+    keys = recoding.keyer(generalized)
+    tuple_bad = recoding.suppressed_tuples | forced
+    kept_keys, kept_class = np.unique(keys[~tuple_bad], return_inverse=True)
+    sizes = np.bincount(kept_class.reshape(-1), weights=ft.counts[~tuple_bad],
+                        minlength=len(kept_keys)).astype(np.int64)
+    recoding = dataclasses.replace(
+        recoding, suppressed_keys=np.unique(keys[tuple_bad]),
+        suppressed_records=int(ft.counts[tuple_bad].sum()), suppressed_tuples=tuple_bad,
+        class_sizes=sizes)
+    _within_limit(recoding, ft, spec, True)
+    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
+    utility = {k: _plain(v) for k, v in utility_of_node(
+        ft, levels, tuple_bad, weights=spec.weights or None).items()}
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    return Outcome(marked, removed, named, 0, None, recoding.suppressed_records, sizes, utility)
+
+
+def _unknown_tuples(prepared: Prepared) -> np.ndarray:
+    """Tuples holding a value that a saved tree or file does not cover (to suppress)."""
+    ft = prepared.ft
+    forced = np.zeros(len(ft.counts), dtype=bool)
+    for i, q in enumerate(ft.qi_names):
+        unknown = getattr(prepared.spec.quasi_identifiers[q], "unknown", None)
+        if unknown:
+            ground = prepared.hierarchies[q].ground.astype(str)
+            codes = np.flatnonzero(np.isin(ground, np.asarray(unknown, dtype=str)))
+            forced |= np.isin(ft.tuples[:, i], codes)
+    return forced

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text, combine_keys
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, isin_text
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 
 #: cells of the (release tuples × external tuples) matrix handled at once
@@ -57,6 +57,10 @@ class AttackReport:
     matches: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
     #: per sensitive attribute, the value each external row learns with certainty (else None)
     learned_values: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+    #: what may make the figures wrong (most people matching nothing, and why)
+    warnings: tuple[str, ...] = ()
+    #: normalizations applied to the external values (``case``, ``zip-width``)
+    normalized: tuple[str, ...] = ()
 
     @property
     def reidentified_share(self) -> float:
@@ -73,6 +77,8 @@ class AttackReport:
     def to_dict(self) -> dict:
         out = {k: v for k, v in vars(self).items() if k not in ("matches", "learned_values")}
         out["on"] = list(self.on)
+        out["warnings"] = list(self.warnings)
+        out["normalized"] = list(self.normalized)
         out["reidentified_share"] = self.reidentified_share
         return out
 
@@ -97,6 +103,9 @@ class AttackReport:
             rows.append(row("re-identifications correct", self.correct))
         for name, count in self.learned.items():
             rows.append(row(f"{name} learned with certainty", count))
+        if self.normalized:
+            rows.append(f"normalized         {', '.join(self.normalized)}")
+        rows += [f"warning: {w}" for w in self.warnings]
         return [r for r in rows if r is not None]
 
 
@@ -111,13 +120,25 @@ def attack(
     kinds: Mapping[str, str] | None = None,
     hierarchies: Mapping[str, Hierarchy] | None = None,
     missing: str = "",
+    spec=None,
+    normalize: Sequence[str] | str = (),
 ) -> AttackReport:
     """Link ``external`` (identified people) to ``release`` on the columns ``on``.
 
-    Both tables are pandas, polars or pyarrow tables or CSV/Parquet paths.
+    Both tables are pandas, polars or pyarrow tables or CSV/Parquet paths; join columns are
+    compared as text, the way the spec reads them when a ``spec`` is given (its dates
+    format; its trees and files let group labels cover their values).
 
-    ``on`` defaults to the columns both tables share. ``sensitive`` (default: the release's
-    columns the external table does not have) are the values an attacker wants to learn.
+    ``on`` defaults to the spec's quasi-identifiers, else to the columns both tables share
+    that the release does not blank out (all ``*``). ``sensitive`` (default: the spec's
+    sensitive attributes, else the release's columns the external table does not have, but
+    for blanked columns and a column numbering the classes) are the values an attacker wants
+    to learn; only real values count as learned, never ``*``. ``normalize`` lists fixes
+    applied to the external values first: ``case`` (``f`` reads as the release's ``F``) and
+    ``zip-width`` (``2138`` reads as ``02138`` where the release's codes have 5 characters).
+    When most people match nothing, :attr:`AttackReport.warnings` says which join column is
+    the likely cause; when a join column has no value any released label covers, the attack
+    stops with an error naming it (it could not have matched anyone).
     ``truth`` names a column present in both tables that identifies the person (used only
     to score the attack, never to match). ``kinds`` fixes how an external column is read
     (``"numeric"``, ``"date"``, ``"categorical"``; guessed otherwise); ``hierarchies`` let
@@ -131,10 +152,18 @@ def attack(
     ([2, 1], 1, {'dx': 2})
     """
     rel, ext = _read(release), _read(external)
-    on = _join_columns(rel, ext, on, truth)
+    if spec is not None:
+        missing = spec.missing
+    on = _join_columns(rel, ext, on, truth, spec, missing)
     if k < 2:
         raise BlendinError(f"k must be 2 or more, got {k}", fix="pass e.g. --k 5")
-    sensitive = _sensitive_columns(rel, ext, on, sensitive, truth)
+    unknown = [c for c in (kinds or {}) if c not in on]
+    if unknown:
+        raise BlendinError(f"--kind names column(s) {preview(unknown)} that are not joined on "
+                           f"(the join is on {', '.join(on)})",
+                           fix="give --kind for join columns only, or add the column to --on")
+    normalize = _normalizations(normalize)
+    sensitive = _sensitive_columns(rel, ext, on, sensitive, truth, spec, missing)
     if truth is not None:
         for table, what in ((rel, "release"), (ext, "external table")):
             if truth not in table.column_names:
@@ -144,10 +173,20 @@ def attack(
     ext_text = {c: as_text(ext.column(c), missing) for c in on}
     rel_codes, rel_labels = _encode(rel_text, on)
     ext_codes, ext_values = _encode(ext_text, on)
+    hierarchies = dict(hierarchies or {})
+    if spec is not None:
+        ext_values, kinds, hierarchies = _as_spec_reads(spec, on, ext_values, dict(kinds or {}),
+                                                        hierarchies)
     kinds = _kinds(on, ext_values, rel_labels, kinds or {}, missing)
+    ext_values = {c: _compact_dates(v, missing) if kinds[c] == "date" else v
+                  for c, v in ext_values.items()}
+    for how in normalize:
+        ext_values = {c: NORMALIZE[how](rel_labels[c], v, missing)
+                      for c, v in ext_values.items()}
     compat = [_Compat(*cover_pairs(rel_labels[c], ext_values[c], kinds[c],
-                                   (hierarchies or {}).get(c), name=c, missing=missing),
+                                   hierarchies.get(c), name=c, missing=missing),
                       len(rel_labels[c]), len(ext_values[c])) for c in on]
+    _check_can_match(on, compat, rel_labels, ext_values, missing)
     rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
                                                                     for c in on])
     ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
@@ -155,6 +194,10 @@ def attack(
     for s in sensitive:
         histograms[s], dictionaries[s] = _histogram(rel_tuple, len(rel_counts), rel.column(s),
                                                     missing)
+        # '*' and the missing label are nothing learned
+        blank = np.isin(np.asarray(dictionaries[s].to_pylist(), dtype=object),
+                        [SUPPRESSED, missing])
+        histograms[s][:, blank] = 0
     matched, only, learned = _match(compat, rel_keys, ext_keys, rel_counts, histograms)
     per_row = matched[ext_tuple]
     single = per_row == 1
@@ -164,13 +207,18 @@ def attack(
             pa.array(rel_first[only[ext_tuple[single]]]))
         actual = pc.filter(as_text(ext.column(truth), missing), pa.array(single))
         correct = int(pc.sum(pc.equal(guess, actual)).as_py() or 0)
+    no_match = per_row == 0
+    warnings = _warnings(on, compat, ext_codes, rel_labels, ext_values, no_match, kinds,
+                         normalize, missing)
     return AttackReport(
+        warnings=warnings,
+        normalized=tuple(normalize),
         on=tuple(on),
         kinds=kinds,
         k=k,
         external=ext.num_rows,
         release=rel.num_rows,
-        no_match=int((per_row == 0).sum()),
+        no_match=int(no_match.sum()),
         reidentified=int(single.sum()),
         ambiguous=int(((per_row >= 2) & (per_row < k)).sum()),
         hidden=int((per_row >= k).sum()),
@@ -194,10 +242,15 @@ def _split(names: Sequence[str] | str | None) -> list[str] | None:
     return None if names is None else list(names)
 
 
-def _join_columns(rel: pa.Table, ext: pa.Table, on, truth) -> list[str]:
+def _join_columns(rel: pa.Table, ext: pa.Table, on, truth, spec=None,
+                  missing: str = "") -> list[str]:
     on = _split(on)
     if on is None:
-        on = [c for c in rel.column_names if c in ext.column_names and c != truth]
+        shared = [c for c in rel.column_names if c in ext.column_names and c != truth]
+        if spec is not None:
+            on = [c for c in spec.quasi_identifiers if c in shared]
+        else:  # a column the release blanks out (a redacted name) tells nothing
+            on = [c for c in shared if not _blank(rel.column(c), missing)]
         if not on:
             raise BlendinError(
                 "the release and the external table have no column in common to join on "
@@ -223,16 +276,210 @@ def _join_columns(rel: pa.Table, ext: pa.Table, on, truth) -> list[str]:
     return on
 
 
-def _sensitive_columns(rel, ext, on, sensitive, truth) -> list[str]:
+def _blank(column, missing: str) -> bool:
+    """Every value is ``*`` or missing: the column was suppressed or redacted."""
+    text = pc.unique(as_text(column, missing)).to_pylist()
+    return all(v in (SUPPRESSED, missing) for v in text)
+
+
+def _sensitive_columns(rel, ext, on, sensitive, truth, spec=None, missing: str = ""
+                       ) -> list[str]:
     chosen = _split(sensitive)
     if chosen is None:
+        if spec is not None and any(c in rel.column_names for c in spec.sensitive):
+            return [c for c in spec.sensitive if c in rel.column_names]
         return [c for c in rel.column_names
-                if c not in on and c not in ext.column_names and c != truth]
+                if c not in on and c not in ext.column_names and c != truth
+                and not _blank(rel.column(c), missing)
+                and not _numbers_classes(rel, on, c, missing)]
     absent = [c for c in chosen if c not in rel.column_names]
     if absent:
         raise BlendinError(f"sensitive column(s) {preview(absent)} not in the release",
                            fix=f"use release columns: {preview(rel.column_names, 10)}")
     return chosen
+
+
+def _numbers_classes(rel: pa.Table, on: Sequence[str], column: str, missing: str) -> bool:
+    """The column numbers the release's classes (``--group-column``): whole numbers, one
+    per class of the join columns and a different one for each class."""
+    values = as_text(rel.column(column), missing)
+    if not pc.all(pc.match_substring_regex(values, r"^\d+$|^$")).as_py():
+        return False
+    codes, _ = _encode({**{c: as_text(rel.column(c), missing) for c in on},
+                        column: values}, [*on, column])
+    classes = np.unique(codes[:, :-1], axis=0)
+    pairs = np.unique(codes, axis=0)
+    numbers = np.unique(codes[:, -1])
+    return len(pairs) == len(classes) == len(numbers)
+
+
+def _as_spec_reads(spec, on, ext_values, kinds, hierarchies):
+    """External values read the way the spec reads them: dates in the spec's format (as
+    ISO dates), and trees or files built on the external values to cover group labels."""
+    from blendin.hierarchy.dates import Dates
+    from blendin.hierarchy.registry import as_builder
+
+    values = dict(ext_values)
+    for c in on:
+        builder = spec.quasi_identifiers.get(c)
+        if builder is None:
+            continue
+        builder = as_builder(builder)
+        if isinstance(builder, Dates):
+            values[c] = _iso_dates(values[c], c, builder.format, spec.missing)
+            kinds.setdefault(c, "date")
+        elif builder.given() is not None and c not in hierarchies:
+            hierarchies[c] = _covering(builder, values[c], c, spec.missing)
+    return values, kinds, hierarchies
+
+
+def _covering(builder, values: np.ndarray, name: str, missing: str) -> Hierarchy | None:
+    """The tree or file cut down to the external values it covers (others match nothing)."""
+    given = builder.given()
+    known = values[np.isin(values.astype(str), given.ground.astype(str)) | (values == missing)]
+    return builder.build(known, name, missing) if len(known) else None
+
+
+def _iso_dates(values: np.ndarray, name: str, format: str | None, missing: str) -> np.ndarray:
+    from blendin.hierarchy.dates import parse_dates
+
+    out = values.copy()
+    present = values != missing
+    if present.any():
+        days = parse_dates(values[present], name, format)
+        out[present] = np.datetime_as_string(days, unit="D").astype(object)
+    return out
+
+
+def _compact_dates(values: np.ndarray, missing: str) -> np.ndarray:
+    """``YYYYMMDD`` dates as ``YYYY-MM-DD`` (the form labels are compared with); other
+    values as they are."""
+    text = pa.array(values.astype(str).tolist(), type=pa.string())
+    compact = pc.match_substring_regex(text, r"^\d{8}$").to_numpy(zero_copy_only=False)
+    if not compact.any():
+        return values
+    parsed = pc.strptime(text.filter(pa.array(compact)), format="%Y%m%d", unit="s",
+                         error_is_null=True)
+    iso = pc.strftime(parsed, format="%Y-%m-%d").to_pylist()
+    out = values.copy()
+    idx = np.flatnonzero(compact)
+    good = np.array([v is not None for v in iso], dtype=bool)
+    out[idx[good]] = np.asarray(iso, dtype=object)[good]
+    return out
+
+
+# -- normalization and diagnosis --------------------------------------------------------------
+
+
+def _normalizations(normalize: Sequence[str] | str) -> list[str]:
+    chosen = _split(normalize) if isinstance(normalize, str) else list(normalize)
+    bad = [n for n in chosen if n not in NORMALIZE]
+    if bad:
+        raise BlendinError(f"unknown normalization {bad[0]!r}",
+                           fix=f"use --normalize with {', '.join(NORMALIZE)}")
+    return chosen
+
+
+def _exact_labels(labels: np.ndarray) -> np.ndarray:
+    text = labels.astype(str)
+    return labels[(text != SUPPRESSED) & ~np.char.endswith(text, "*")]
+
+
+def _fold_case(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
+    """Values spelled as the release spells them, up to case (``f`` -> ``F``)."""
+    exact = _exact_labels(labels).astype(str)
+    if not len(exact) or not len(values):
+        return values
+    folded_labels = pc.utf8_lower(pa.array(exact.tolist(), type=pa.string()))
+    folded = pc.utf8_lower(pa.array(values.astype(str).tolist(), type=pa.string()))
+    at = pc.index_in(folded, value_set=folded_labels).to_numpy(zero_copy_only=False)
+    found = ~np.isnan(at.astype(float)) & (values != missing)
+    out = values.copy()
+    out[found] = exact[at[found].astype(np.int64)]
+    return out
+
+
+def _zip_width(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
+    """Digit codes padded with leading zeros to the width of the release's codes."""
+    text = labels.astype(str)
+    shown = text[(text != SUPPRESSED) & (text != missing)]
+    widths = np.unique(np.char.str_len(shown)) if len(shown) else []
+    if len(widths) != 1:
+        return values
+    width = int(widths[0])
+    arrow = pa.array(values.astype(str).tolist(), type=pa.string())
+    digits = pc.match_substring_regex(arrow, r"^\d+$").to_numpy(zero_copy_only=False)
+    short = digits & (pc.utf8_length(arrow).to_numpy(zero_copy_only=False) < width)
+    out = values.copy()
+    if short.any():
+        padded = pc.utf8_lpad(arrow.filter(pa.array(short)), width=width, padding="0")
+        out[short] = np.asarray(padded.to_pylist(), dtype=object)
+    return out
+
+
+#: ``--normalize`` choices: how external values are rewritten before the join
+NORMALIZE = {"case": _fold_case, "zip-width": _zip_width}
+
+
+def _covered(compat: _Compat, general: np.ndarray) -> np.ndarray:
+    """Per external value: some release label other than ``*`` covers it."""
+    hit = np.zeros(compat.shape[1], dtype=bool)
+    hit[compat.values[~general[compat.labels]]] = True
+    return hit
+
+
+def _check_can_match(on, compat, rel_labels, ext_values, missing: str) -> None:
+    """Stop when a join column has no external value a released label covers: the join
+    could not work, and its answer (nobody matched) would be false reassurance."""
+    for c, cm in zip(on, compat):
+        blank = np.isin(rel_labels[c], [SUPPRESSED, missing])
+        if blank.all() or not len(ext_values[c]):
+            continue
+        if not _covered(cm, blank).any():
+            raise BlendinError(
+                f"join column {c!r}: no external value matches any released value "
+                f"(release shows {preview(rel_labels[c][~blank], 3)}; external has "
+                f"{preview(ext_values[c], 3)}); {_cause(rel_labels[c], ext_values[c], missing)}",
+                fix=f"write {c!r} as the release does (--normalize case,zip-width fixes case "
+                "and lost leading zeros; --kind COLUMN=date reads YYYYMMDD), or leave it out "
+                "of --on")
+
+
+def _cause(labels: np.ndarray, values: np.ndarray, missing: str) -> str:
+    """The likely reason values do not match labels: case, width, or format."""
+    exact = _exact_labels(labels)
+
+    def matching(vals) -> int:
+        return int(isin_text(vals, exact).sum()) if len(exact) else 0
+
+    if matching(_fold_case(labels, values, missing)) > matching(values):
+        return "likely cause: case (e.g. f vs F); --normalize case"
+    if not np.array_equal(_zip_width(labels, values, missing), values):
+        return "likely cause: width (leading zeros lost, e.g. 2138 vs 02138); --normalize " \
+               "zip-width"
+    return "likely cause: format (the values are written differently from the labels)"
+
+
+#: warn when more than this share of external people match no record
+NO_MATCH_WARNING = 0.5
+
+
+def _warnings(on, compat, ext_codes, rel_labels, ext_values, no_match, kinds, normalize,
+              missing: str) -> tuple[str, ...]:
+    """When most people match nothing, which join columns are to blame and why."""
+    n = len(no_match)
+    if not n or no_match.mean() <= NO_MATCH_WARNING:
+        return ()
+    out = [f"{no_match.mean():.0%} of the external people match no record: the join may not "
+           "work, so these figures may understate the risk"]
+    for q, c in enumerate(on):
+        blank = np.isin(rel_labels[c], [SUPPRESSED, missing])
+        covered = _covered(compat[q], blank) | (ext_values[c] == missing)
+        share = 1.0 - covered[ext_codes[:, q]].mean()
+        if share > NO_MATCH_WARNING and not blank.all():
+            out.append(f"join column {c!r} ({kinds[c]}): {share:.0%} of the external values "
+                       f"match no released value; {_cause(rel_labels[c], ext_values[c], missing)}")
+    return tuple(out)
 
 
 def _encode(text: Mapping[str, pa.ChunkedArray], on: Sequence[str]
@@ -283,10 +530,13 @@ def _kinds(on, ext_values, rel_labels, given: Mapping[str, str], missing: str
             kinds[c] = given[c]
             continue
         kinds[c] = guess_kind(ext_values[c], missing)
-        if kinds[c] == "categorical":
-            shown = _release_kind(rel_labels[c])
-            if shown is not None:  # the release shows dates/numbers: the values must parse
-                parse_values(ext_values[c], shown, c, missing)
+        shown = _release_kind(rel_labels[c])
+        if shown == "date" and kinds[c] != "date":  # YYYYMMDD reads as a number, too
+            parse_values(_compact_dates(ext_values[c], missing), "date", c, missing)
+            kinds[c] = "date"
+        elif kinds[c] == "categorical" and shown is not None:
+            # the release shows dates/numbers: the values must parse
+            parse_values(ext_values[c], shown, c, missing)
     return kinds
 
 

@@ -189,6 +189,11 @@ def _as_pandas(data) -> pd.DataFrame:
     return data.to_pandas() if hasattr(data, "to_pandas") else pd.DataFrame(data)
 
 
+#: the files ``write_demo`` writes, in order
+DEMO_FILES = ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv", "spec.toml",
+              "report.html")
+
+
 def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     """Write hospital.csv, deidentified.csv, voters.csv, spec.toml, release.csv and
     report.html (the release report, risk before and after) to ``out`` (created if

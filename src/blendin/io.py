@@ -12,7 +12,7 @@ import codecs
 import csv
 import io
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,6 +51,8 @@ def to_arrow(data) -> pa.Table:
         _check_unique([str(c) for c in data.columns])
         return pa.Table.from_pandas(data, preserve_index=False)
     if module == "polars":
+        if type(data).__name__ == "LazyFrame":
+            data = data.collect()  # a query: run it once, here
         return data.to_arrow()
     raise BlendinError(
         f"cannot read a {type(data).__name__} as a table",
@@ -151,6 +153,8 @@ class Source:
                 f"{self.name} has no column(s) {preview(missing)}",
                 fix=f"use one of its columns: {preview(self.columns, 10)}",
             )
+        if columns is not None:
+            self.check_flat(wanted, "a quasi-identifier or sensitive attribute")
         if self.kind == "memory":
             # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
             yield from self._table.select(wanted).to_batches(max_chunksize=MEMORY_CHUNK)
@@ -164,6 +168,26 @@ class Source:
                 yield batch
         if rows == 0:
             raise _no_rows(self.name)
+
+    def check_flat(self, columns: Sequence[str], role: str) -> None:
+        """Refuse a column of lists, maps or structs (nested values) in ``role``."""
+        nested = [(c, t) for c, t in self.types().items() if c in columns and _is_nested(t)]
+        if nested:
+            name, kind = nested[0]
+            raise BlendinError(
+                f"column {name!r} holds nested values ({kind}), which cannot be {role}",
+                fix=f"flatten {name!r} into plain values first, or leave it out of the spec")
+
+    def types(self) -> dict[str, pa.DataType]:
+        """The type of each column (text for a CSV file, as it is read)."""
+        if self.kind == "memory":
+            return dict(zip(self._table.column_names, self._table.schema.types))
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.ParquetFile(self.path).schema_arrow
+            return dict(zip(schema.names, schema.types))
+        return {c: pa.string() for c in self.columns}
 
     def read_all(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The whole table (only ``columns`` when given) in memory."""
@@ -211,18 +235,16 @@ class Source:
         return self._read_csv_header()
 
     def _read_csv_header(self) -> list[str]:
-        with pa.input_stream(str(self.path), compression="detect") as stream:
-            head = stream.read(1 << 16)
-        if not head.strip():
+        text = self._head_text()
+        if not text.strip():
             raise BlendinError(f"{self.name} is empty", fix="give a file with a header and rows")
-        text = self._decode_head(head)
-        lines = text.splitlines()
-        if len(head) == 1 << 16 and len(lines) > 1:
-            lines = lines[:-1]  # the last line may be cut off
-        header = lines[0]
+        header = _first_record(text)
         if self.delimiter is None:
-            self.delimiter = _sniff("\n".join(lines[:50]))
-        names = next(csv.reader([header], delimiter=self.delimiter))
+            rest = text[len(header):].splitlines()[1:50]
+            if len(rest) > 1 and not text.endswith("\n"):
+                rest = rest[:-1]  # the last line may be cut off
+            self.delimiter = _sniff("\n".join([header.replace("\n", " "), *rest]))
+        names = next(csv.reader(io.StringIO(header, newline=""), delimiter=self.delimiter))
         if len(names) == 1:
             other = next((d for d in ";\t|," if d != self.delimiter and d in header), None)
             if other is not None:
@@ -235,6 +257,20 @@ class Source:
         names = [n.lstrip("\ufeff") if i == 0 else n for i, n in enumerate(names)]
         _check_unique(names)
         return names
+
+    def _head_text(self, chunk: int = 1 << 16) -> str:
+        """The start of the file as text: at least the whole header record (however long)
+        and, when the file has them, some lines after it (to sniff the delimiter)."""
+        data = b""
+        with pa.input_stream(str(self.path), compression="detect") as stream:
+            while True:
+                more = stream.read(chunk)
+                data += more
+                text = self._decode_head(data)
+                header = _first_record(text)
+                if not more or len(text) - len(header) > chunk // 2:
+                    return text
+                chunk = min(chunk * 2, 64 << 20)
 
     def _decode_head(self, head: bytes) -> str:
         try:
@@ -262,9 +298,10 @@ class Source:
         import pyarrow.csv as pcsv
 
         read = pcsv.ReadOptions(
-            column_names=self.columns, skip_rows=1, block_size=self.block_size,
+            column_names=self.columns, skip_rows_after_names=1, block_size=self.block_size,
             encoding=self.encoding, use_threads=True)
-        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=False)
+        # quoted fields may hold line breaks, even where a block of the file ends
+        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
         convert = pcsv.ConvertOptions(
             column_types={c: pa.string() for c in columns}, include_columns=columns,
             strings_can_be_null=False, quoted_strings_can_be_null=False)
@@ -293,6 +330,30 @@ class Source:
 
         rows = max(1, self.block_size // 64)
         yield from pq.ParquetFile(self.path).iter_batches(batch_size=rows, columns=columns)
+
+
+def _first_record(text: str) -> str:
+    r"""The first CSV record of ``text`` (up to its line end, which a quoted field may hold);
+    all of ``text`` when it does not end.
+
+    >>> _first_record('a,"b\nc",d\n1,2,3\n')
+    'a,"b\nc",d'
+    """
+    at, quotes = 0, 0
+    while True:
+        end = text.find("\n", at)
+        if end < 0:
+            return text.rstrip("\r")
+        quotes += text.count('"', at, end)
+        if quotes % 2 == 0:
+            return text[:end].rstrip("\r")
+        at = end + 1
+
+
+def _is_nested(kind: pa.DataType) -> bool:
+    import pyarrow.types as pt
+
+    return pt.is_nested(kind) or pt.is_map(kind)
 
 
 def _no_rows(name: str) -> BlendinError:
@@ -371,6 +432,7 @@ def write_table(
     *,
     delimiter: str = ",",
     xlsx_styler: Callable | None = None,
+    escape_formulas: bool = False,
 ) -> Path:
     """Write ``table`` to ``path`` atomically; the format follows the extension.
 
@@ -379,10 +441,18 @@ def write_table(
     The data goes to a temporary file in the same folder, renamed over ``path`` only once
     complete: on any error nothing is left behind and an existing file is untouched.
 
+    Excel cells hold every text as text, never as a formula. ``escape_formulas`` prefixes
+    ``'`` to CSV texts that start with ``= + - @``, a tab or a carriage return, so that a
+    spreadsheet opening the CSV does not run them (OWASP's advice against CSV injection).
+
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> write_table(pa.table({"a": ["x", "y"]}), folder / "out.csv").read_text()
-    '"a"\\n"x"\\n"y"\\n'
+    >>> out = write_table(pa.table({"a": ["x", "=1+1"]}), folder / "out.csv",
+    ...                   escape_formulas=True)
+    >>> print(out.read_text().strip())
+    "a"
+    "x"
+    "'=1+1"
     """
     path = Path(path)
     suffix = _suffix(path)
@@ -390,18 +460,74 @@ def write_table(
     if suffix not in writers:
         raise BlendinError(f"cannot write {str(path)!r}: unknown file type {suffix!r}",
                            fix=f"use one of {', '.join(WRITE_SUFFIXES)}")
-    options = {"delimiter": _delimiter_option(delimiter) or ",", "styler": xlsx_styler}
+    options = {"delimiter": output_delimiter(delimiter), "styler": xlsx_styler}
+    if suffix != ".parquet":
+        check_writable_types(table.schema, suffix)
+    if escape_formulas and suffix == ".csv":
+        table = escape_formula_text(table)
     with atomic_path(path) as temp:
         writers[suffix](table, temp, **options)
     return path
+
+
+def output_delimiter(delimiter: str | None) -> str:
+    """The delimiter of a CSV release: one character, not a quote nor a line break.
+
+    >>> output_delimiter("tab") == chr(9)
+    True
+    """
+    delimiter = _delimiter_option(delimiter) or ","
+    if delimiter in ('"', "\n", "\r"):
+        raise BlendinError(f"the output delimiter cannot be {delimiter!r} (it quotes or ends "
+                           "records)", fix="pass e.g. --output-delimiter ';'")
+    return delimiter
+
+
+def check_writable_types(schema: pa.Schema, suffix: str) -> None:
+    """Refuse columns of nested values (lists, structs) for a CSV or Excel file."""
+    nested = [(n, t) for n, t in zip(schema.names, schema.types) if _is_nested(t)]
+    if nested:
+        name, kind = nested[0]
+        raise BlendinError(
+            f"column {name!r} holds nested values ({kind}), which a {suffix} file cannot hold",
+            fix="write a .parquet file, or flatten or drop that column first")
+
+
+#: first characters that make a spreadsheet read a cell as a formula (OWASP)
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def escape_formula_text(table: pa.Table) -> pa.Table:
+    """Text values that a spreadsheet would run as a formula, prefixed with ``'``.
+
+    >>> escape_formula_text(pa.table({"a": ["=1+1", "x", "-2"]})).column("a").to_pylist()
+    ["'=1+1", 'x', "'-2"]
+    """
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+
+    for i, kind in enumerate(table.schema.types):
+        if pt.is_string(kind) or pt.is_large_string(kind):
+            column = table.column(i)
+            risky = pc.match_substring_regex(column, FORMULA_START)
+            escaped = pc.binary_join_element_wise("'", column, "")
+            table = table.set_column(i, table.field(i), pc.if_else(risky, escaped, column))
+    return table
+
+
+#: temporary files are named ``.<target>.<pid>.<random>.tmp`` beside the target
+TEMP_PREFIX = "."
+TEMP_SUFFIX = ".tmp"
 
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """A temporary path beside ``path``, renamed over it when the block completes.
 
-    On any error the temporary file is removed and an existing ``path`` is untouched. The
-    file gets the permissions a new file would (the umask), or those of the file it replaces.
+    On any error (SIGINT and SIGTERM included, see :mod:`blendin.cli`) the temporary file is
+    removed and an existing ``path`` is untouched. Temporary files that a killed run left
+    for the same target (their process is gone) are removed first. The file gets the
+    permissions a new file would (the umask), or those of the file it replaces.
 
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "note.txt"
@@ -415,16 +541,58 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     if not folder.is_dir():
         raise BlendinError(f"folder {str(folder)!r} does not exist",
                            fix="create it first or write somewhere else")
+    remove_stale_temps(path)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
+    # the name is known before the file exists, so a signal at any moment can clean it up
+    temp = str(folder / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(6)}"
+                        f"{TEMP_SUFFIX}")
     try:
+        try:
+            os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except OSError as error:
+            raise BlendinError(f"cannot write {str(path)!r}: {error.strerror or error}",
+                               fix="write somewhere you may create files (check the "
+                               "folder's permissions)") from None
         yield temp
         os.chmod(temp, mode)
         os.replace(temp, path)
-    except BaseException:
+    finally:
         Path(temp).unlink(missing_ok=True)
-        raise
+
+
+def stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Temporary files beside ``path`` left by runs that no longer exist (killed)."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    found = []
+    for temp in folder.glob(f"{TEMP_PREFIX}{glob_escape(path.name)}.*{TEMP_SUFFIX}"):
+        pid = temp.name[len(TEMP_PREFIX) + len(path.name) + 1:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            found.append(temp)
+    return found
+
+
+def remove_stale_temps(path: str | os.PathLike) -> None:
+    for temp in stale_temps(path):
+        temp.unlink(missing_ok=True)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
@@ -463,14 +631,23 @@ def _write_xlsx(table: pa.Table, path: str, *, delimiter: str, styler) -> None:
     book = Workbook()
     sheet = book.active
     sheet.title = "data"
-    sheet.append(table.column_names)
+    _append_text_row(sheet, table.column_names)
     # openpyxl takes one row at a time; Excel output is small by its own limit
     for batch in table.to_batches(max_chunksize=65536):
         for row in zip(*(col.to_pylist() for col in batch.columns)):
-            sheet.append(row)
+            _append_text_row(sheet, row)
     sheet.freeze_panes = "A2"
     if styler is not None:
         styler(sheet)
     buffer = io.BytesIO()
     book.save(buffer)
     Path(path).write_bytes(buffer.getvalue())
+
+
+def _append_text_row(sheet, row) -> None:
+    """Append a row; a text openpyxl would take for a formula (``=...``) stays text."""
+    sheet.append(row)
+    if any(isinstance(v, str) and v.startswith("=") for v in row):
+        for cell in sheet[sheet.max_row]:
+            if cell.data_type == "f":
+                cell.data_type = "s"

@@ -293,6 +293,10 @@ def _sampling_fraction(n: int, population: float | None, fraction: float | None)
         raise BlendinError("both a population size and a sampling fraction were given",
                            fix="give one of --population and --sampling-fraction")
     if population is not None:
+        if not math.isfinite(population):
+            raise BlendinError(f"the population must be a finite number, got {population}",
+                               fix=f"pass e.g. --population {max(10 * n, 1)} (the number of "
+                               "people the table was drawn from)")
         if population < n:
             raise BlendinError(
                 f"the population ({population}) is smaller than the table ({n} records)",

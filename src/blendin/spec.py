@@ -134,7 +134,7 @@ class Spec:
         >>> list(spec.quasi_identifiers), spec.max_suppression
         (['sex'], 0.0)
         """
-        from blendin.hierarchy.builders import builder_from_toml
+        from blendin.hierarchy.registry import builder_from_toml
         from blendin.models import model_from_toml
 
         base = Path(base_dir) if base_dir is not None else None
@@ -401,7 +401,11 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         From ``sensitive_hierarchies``, else from a model that carries one (a t-closeness
         model's ``hierarchy``), built from the distinct values of the attribute's column.
         """
-        from blendin.hierarchy.builders import builder_from_toml
+        return _build_all(self.sensitive_builders(), distinct, self.missing)
+
+    def sensitive_builders(self) -> dict[str, HierarchyBuilder | Hierarchy]:
+        """The builder (or Hierarchy) of each sensitive attribute that has one."""
+        from blendin.hierarchy.registry import builder_from_toml
 
         builders = dict(self.sensitive_hierarchies)
         for model in self.models:
@@ -410,7 +414,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
                 if isinstance(carried, Mapping):
                     carried = builder_from_toml(dict(carried), self.base_dir)
                 builders[model.attribute] = carried
-        return _build_all(builders, distinct, self.missing)
+        return builders
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import click
@@ -13,13 +14,24 @@ class _Group(click.Group):
     """Turns BlendinError into a one-line message and exit code 2 (traceback with --debug)."""
 
     def invoke(self, ctx: click.Context):
+        previous = signal.signal(signal.SIGTERM, _stop)
         try:
             return super().invoke(ctx)
-        except BlendinError as error:
+        except (BlendinError, OSError) as error:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
+            if isinstance(error, OSError):  # a full disk, a file gone: not a bug, one line
+                where = f" ({error.filename})" if error.filename else ""
+                error = f"{error.strerror or error}{where}; fix: check the files and the disk"
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(signum: int, frame) -> None:
+    """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed."""
+    raise SystemExit(128 + signum)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

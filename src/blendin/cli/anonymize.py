@@ -8,27 +8,35 @@ from pathlib import Path
 import click
 
 from blendin.cli import main
+from blendin.errors import BlendinError
 
-OUTPUT_SUFFIXES = (".csv", ".parquet", ".xlsx")
 
+def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimiter: str,
+                       solution: str | None = None, report: str | None = None) -> None:
+    """Every output path against every input and every other output, the folders, the
+    files that exist, the output delimiter: all before any work is done."""
+    from blendin.cli.paths import check_paths
+    from blendin.io import output_delimiter as check_delimiter
 
-def _check_output(data: str, output: str) -> None:
-    """Refuse an unknown output type or writing over the input, before any work is done."""
-    from blendin.errors import BlendinError
+    check_paths(inputs, {"-o": (output, "table"), "--report": (report, "report"),
+                         "--save-solution": (solution, "json")}, force=force)
+    check_delimiter(output_delimiter)
+    data = inputs["DATA"]
+    if str(data).lower().endswith((".parquet", ".pq")) and not output.lower().endswith(
+            ".parquet"):  # nested columns pass through to the release: CSV/Excel cannot
+        import pyarrow as pa
 
-    out = Path(output)
-    if out.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise BlendinError(f"cannot write {output!r}: unknown file type {out.suffix!r}",
-                           fix=f"end the output name with {', '.join(OUTPUT_SUFFIXES)}")
-    if out.exists() and Path(data).exists() and out.resolve() == Path(data).resolve():
-        raise BlendinError(f"the output {output!r} is the input file",
-                           fix="write the release to another file; the input is never changed")
+        from blendin.io import Source, check_writable_types
+
+        types = Source(data).types()
+        check_writable_types(pa.schema(list(types.items())), Path(output).suffix.lower())
 
 
 def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
-            solution: str | None = None, report: str | None = None, original=None) -> None:
+            solution: str | None = None, report: str | None = None, original=None,
+            escape_formulas: bool = False) -> None:
     """Write the verified release (and the solution, the report), then say what was done."""
-    written = result.write(output, delimiter=delimiter)
+    written = result.write(output, delimiter=delimiter, escape_formulas=escape_formulas)
     saved = result.save_solution(solution) if solution else None
     reported = result.report(report, original=original) if report else None
     if as_json:
@@ -61,6 +69,11 @@ _COMMON = [
                  help="Input text encoding, e.g. latin-1 (default: the spec's, else utf-8)."),
     click.option("--output-delimiter", default=",", show_default=True,
                  help="Delimiter of a CSV release."),
+    click.option("--escape-formulas", is_flag=True,
+                 help="CSV release: prefix ' to values starting with = + - @, tab or CR, so "
+                 "spreadsheets do not run them as formulas (.xlsx always stores text)."),
+    click.option("--force", is_flag=True,
+                 help="Replace output files that already exist (never an input file)."),
 ]
 
 
@@ -105,7 +118,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       relaxed: bool | None, sets: bool | None, group_column: str | None,
                       original_row: bool, output: str, suppressed: str, as_json: bool,
                       quiet: bool, delimiter: str | None, encoding: str | None,
-                      output_delimiter: str) -> None:
+                      output_delimiter: str, escape_formulas: bool, force: bool) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -124,8 +137,16 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.progress import Progress
     from blendin.spec import Spec
 
-    _check_output(data, output)
+    _check_before_work({"DATA": data, "--spec": spec_path}, output, force=force,
+                       output_delimiter=output_delimiter, solution=solution, report=report)
     spec = Spec.from_toml(spec_path)
+    if solution and (algorithm or spec.algorithm) == "mondrian":
+        raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
+                           "recodes each group on its own)",
+                           fix="leave out --save-solution, or use a full-domain --algorithm "
+                           "(optimal, exhaustive, binary, datafly)")
+    if group_column is not None:
+        _check_new_column(data, spec, group_column, delimiter, encoding)
     if delimiter is not None:
         spec.delimiter = delimiter
     if encoding is not None:
@@ -139,7 +160,20 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                            group_column=group_column,
                            original_row="original_row" if original_row else None)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
-            solution=solution, report=report, original=data)
+            solution=solution, report=report, original=data, escape_formulas=escape_formulas)
+
+
+def _check_new_column(data: str, spec, name: str, delimiter: str | None,
+                      encoding: str | None) -> None:
+    """--group-column must not take the name of an input column (an identifier's even)."""
+    from blendin.io import Source
+
+    columns = Source(data, delimiter=delimiter or spec.delimiter,
+                     encoding=encoding or spec.encoding).columns
+    if name in columns:
+        raise BlendinError(f"--group-column {name!r} is the name of an input column",
+                           fix="give the added column another name, e.g. --group-column "
+                           "class_id")
 
 
 @main.command("apply")
@@ -148,14 +182,21 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
               help="A solution saved by blendin anonymize --save-solution.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
               help="Check against this spec's roles and models instead of the saved ones.")
+@click.option("--unknown", type=click.Choice(["error", "suppress"]), default="error",
+              show_default=True,
+              help="Values a saved tree or hierarchy file does not cover (below its top "
+              "level): stop and name them, or suppress their records.")
 @_common
-def apply_command(data: str, solution: str, spec_path: str | None, output: str,
+def apply_command(data: str, solution: str, spec_path: str | None, unknown: str, output: str,
                   suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
-                  encoding: str | None, output_delimiter: str) -> None:
+                  encoding: str | None, output_delimiter: str, escape_formulas: bool,
+                  force: bool) -> None:
     """Re-apply a saved solution to DATA (new records of the same shape).
 
-    Generalizes every quasi-identifier to its saved level with the saved hierarchies and
-    suppresses the classes that violate the models. If that takes more suppression than
+    Generalizes every quasi-identifier to its saved level with the saved hierarchy rules
+    (new dates, ZIPs and numbers are generalized by the rule; values a saved tree or file
+    does not cover need --unknown suppress) and suppresses the classes that violate the
+    models. If that takes more suppression than
     the limit allows, the solution does not hold on this data: nothing is written and the
     exit code is 2 (anonymize the data afresh instead).
 
@@ -164,8 +205,10 @@ def apply_command(data: str, solution: str, spec_path: str | None, output: str,
     from blendin.anonymize import apply_solution
     from blendin.spec import Spec
 
-    _check_output(data, output)
+    _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path}, output,
+                       force=force, output_delimiter=output_delimiter)
     spec = Spec.from_toml(spec_path) if spec_path else None
     result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
-                            encoding=encoding)
-    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter)
+                            encoding=encoding, unknown=unknown)
+    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
+            escape_formulas=escape_formulas)

@@ -15,10 +15,12 @@ from blendin.errors import BlendinError
 @click.option("--external", required=True, type=click.Path(dir_okay=False),
               help="The identified table (e.g. a voter list) to link to the release.")
 @click.option("--on", "on", default=None,
-              help="Join columns, comma-separated (default: the columns both tables have).")
+              help="Join columns, comma-separated (default: the spec's quasi-identifiers, "
+              "else the columns both tables have that the release does not blank out).")
 @click.option("--sensitive", default=None,
-              help="Release columns the attacker wants to learn (default: those the external "
-              "table does not have).")
+              help="Release columns the attacker wants to learn (default: the spec's "
+              "sensitive attributes, else the release columns the external table does not "
+              "have, less blanked (*) columns and class numbers).")
 @click.option("--truth", default=None,
               help="A column in both tables naming the person, to count correct matches.")
 @click.option("--k", "k", default=5, show_default=True, type=int,
@@ -26,34 +28,52 @@ from blendin.errors import BlendinError
 @click.option("--kind", "kinds", multiple=True,
               help="How an external column is read: COLUMN=date|numeric|categorical.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
-              help="A spec whose hierarchies let released group labels cover their values.")
+              help="The release's spec: join on its QIs, read values as it does (dates "
+              "format), let its trees' group labels cover their values.")
+@click.option("--normalize", default="",
+              help="Fix external values before the join, comma-separated: case (f reads as "
+              "F), zip-width (2138 reads as 02138).")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Also write the external table with, per person, the number of matching "
               "records and the values learned (.csv, .parquet or .xlsx).")
+@click.option("--escape-formulas", is_flag=True,
+              help="CSV output: prefix ' to values starting with = + - @, tab or CR (.xlsx "
+              "always stores text).")
+@click.option("--force", is_flag=True, help="Replace an -o file that already exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter of both files (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
 def attack_command(release: str, external: str, on: str | None, sensitive: str | None,
                    truth: str | None, k: int, kinds: tuple[str, ...], spec_path: str | None,
-                   output: str | None, as_json: bool, delimiter: str | None,
-                   encoding: str) -> None:
+                   normalize: str, output: str | None, escape_formulas: bool, force: bool,
+                   as_json: bool, delimiter: str | None, encoding: str) -> None:
     """Link the identified EXTERNAL table to RELEASE on quasi-identifiers and report how
     many people match exactly one record (re-identified), 2..k-1 records, k or more, and
     which sensitive values are learned with certainty.
 
     Exact values are matched to generalized labels: age 34 matches 30-39, ZIP 02138
-    matches 021**, a birth date matches its month, year or decade; * matches anything.
+    matches 021**, a birth date (YYYY-MM-DD or YYYYMMDD) matches its month, year or decade;
+    * matches anything. A join column that can match nothing is an error; when most people
+    match nothing a warning names the likely cause (case, width, format) and the
+    --normalize that fixes it.
 
     Example: blendin attack release.csv --external voters.csv --on dob,sex,zip
     """
     from blendin.attack import attack
+    from blendin.cli.paths import check_paths
     from blendin.io import Source
 
+    check_paths({"RELEASE": release, "--external": external, "--spec": spec_path},
+                {"-o": (output, "table")}, force=force)
+    spec = None
+    if spec_path:
+        from blendin.spec import Spec
+
+        spec = Spec.from_toml(spec_path)
     rel = Source(release, delimiter=delimiter, encoding=encoding).read_all()
     ext = Source(external, delimiter=delimiter, encoding=encoding).read_all()
-    hierarchies = _hierarchies(spec_path, ext, on) if spec_path else None
     report = attack(rel, ext, on, k=k, sensitive=sensitive, truth=truth,
-                    kinds=_kinds(kinds), hierarchies=hierarchies)
+                    kinds=_kinds(kinds), spec=spec, normalize=normalize)
     if output is not None:
         from blendin.io import write_table
 
@@ -63,7 +83,7 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
             if name in table.column_names:
                 table = table.drop_columns([name])
             table = table.append_column(name, extra.column(name))
-        write_table(table, output)
+        write_table(table, output, escape_formulas=escape_formulas)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
     else:
@@ -79,22 +99,3 @@ def _kinds(options: tuple[str, ...]) -> dict[str, str]:
                                fix="write e.g. --kind dob=date")
         kinds[column.strip()] = kind.strip()
     return kinds
-
-
-def _hierarchies(spec_path: str, ext, on: str | None) -> dict:
-    """The spec's hierarchies of the join columns, built on the external values."""
-    import pyarrow.compute as pc
-
-    from blendin.frequency import as_text
-    from blendin.hierarchy.builders import as_builder
-    from blendin.spec import Spec
-
-    spec = Spec.from_toml(spec_path)
-    wanted = [c.strip() for c in on.split(",")] if on else list(spec.quasi_identifiers)
-    out = {}
-    for column in wanted:
-        if column in spec.quasi_identifiers and column in ext.column_names:
-            values = pc.unique(as_text(ext.column(column), spec.missing)).to_numpy(
-                zero_copy_only=False)
-            out[column] = as_builder(spec.quasi_identifiers[column]).build(values, column)
-    return out

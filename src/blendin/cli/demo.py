@@ -16,7 +16,8 @@ from blendin.cli import main
               help="People on the voter list (every patient is one).")
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Write the tables, the spec and the release to this folder.")
-def demo_command(seed: int, patients: int, voters: int, out: str | None) -> None:
+@click.option("--force", is_flag=True, help="Replace the files of an earlier demo in --out.")
+def demo_command(seed: int, patients: int, voters: int, out: str | None, force: bool) -> None:
     """Show Sweeney's linking attack on a generated hospital table, anonymize the table,
     and show the attack fail: a before/after table of risk and utility.
 
@@ -26,9 +27,28 @@ def demo_command(seed: int, patients: int, voters: int, out: str | None) -> None
 
     Example: blendin demo --out demo/
     """
-    from blendin.demo import run_demo
+    from blendin.demo import DEMO_FILES, run_demo
 
+    if out is not None:
+        _check_out(out, DEMO_FILES, force)
     demo = run_demo(seed, patients, voters, out=out, echo=lambda s: click.echo(f"- {s}"))
     click.echo("")
     click.echo("\n".join(demo.table()))
     click.echo(f"\n({demo.seconds:.1f} s)")
+
+
+def _check_out(out: str, names, force: bool) -> None:
+    """The demo's files in --out: not replaced without --force, checked before any work."""
+    from pathlib import Path
+
+    from blendin.cli.paths import check_paths
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        from blendin.errors import BlendinError
+
+        raise BlendinError(f"--out {out!r} is a file", fix="give a folder for --out")
+    if folder.is_dir():  # a new folder is made by the demo itself
+        kinds = {".csv": "table", ".html": "report", ".toml": "spec"}
+        check_paths({}, {f"--out {name}": (str(folder / name), kinds[Path(name).suffix])
+                         for name in names}, force=force)

@@ -1,6 +1,5 @@
-"""Value hierarchies and the builders that make them."""
+"""Value hierarchies and the builders that make them (core <- builders <- registry)."""
 
-from blendin.hierarchy.builders import HierarchyBuilder
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, HierarchyBuilder
 
 __all__ = ["SUPPRESSED", "Hierarchy", "HierarchyBuilder"]

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.hierarchy.builders import HierarchyBuilder, restrict
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, restrict
+from blendin.hierarchy.dates import parse_dates
+from blendin.hierarchy.intervals import parse_numbers, try_numbers
 
 DELIMITERS = (";", ",", "\t", "|")
 KINDS = ("numeric", "date", "categorical")
@@ -156,9 +157,6 @@ def read_hierarchy(path: str | Path, delimiter: str | None = None,
 
 def with_kind(hierarchy: Hierarchy, kind: str | None, name: str, missing: str) -> Hierarchy:
     """The hierarchy as numbers or dates (NaN for the missing label) when asked or possible."""
-    from blendin.hierarchy.dates import parse_dates
-    from blendin.hierarchy.intervals import parse_numbers, try_numbers
-
     if kind == "categorical":
         return hierarchy
     ground = hierarchy.ground
@@ -197,6 +195,9 @@ class FromCsv(HierarchyBuilder):
         source = f"the hierarchy file {str(self.path)!r}"
         restricted = restrict(self._hierarchy, values, name, missing, source=source)
         return with_kind(restricted, self.kind, name, missing)
+
+    def given(self) -> Hierarchy:
+        return with_kind(self._hierarchy, self.kind, str(self.path), "")
 
     def to_toml(self, base_dir: Path | None = None) -> dict:
         path = self.path.resolve()

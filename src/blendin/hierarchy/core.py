@@ -1,5 +1,9 @@
 """A value hierarchy as integer matrices: one gather generalizes a whole column.
 
+The bottom of the ``hierarchy`` package: every builder module (flat, fixed, intervals,
+masking, dates, tree, arx) builds on this one, and ``registry`` (spec keys and saved rules
+to builders) sits on top of them all.
+
 Level 0 holds the ground values (the distinct values of the column, as text); each higher
 level is a coarser partition of them, the top usually a single ``*``. ``codes[level, g]`` is
 the index, in ``labels[level]``, of the label that ground value ``g`` takes at ``level``.
@@ -7,9 +11,11 @@ the index, in ``labels[level]``, of the label that ground value ``g`` takes at `
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -79,9 +85,7 @@ class Hierarchy:
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         """This hierarchy checked against, and cut down to, the data's values (as a builder)."""
-        from blendin.hierarchy.builders import fixed
-
-        return fixed(self).build(values, name, missing)
+        return restrict(self, values, name, missing)
 
     @cached_property
     def _ground_arrow(self) -> pa.Array:
@@ -157,3 +161,130 @@ def _check_tree(codes: np.ndarray, labels: list[np.ndarray], name: str) -> None:
                 f"than one value at level {level + 1} ({preview(above)}): not a tree",
                 fix="give each label one parent, or make the labels distinct",
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# builders: the base class and the helpers every builder shares
+
+
+class HierarchyBuilder(ABC):
+    """Makes the Hierarchy of one attribute from its distinct values (as text)."""
+
+    @abstractmethod
+    def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
+        """The hierarchy covering ``values`` (distinct text values of column ``name``).
+
+        ``missing`` is the label missing values carry in ``values``; it gets its own branch.
+        """
+
+    @abstractmethod
+    def to_toml(self, base_dir: Path | None = None) -> dict:
+        """The inline TOML table that makes this builder (paths relative to ``base_dir``)."""
+
+    def check_type(self, kind: pa.DataType, name: str = "column") -> None:  # noqa: B027
+        """Refuse a column type the builder would misread (e.g. codes held as numbers)."""
+
+    def given(self) -> Hierarchy | None:
+        """The whole hierarchy when the builder covers a fixed set of values (a tree, a
+        file, a built Hierarchy); None when a rule generalizes any value (intervals,
+        masking, dates, flat)."""
+        return None
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+# ---------------------------------------------------------------------------------------------
+# shared helpers
+
+
+def distinct_text(values: Sequence | np.ndarray) -> np.ndarray:
+    """The distinct values as a sorted object array of Python strings."""
+    arr = np.asarray(values, dtype=object)
+    if arr.size == 0:
+        return np.empty(0, dtype=object)
+    return np.unique(arr.astype(str)).astype(object)
+
+
+def isin_text(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Which ``values`` are in ``among`` (hashing: np.isin on objects is quadratic)."""
+    value_set = pa.array(np.asarray(among, dtype=object).astype(str).tolist(), type=pa.string())
+    found = pc.is_in(pa.array(np.asarray(values, dtype=object).astype(str).tolist(),
+                              type=pa.string()), value_set=value_set)
+    return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def assemble(
+    ground: np.ndarray,
+    levels: Sequence[np.ndarray],
+    *,
+    kind: str = "categorical",
+    numbers: np.ndarray | None = None,
+    name: str = "column",
+    missing: str = "",
+    is_missing: np.ndarray | None = None,
+) -> Hierarchy:
+    """A Hierarchy from ground values and their label at each level (``*`` is added on top).
+
+    Rows flagged ``is_missing`` keep their own value at every level below the top, and get
+    NaN as their number.
+    """
+    n = len(ground)
+    table = np.empty((n, len(levels) + 2), dtype=object)
+    table[:, 0] = ground
+    for i, labels in enumerate(levels, start=1):
+        table[:, i] = np.asarray(labels, dtype=object)
+    table[:, -1] = SUPPRESSED
+    if numbers is not None:
+        numbers = np.asarray(numbers, dtype=float).copy()
+    if is_missing is not None and is_missing.any():
+        table[is_missing, 1:-1] = missing
+        if numbers is not None:
+            numbers[is_missing] = np.nan
+    if n == 0:
+        raise BlendinError(f"column {name!r} has no values", fix="give a column with values")
+    return Hierarchy.from_rows(table.tolist(), kind=kind, numbers=numbers, name=name)
+
+
+def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
+             source: str = "the hierarchy") -> Hierarchy:
+    """``hierarchy`` cut down to ``values``, which it must all cover.
+
+    The missing label, when the data has it and the hierarchy does not, gets its own branch.
+    A hierarchy whose ground values are exactly ``values`` is returned as it is.
+    """
+    values = distinct_text(values)
+    ground = hierarchy.ground.astype(str)
+    covered = isin_text(values, ground)
+    uncovered = values[~covered & (values != missing)]
+    if len(uncovered):
+        raise BlendinError(
+            f"{source} of {name!r} does not cover {len(uncovered)} value(s) of the data: "
+            f"{preview(uncovered)}",
+            fix=f"add a row for each of these values to {source} of {name!r}",
+        )
+    add_missing = not covered.all()  # only the missing label can be left
+    keep = isin_text(ground, values)
+    if keep.all() and not add_missing:
+        return hierarchy
+    table = np.stack([hierarchy.label_array(lv) for lv in range(hierarchy.height)], axis=1)
+    table = table[keep]
+    numbers = None if hierarchy.numbers is None else hierarchy.numbers[keep]
+    if add_missing:
+        branch = np.array([[missing] * (hierarchy.height - 1) + [SUPPRESSED]], dtype=object)
+        if hierarchy.height == 1:
+            branch = np.array([[missing]], dtype=object)
+        table = np.concatenate([table, branch])
+        if numbers is not None:
+            numbers = np.append(numbers, np.nan)
+    return Hierarchy.from_rows(table.tolist(), kind=hierarchy.kind, numbers=numbers, name=name)
+
+
+def format_args(*args: object, **kwargs: object) -> str:
+    """``5, 10, bottom=0`` for a builder's repr (keyword arguments left out when None)."""
+    parts = [repr(a) for a in args]
+    parts += [f"{k}={v!r}" for k, v in kwargs.items() if v is not None]
+    return ", ".join(parts)

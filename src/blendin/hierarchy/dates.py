@@ -17,8 +17,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.builders import HierarchyBuilder, assemble, distinct_text, format_args
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import (
+    Hierarchy,
+    HierarchyBuilder,
+    assemble,
+    distinct_text,
+    format_args,
+)
 
 LEVELS = ("day", "half-month", "month", "quarter", "half-year", "year", "decade", "century")
 DEFAULT_LEVELS = ("month", "quarter", "year", "decade")

@@ -18,8 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.builders import HierarchyBuilder, assemble, distinct_text, format_args
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import (
+    Hierarchy,
+    HierarchyBuilder,
+    assemble,
+    distinct_text,
+    format_args,
+)
 
 _NUMBER = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$"
 
@@ -34,8 +39,9 @@ def parse_numbers(values: np.ndarray, name: str = "column") -> np.ndarray:
     if len(bad):
         raise BlendinError(
             f"column {name!r} has {len(bad)} value(s) that are not numbers: {preview(bad)}",
-            fix=f"clean these values, give {name!r} another hierarchy (masking(), tree(...), "
-            "flat()), or declare the label of missing values ([input] missing = ...)",
+            fix=f"clean these values, give {name!r} another hierarchy (masking = true, "
+            "tree = {...} or flat = true in the spec), "
+            "or declare the label of missing values ([input] missing = ...)",
         )
     return numbers
 
@@ -87,18 +93,21 @@ class Intervals(HierarchyBuilder):
     def _check(self) -> None:
         call = f"intervals({format_args(*self.widths, bottom=self.bottom, top=self.top)})"
         if not self.widths:
-            raise BlendinError(f"{call} has no widths", fix="give widths, e.g. intervals(5, 10)")
+            raise BlendinError(f"{call} has no widths", fix="give widths, e.g. intervals = [5, 10] "
+                               "(Python: intervals(5, 10))")
         for w in self.widths:
             if not _is_number(w) or not np.isfinite(w) or w <= 0:
                 raise BlendinError(f"{call}: width {w!r} is not a positive number",
-                                   fix="give positive widths, e.g. intervals(5, 10, 20)")
+                                   fix="give positive widths, e.g. intervals = [5, 10, 20] "
+                                   "(Python: intervals(5, 10, 20))")
         for small, big in zip(self.widths, self.widths[1:]):
             ratio = big / small
             if round(ratio) < 2 or abs(ratio - round(ratio)) > 1e-9 * ratio:
                 raise BlendinError(
                     f"{call}: width {big!r} is not a multiple (2 or more times) of {small!r}, "
                     "so the intervals would not nest",
-                    fix="make each width a multiple of the one before, e.g. intervals(5, 10, 20)",
+                    fix="make each width a multiple of the one before, e.g. intervals = "
+                    "[5, 10, 20] (Python: intervals(5, 10, 20))",
                 )
         for key, v in (("bottom", self.bottom), ("top", self.top)):
             if v is not None and (not _is_number(v) or not np.isfinite(v)):

@@ -18,8 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.builders import HierarchyBuilder, assemble, distinct_text, format_args
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import (
+    Hierarchy,
+    HierarchyBuilder,
+    assemble,
+    distinct_text,
+    format_args,
+)
 
 
 class Masking(HierarchyBuilder):
@@ -29,7 +34,8 @@ class Masking(HierarchyBuilder):
         if width is not None and (isinstance(width, bool) or not isinstance(width, int)
                                   or width < 1):
             raise BlendinError(f"masking(width={width!r}): the width must be a positive integer",
-                               fix="give the width of the codes, e.g. masking(width=5)")
+                               fix="give the width of the codes, e.g. masking = 5 in the spec "
+                               "(Python: masking(width=5))")
         if not isinstance(char, str) or len(char) != 1:
             raise BlendinError(f"masking(char={char!r}): the mask must be one character",
                                fix='use e.g. char="*"')
@@ -61,8 +67,9 @@ class Masking(HierarchyBuilder):
                     f"column {name!r} has codes of {len(widths)} different widths "
                     f"({', '.join(map(str, widths[:5]))}), e.g. "
                     f"{preview([values[lengths == w][0] for w in widths[:3]])}",
-                    fix=f"give the width: masking(width={widths.max()}) (shorter codes of digits "
-                    "are left-padded with 0), or clean the codes",
+                    fix=f"give the width: masking = {widths.max()} in the spec (Python: "
+                    f"masking(width={widths.max()})); shorter codes of digits "
+                    "are left-padded with 0; or clean the codes",
                 )
             return codes, int(widths[0]) if len(widths) else 0
         width = self.width
@@ -70,7 +77,8 @@ class Masking(HierarchyBuilder):
         if len(too_long):
             raise BlendinError(
                 f"column {name!r} has codes longer than {width} characters: {preview(too_long)}",
-                fix=f"use masking(width={lengths.max()}), or clean the codes",
+                fix=f"use masking = {lengths.max()} in the spec (Python: "
+                f"masking(width={lengths.max()})), or clean the codes",
             )
         digits = pc.match_substring_regex(codes, r"^[0-9]*$").to_numpy(zero_copy_only=False)
         short_text = values[(lengths < width) & ~digits]
@@ -78,9 +86,20 @@ class Masking(HierarchyBuilder):
             raise BlendinError(
                 f"column {name!r} has codes shorter than {width} characters that are not "
                 f"digits, which cannot be padded: {preview(short_text)}",
-                fix="clean the codes, or use another hierarchy (tree(...), from_csv(...))",
+                fix="clean the codes, or use another hierarchy ({ tree = {...} } or "
+                "{ csv = \"file.csv\" } in the spec)",
             )
         return pc.utf8_lpad(codes, width=width, padding="0"), width
+
+    def check_type(self, kind: pa.DataType, name: str = "column") -> None:
+        """Numbers have lost their leading zeros (ZIP 02138 read as 2138): without a width,
+        masking them would mask the wrong characters, so stop and ask for it."""
+        if self.width is None and (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise BlendinError(
+                f"column {name!r} holds numbers ({kind}), not codes: codes with leading zeros "
+                "(ZIP 02138) have lost them (2138), and masking would mask the wrong digits",
+                fix="give the width of the codes: masking = 5 in the spec (Python: "
+                "masking(width=5)), or read the column as text (pandas: dtype=str)")
 
     def to_toml(self, base_dir: Path | None = None) -> dict:
         table: dict = {"masking": True if self.width is None else self.width}

@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.hierarchy.builders import HierarchyBuilder, restrict
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, HierarchyBuilder, restrict
 
 
 def _leaf_text(value: object, where: str) -> str:
@@ -96,6 +95,9 @@ class Tree(HierarchyBuilder):
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         return restrict(self._hierarchy, values, name, missing, source="the tree")
+
+    def given(self) -> Hierarchy:
+        return self._hierarchy
 
     def to_toml(self, base_dir: Path | None = None) -> dict:
         return {"tree": self.mapping}

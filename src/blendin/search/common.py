@@ -295,6 +295,9 @@ class Context:
         """The error when no node is acceptable: how much suppression the top would need."""
         top = self.checker.check(self.lattice.top)
         share = top.n_suppressed / self.n
+        if top.n_suppressed >= self.n:  # suppressing everything is no release: say why
+            return unmeetable(self.ft, self.lattice.top, self.checker.models,
+                              self.checker.limit)
         hint = (f"allow max_suppression >= {share:.4g} (the fully generalized table "
                 f"still needs {top.n_suppressed:,} of {self.n:,} records suppressed)"
                 if top.n_suppressed else "relax the privacy models")
@@ -302,6 +305,26 @@ class Context:
             "no generalization meets the privacy models within the suppression limit "
             f"({self.checker.limit:,} records)",
             fix=f"{hint}, or give the hierarchies more levels")
+
+
+def unmeetable(ft: FrequencyTable, top: Sequence[int], models: Sequence[PrivacyModel],
+               limit: int) -> BlendinError:
+    """The error when even the fully generalized table must suppress every record: which
+    model fails on which class (raising the suppression limit to 100% releases nothing)."""
+    from blendin.release import violating_classes
+
+    _, _, classes = violating_classes(ft, top, models)
+    biggest = int(np.argmax(classes.sizes))
+    failing = [m for m in models
+               if not np.asarray(m.holds(classes), dtype=bool)[biggest]]
+    names = "; ".join(str(m) for m in failing) or "the privacy models"
+    which = "all" if len(classes.sizes) == 1 else "the largest class of"
+    return BlendinError(
+        f"no generalization meets the privacy models within the suppression limit "
+        f"({limit:,} records): even with every quasi-identifier fully generalized, {names} "
+        f"fails for the class of {which} {int(classes.sizes[biggest]):,} records, so every "
+        "record would be suppressed",
+        fix=f"relax {names}, or give the hierarchies more levels")
 
 
 def tolerance(value: float) -> float:

@@ -1,0 +1,661 @@
+"""Every workflow can be trusted: no file lost, no false reassurance, saved solutions that
+re-apply to new data, Excel that runs nothing. One test (or more) per defect of issue 10."""
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import blendin as bl
+from blendin.anonymize import anonymize, apply_solution
+from blendin.attack import attack
+from blendin.check import check
+from blendin.cli import main
+from blendin.datasets import hospital
+from blendin.demo import demo_spec
+from blendin.errors import BlendinError
+from blendin.hierarchy.builders import flat
+from blendin.hierarchy.dates import dates
+from blendin.hierarchy.masking import masking
+from blendin.hierarchy.tree import tree
+from blendin.io import Source, write_table
+from blendin.models import KAnonymity, RecursiveCLDiversity
+from blendin.spec import Spec
+
+SPEC = """\
+[attributes]
+identifiers = ["name", "ssn"]
+sensitive = ["diagnosis"]
+
+[quasi_identifiers]
+zip = { masking = true }
+dob = { dates = ["month", "year", "decade"] }
+sex = { flat = true }
+
+[[privacy]]
+model = "k-anonymity"
+k = 5
+
+[anonymization]
+max_suppression = 0.1
+"""
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture
+def files(tmp_path):
+    data = tmp_path / "h.csv"
+    hospital(400, seed=1).drop(columns=["ethnicity", "marital_status"]).to_csv(data,
+                                                                               index=False)
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    return tmp_path, data, spec
+
+
+def snapshot(folder: Path) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+# -- 0: outputs never destroy inputs, and fail before any work ----------------------------
+
+
+@pytest.mark.parametrize("flag,target", [
+    ("--report", "h.csv"), ("--report", "s.toml"), ("--save-solution", "h.csv"),
+    ("--save-solution", "s.toml"), ("--report", "r.csv"), ("--save-solution", "r.csv"),
+    ("-o", "h.csv"), ("-o", "s.toml"),
+])
+def test_no_output_can_replace_an_input_or_another_output(files, flag, target):
+    folder, data, spec = files
+    before = snapshot(folder)
+    args = ["anonymize", data, "--spec", spec, "-o", folder / "r.csv", flag, folder / target]
+    if flag == "-o":
+        args = ["anonymize", data, "--spec", spec, "-o", folder / target]
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.output and "Traceback" not in result.output
+    assert snapshot(folder) == before  # nothing written, nothing replaced
+
+
+def test_report_in_a_missing_folder_fails_before_the_release_is_written(files):
+    folder, data, spec = files
+    before = snapshot(folder)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
+                 "--report", folder / "nowhere" / "r.html")
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert snapshot(folder) == before
+
+
+def test_mondrian_with_save_solution_fails_before_the_release_is_written(files):
+    folder, data, spec = files
+    before = snapshot(folder)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
+                 "--algorithm", "mondrian", "--save-solution", folder / "sol.json")
+    assert result.exit_code == 2 and "mondrian" in result.output
+    assert snapshot(folder) == before
+
+
+def test_existing_outputs_are_replaced_only_with_force(files):
+    folder, data, spec = files
+    out = folder / "r.csv"
+    out.write_text("keep me\n")
+    result = run("anonymize", data, "--spec", spec, "-o", out, "-q")
+    assert result.exit_code == 2 and "--force" in result.output
+    assert out.read_text() == "keep me\n"
+    out.chmod(0o444)
+    result = run("anonymize", data, "--spec", spec, "-o", out, "-q", "--force")
+    assert result.exit_code == 2 and "read-only" in result.output
+    assert out.read_text() == "keep me\n"
+    out.chmod(0o644)
+    assert run("anonymize", data, "--spec", spec, "-o", out, "-q", "--force").exit_code == 0
+    assert out.read_text() != "keep me\n"
+
+
+def test_attack_output_is_checked_against_its_inputs(files):
+    folder, data, spec = files
+    before = snapshot(folder)
+    result = run("attack", data, "--external", data, "-o", data)
+    assert result.exit_code == 2 and "is the input" in result.output
+    assert snapshot(folder) == before
+
+
+# -- 1, 7: saved solutions are rules, re-apply to new data, and leak nothing ------------------
+
+
+def _month(seed: int, n: int = 600, new_zips: int = 0) -> pd.DataFrame:
+    """A month of hospital records: fresh people, so fresh birth dates; ``new_zips``
+    records get ZIP codes the other months never have."""
+    table = hospital(n, seed=seed)
+    if new_zips:
+        rng = np.random.default_rng(seed)
+        rows = rng.choice(n, size=new_zips, replace=False)
+        table.loc[rows, "zip"] = rng.choice(["02199", "02201", "02163"], size=new_zips)
+    return table
+
+
+def _spec(**overrides) -> Spec:
+    spec = demo_spec(k=3, l=1, max_suppression=0.2)
+    spec.models = [KAnonymity(3)]
+    spec.sensitive = []
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def test_apply_generalizes_new_dates_and_new_zips():
+    january = anonymize(_month(1), _spec())
+    saved = json.loads(json.dumps(apply_module_dict(january)))
+    february = _month(2, new_zips=30)
+    assert not set(february.dob) <= set(_month(1).dob)  # new dates
+    result = apply_solution(february, saved)
+    assert result.levels == january.levels
+    assert check(result.data, result.spec).passed
+    assert (result.data["zip"] != "*").any()
+
+
+def apply_module_dict(result) -> dict:
+    from blendin.anonymize import load_solution
+
+    return load_solution(result)
+
+
+def test_saved_solution_holds_rules_not_values(tmp_path):
+    table = _month(1)
+    result = anonymize(table, _spec())
+    path = result.save_solution(tmp_path / "sol.json")
+    saved = json.loads(path.read_text())
+    assert saved["hierarchies"]["dob"] == {"dates": ["month", "year", "decade"]}
+    assert saved["hierarchies"]["zip"] == {"masking": 5}
+    assert saved["hierarchies"]["sex"] == {"flat": True}
+    assert "tree" in saved["hierarchies"]["marital_status"]
+    text = path.read_text()
+    for value in table["dob"].unique()[:50]:
+        assert value not in text
+
+
+def test_values_a_saved_tree_does_not_cover(tmp_path):
+    spec = Spec(quasi_identifiers={"status": tree({"wed": ["Married", "Widowed"],
+                                                   "single": ["Never married"]}),
+                                   "sex": flat()},
+                models=[KAnonymity(2)], max_suppression=0.5)
+    old = pd.DataFrame({"status": ["Married", "Widowed", "Never married"] * 4,
+                        "sex": ["F", "M"] * 6})
+    new = pd.DataFrame({"status": ["Married", "Widowed", "Divorced", "Married"] * 3,
+                        "sex": ["F", "M"] * 6})
+    for level, released in ((1, "wed"), (2, "*")):
+        saved = {**apply_module_dict(anonymize(old, spec)),
+                 "levels": {"status": level, "sex": 0}}
+        if level == 2:  # the top: every value is released as *, so new ones are fine
+            assert set(apply_solution(new, saved).data["status"]) == {"*"}
+            continue
+        with pytest.raises(BlendinError, match=r"'Divorced'.*--unknown suppress"):
+            apply_solution(new, saved)
+        result = apply_solution(new, saved, unknown="suppress")
+        assert result.suppressed == 3 and len(result.data) == 9
+        assert set(result.data["status"]) == {released}
+        kept = apply_solution(new, saved, unknown="suppress", suppressed="keep")
+        assert (kept.data["status"] == "*").sum() == 3
+
+
+def test_apply_cli_takes_unknown(tmp_path):
+    folder = tmp_path
+    old, new = folder / "old.csv", folder / "new.csv"
+    pd.DataFrame({"m": ["a", "b"] * 5}).to_csv(old, index=False)
+    pd.DataFrame({"m": ["a", "b", "c"] * 4}).to_csv(new, index=False)
+    (folder / "s.toml").write_text('[quasi_identifiers]\nm = { tree = { g = ["a", "b"] } }\n'
+                                   '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
+                                   '[anonymization]\nmax_suppression = 0.4\n')
+    assert run("anonymize", old, "--spec", folder / "s.toml", "-o", folder / "r.csv",
+               "--save-solution", folder / "sol.json", "-q").exit_code == 0
+    sol = json.loads((folder / "sol.json").read_text())
+    sol["levels"]["m"] = 1
+    (folder / "sol.json").write_text(json.dumps(sol))
+    result = run("apply", new, "--solution", folder / "sol.json", "-o", folder / "n.csv")
+    assert result.exit_code == 2 and "'c'" in result.output and "--unknown" in result.output
+    result = run("apply", new, "--solution", folder / "sol.json", "-o", folder / "n.csv",
+                 "--unknown", "suppress", "-q")
+    assert result.exit_code == 0, result.output
+    assert pd.read_csv(folder / "n.csv")["m"].tolist() == ["g"] * 8
+
+
+def test_old_solutions_with_inline_rows_still_apply():
+    saved = {"format": "blendin-solution", "version": 1, "quasi_identifiers": ["a"],
+             "levels": {"a": 1}, "models": [{"model": "k-anonymity", "k": 2}],
+             "hierarchies": {"a": {"kind": "categorical",
+                                   "rows": [["1", "x", "*"], ["2", "x", "*"]]}}}
+    out = apply_solution(pd.DataFrame({"a": ["1", "2"]}), saved)
+    assert out.data["a"].tolist() == ["x", "x"]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(first=st.integers(0, 10_000), later=st.integers(0, 10_000),
+       new_zips=st.integers(0, 40), k=st.integers(2, 6))
+def test_property_apply_on_fresh_synthetic_data_passes_the_checker(first, later, new_zips, k):
+    spec = _spec(models=[KAnonymity(k)], max_suppression=1.0)
+    result = anonymize(_month(first, 300), spec)
+    saved = json.loads(json.dumps(apply_module_dict(result)))
+    fresh = _month(later + 1, 300, new_zips=new_zips)
+    applied = apply_solution(fresh, saved)
+    released = applied.data
+    report = check(released, Spec(quasi_identifiers=dict.fromkeys(spec.quasi_identifiers,
+                                                                   flat()),
+                                  identifiers=spec.identifiers, models=[KAnonymity(k)],
+                                  max_suppression=1.0))
+    assert report.passed
+    counts = released.groupby(list(spec.quasi_identifiers)).size()
+    assert (counts >= k).all()  # counted another way
+    assert not set(spec.identifiers) & set(released.columns)
+
+
+def test_no_original_value_of_a_suppressed_record_in_any_output(tmp_path):
+    data = tmp_path / "h.csv"
+    table = hospital(300, seed=4).drop(columns=["ethnicity", "marital_status"])
+    table.to_csv(data, index=False)
+    (tmp_path / "s.toml").write_text(SPEC.replace("k = 5", "k = 4"))
+    result = run("anonymize", data, "--spec", tmp_path / "s.toml", "-o", tmp_path / "r.csv",
+                 "--save-solution", tmp_path / "sol.json", "--report", tmp_path / "r.html",
+                 "--original-row", "--suppressed", "keep", "-q")
+    assert result.exit_code == 0, result.output
+    release = pd.read_csv(tmp_path / "r.csv", dtype=str, keep_default_na=False)
+    suppressed = (release["zip"] == "*").to_numpy()
+    assert suppressed.any()
+    rows = release["original_row"].astype(int).to_numpy() - 1
+    outputs = "".join((tmp_path / f).read_text() for f in ("r.csv", "sol.json", "r.html"))
+    secret = set()
+    for column in ("dob", "name", "ssn"):
+        gone = table[column].to_numpy()[rows[suppressed]]
+        kept = table[column].to_numpy()[rows[~suppressed]]
+        secret |= set(gone) - set(kept)
+    assert secret
+    assert not [v for v in secret if v in outputs]
+
+
+# -- 2, 3: the attack never gives false reassurance, nor false alarms ---------------------------
+
+
+def _release() -> pd.DataFrame:
+    return pd.DataFrame({"dob": ["1978-Q3", "1978-Q3", "1980-Q1", "1980-Q1"],
+                         "sex": ["F", "F", "M", "M"], "zip": ["021**"] * 4,
+                         "name": ["*"] * 4, "group": ["1", "1", "2", "2"],
+                         "race": ["*"] * 4, "dx": ["flu", "gout", "flu", "flu"]})
+
+
+def test_attack_reads_compact_dates_as_the_release_shows_them():
+    voters = pd.DataFrame({"dob": ["19780815", "19800203"], "sex": ["F", "M"],
+                           "zip": ["02138", "02139"], "name": ["Ann", "Bob"]})
+    report = attack(_release(), voters)
+    assert report.kinds["dob"] == "date"
+    assert report.matches.tolist() == [2, 2] and report.no_match == 0
+    forced = attack(_release(), voters, kinds={"dob": "date"})
+    assert forced.matches.tolist() == [2, 2]
+
+
+def test_attack_reads_dates_in_the_spec_format(tmp_path):
+    spec = Spec(quasi_identifiers={"dob": dates("quarter", format="%d/%m/%Y"), "sex": flat()},
+                models=[KAnonymity(2)])
+    voters = pd.DataFrame({"dob": ["15/08/1978", "03/02/1980"], "sex": ["F", "M"]})
+    assert attack(_release(), voters, spec=spec).matches.tolist() == [2, 2]
+
+
+def test_attack_defaults_to_the_spec_qis_and_skips_blanked_columns():
+    voters = pd.DataFrame({"dob": ["1978-08-15"], "sex": ["F"], "zip": ["02138"],
+                           "name": ["Ann"], "race": ["White"]})
+    report = attack(_release(), voters)
+    assert report.on == ("dob", "sex", "zip")  # not the redacted name, nor the blank race
+    assert "join on            dob (date), sex (categorical), zip" in report.lines()[0]
+    spec = Spec(quasi_identifiers={"dob": dates("quarter"), "zip": masking()},
+                models=[KAnonymity(2)])
+    assert attack(_release(), voters, spec=spec).on == ("dob", "zip")
+
+
+@pytest.mark.parametrize("column,values,cause,fix", [
+    ("sex", ["f", "m"], "case", "case"),
+    ("zip", ["2138", "2139"], "width", "zip-width"),
+])
+def test_attack_stops_on_a_join_that_cannot_match_and_normalizes(column, values, cause, fix):
+    voters = pd.DataFrame({"dob": ["1978-08-15", "1980-02-03"], "sex": ["F", "M"],
+                           "zip": ["02138", "02139"]})
+    voters[column] = values
+    with pytest.raises(BlendinError, match=rf"join column '{column}'.*{cause}.*--normalize"):
+        attack(_release(), voters, on="dob,sex,zip")
+    fixed = attack(_release(), voters, on="dob,sex,zip", normalize=fix)
+    assert fixed.matches.tolist() == [2, 2] and fixed.normalized == (fix,)
+
+
+def test_attack_warns_when_most_people_match_nothing():
+    voters = pd.DataFrame({"dob": ["1978-08-15"] * 4, "sex": ["F", "f", "f", "f"],
+                           "zip": ["02138"] * 4})
+    report = attack(_release(), voters, on="dob,sex,zip")
+    assert report.no_match == 3
+    text = "\n".join(report.lines())
+    assert "75% of the external people match no record" in text
+    assert "join column 'sex'" in text and "case" in text
+    assert report.to_dict()["warnings"] == list(report.warnings)
+    assert not attack(_release(), voters, on="dob,sex,zip", normalize="case").warnings
+
+
+def test_attack_learns_only_real_values():
+    voters = pd.DataFrame({"dob": ["1980-02-03"], "sex": ["M"], "zip": ["02139"]})
+    report = attack(_release(), voters)
+    assert set(report.learned) == {"dx"}  # not the blank race, nor the class number
+    assert report.learned == {"dx": 1}
+    explicit = attack(_release(), voters, sensitive="race,dx,group")
+    assert explicit.learned["race"] == 0  # '*' is nothing learned
+
+
+def test_attack_cli_normalize_and_unknown_kind(tmp_path):
+    rel, ext = tmp_path / "r.csv", tmp_path / "e.csv"
+    _release().to_csv(rel, index=False)
+    pd.DataFrame({"dob": ["19780815"], "sex": ["f"], "zip": ["2138"]}).to_csv(ext, index=False)
+    result = run("attack", rel, "--external", ext)
+    assert result.exit_code == 2 and "no external value matches" in result.output
+    result = run("attack", rel, "--external", ext, "--normalize", "case,zip-width")
+    assert result.exit_code == 0, result.output
+    assert "match no record" in result.output and "normalized" in result.output
+    result = run("attack", rel, "--external", ext, "--kind", "nosuch=date")
+    assert result.exit_code == 2 and "'nosuch'" in result.output
+    assert "--normalize" in run("attack", "--help").output
+
+
+# -- 4: no formula reaches a spreadsheet ------------------------------------------------------
+
+FORMULAS = ['=HYPERLINK("http://evil.example","x")', "=1+1", "+1+1", "-2+3", "@SUM(A1)",
+            "\t=1", "plain"]
+
+
+def _formula_cells(path: Path) -> list:
+    from openpyxl import load_workbook
+
+    book = load_workbook(path)
+    cells = [c for sheet in book for row in sheet.iter_rows() for c in row
+             if c.data_type == "f"]
+    xml = zipfile.ZipFile(path).read("xl/worksheets/sheet1.xml")
+    assert b"<f>" not in xml
+    return cells
+
+
+def test_no_xlsx_holds_a_formula_cell(tmp_path):
+    table = pd.DataFrame({"age": ["30", "31", "32", "33", "34", "35", "36"],
+                          "dx": FORMULAS, "=name": FORMULAS})
+    (tmp_path / "s.toml").write_text('[attributes]\nsensitive = ["dx"]\n[quasi_identifiers]\n'
+                                     'age = { intervals = [10] }\n[[privacy]]\n'
+                                     'model = "k-anonymity"\nk = 2\n')
+    data = tmp_path / "d.csv"
+    table.to_csv(data, index=False)
+    assert run("anonymize", data, "--spec", tmp_path / "s.toml", "-o", tmp_path / "r.xlsx",
+               "-q").exit_code == 0
+    ext = tmp_path / "e.csv"
+    table[["age", "=name"]].to_csv(ext, index=False)
+    assert run("attack", data, "--external", ext, "--on", "age",
+               "-o", tmp_path / "a.xlsx").exit_code == 0
+    write_table(pa.table({"v": FORMULAS}), tmp_path / "w.xlsx")
+    for name in ("r.xlsx", "a.xlsx", "w.xlsx"):
+        assert _formula_cells(tmp_path / name) == []
+    from openpyxl import load_workbook
+
+    values = [c.value for c in load_workbook(tmp_path / "w.xlsx").active["A"]][1:]
+    assert values == FORMULAS  # stored as the text it is
+
+
+def test_escape_formulas_for_csv(files):
+    folder, _, _ = files
+    table = pd.DataFrame({"age": [str(30 + i) for i in range(7)], "dx": FORMULAS})
+    data = folder / "f.csv"
+    table.to_csv(data, index=False)
+    (folder / "f.toml").write_text('[attributes]\nsensitive = ["dx"]\n[quasi_identifiers]\n'
+                                   'age = { intervals = [10] }\n[[privacy]]\n'
+                                   'model = "k-anonymity"\nk = 2\n')
+    assert run("anonymize", data, "--spec", folder / "f.toml", "-o", folder / "r.csv",
+               "--escape-formulas", "-q").exit_code == 0
+    out = pd.read_csv(folder / "r.csv", dtype=str, keep_default_na=False)
+    assert out["dx"].tolist() == ["'" + v if v[0] in "=+-@\t" else v for v in FORMULAS]
+    assert "--escape-formulas" in run("anonymize", "--help").output
+
+
+# -- 5: ZIP codes read as numbers ---------------------------------------------------------------
+
+
+def test_masking_refuses_numbers_without_a_width():
+    df = pd.DataFrame({"zip": [2138, 2139, 2138, 2139], "dx": ["a", "b", "c", "d"]})
+    spec = Spec(quasi_identifiers={"zip": masking()}, models=[KAnonymity(2)])
+    with pytest.raises(BlendinError, match=r"'zip' holds numbers.*masking = 5"):
+        anonymize(df, spec)
+    spec = Spec(quasi_identifiers={"zip": masking(width=5)}, models=[KAnonymity(3)])
+    assert set(anonymize(df, spec).data["zip"]) == {"0213*"}
+
+
+# -- 6: an unmeetable model is named --------------------------------------------------------
+
+
+def test_unmeetable_model_is_named_not_a_suppression_limit():
+    df = pd.DataFrame({"age": np.arange(100) % 50 + 20,
+                       "dx": np.where(np.arange(100) % 3 == 0, "a", "b")})
+    spec = Spec(quasi_identifiers={"age": bl.intervals(10, 20)}, sensitive=["dx"],
+                models=[KAnonymity(2), RecursiveCLDiversity("dx", c=1, l=2)],
+                max_suppression=0.5)
+    with pytest.raises(BlendinError) as error:
+        anonymize(df, spec)
+    message = str(error.value)
+    assert "recursive-cl-diversity of 'dx' (c = 1, l = 2)" in message
+    assert "class of all 100 records" in message
+    assert "max_suppression >=" not in message
+
+
+# -- 8: one-line errors, never tracebacks ------------------------------------------------------
+
+
+def test_nested_parquet_columns_get_one_line_errors(tmp_path):
+    data = tmp_path / "n.parquet"
+    pq.write_table(pa.table({"age": ["30", "31", "32", "33"],
+                             "tags": [[1], [2, 3], [], [4]]}), data)
+    spec = tmp_path / "s.toml"
+    spec.write_text('[quasi_identifiers]\nage = { intervals = [10] }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    for out in ("r.csv", "r.xlsx"):
+        result = run("anonymize", data, "--spec", spec, "-o", tmp_path / out)
+        assert result.exit_code == 2 and "'tags' holds nested values" in result.output
+    assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.parquet",
+               "-q").exit_code == 0
+    spec.write_text('[quasi_identifiers]\ntags = { flat = true }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "q.parquet")
+    assert result.exit_code == 2 and "'tags' holds nested values" in result.output
+
+
+@pytest.mark.parametrize("output", ["/proc/blendin-release.csv", "/proc/self/r.csv"])
+def test_unwritable_output_is_refused_before_work(files, output):
+    _, data, spec = files
+    result = run("anonymize", data, "--spec", spec, "-o", output)
+    assert result.exit_code == 2 and "cannot create files" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_read_only_folder_is_refused_before_work(files):
+    folder, data, spec = files
+    locked = folder / "locked"
+    locked.mkdir(mode=0o555)
+    result = run("anonymize", data, "--spec", spec, "-o", locked / "r.csv")
+    assert result.exit_code == 2 and "cannot create files" in result.output
+
+
+@pytest.mark.parametrize("delimiter", ['"', "\n", "\r", "ab"])
+def test_bad_output_delimiter_is_refused_before_work(files, delimiter):
+    folder, data, spec = files
+    before = snapshot(folder)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
+                 "--output-delimiter", delimiter)
+    assert result.exit_code == 2 and "delimiter" in result.output
+    assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("level,expected", [(99, "above its hierarchy's top"),
+                                            ("abc", "not a level"), (-1, "not a level"),
+                                            (True, "not a level")])
+def test_tampered_solution_gets_a_clear_error(files, level, expected):
+    folder, data, spec = files
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", folder / "sol.json").exit_code == 0
+    sol = json.loads((folder / "sol.json").read_text())
+    sol["levels"]["dob"] = level
+    (folder / "sol.json").write_text(json.dumps(sol))
+    result = run("apply", data, "--solution", folder / "sol.json", "-o", folder / "n.csv")
+    assert result.exit_code == 2 and expected in result.output, result.output
+
+
+@pytest.mark.parametrize("population", ["inf", "nan", "-inf"])
+def test_risk_population_must_be_finite(files, population):
+    _, data, _ = files
+    result = run("risk", data, "--qi", "zip,sex", "--population", population)
+    assert result.exit_code == 2 and "finite" in result.output
+
+
+# -- 9: any valid CSV -----------------------------------------------------------------------
+
+
+def test_header_longer_than_64_kib(tmp_path):
+    names = [f"column_{i:05d}" for i in range(6004)] + ["x" * 70_000]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join("1" for _ in names) + "\n")
+    source = Source(path)
+    assert source.columns == names
+    assert source.read_all().num_rows == 1
+
+
+def test_quoted_newlines_across_blocks(tmp_path):
+    path = tmp_path / "notes.csv"
+    rows = [f'{i},"line one\nline two, {i}"' for i in range(3000)]
+    path.write_text('"id","multi\nline header"\n' + "\n".join(rows) + "\n")
+    source = Source(path, block_size=4096)  # many blocks, cut inside quoted fields
+    assert source.columns == ["id", "multi\nline header"]
+    table = source.read_all()
+    assert table.num_rows == 3000
+    assert table.column(1)[2999].as_py() == "line one\nline two, 2999"
+
+
+# -- 10: interrupted runs leave nothing behind ------------------------------------------------
+
+
+def test_stale_temporary_files_of_killed_runs_are_removed(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".r.csv.{dead.pid}.abc123.tmp"
+    stale.write_text("half")
+    live = tmp_path / f".r.csv.{os.getppid()}.def456.tmp"  # a running process's: kept
+    live.write_text("busy")
+    other = tmp_path / f".other.csv.{dead.pid}.x.tmp"  # another target's: kept
+    other.write_text("x")
+    write_table(pa.table({"a": ["1"]}), tmp_path / "r.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live.name, other.name, "r.csv"])
+
+
+def test_sigterm_removes_the_temporary_file(tmp_path, monkeypatch):
+    import signal
+
+    import blendin.io as io_module
+
+    def killed(table, path, **kw):
+        Path(path).write_text("half")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(io_module, "_write_csv", killed)
+    data = tmp_path / "d.csv"
+    pd.DataFrame({"a": ["1", "1"]}).to_csv(data, index=False)
+    (tmp_path / "s.toml").write_text('[quasi_identifiers]\na = { flat = true }\n'
+                                     '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    result = run("anonymize", data, "--spec", tmp_path / "s.toml", "-o", tmp_path / "r.csv",
+                 "-q")
+    assert result.exit_code == 128 + signal.SIGTERM
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "s.toml"]
+    assert signal.getsignal(signal.SIGTERM) is not None
+
+
+# -- 11: clear errors up front, fixes in the user's syntax -----------------------------------
+
+
+def test_group_column_may_not_take_an_input_column_name(files):
+    folder, data, spec = files
+    before = snapshot(folder)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
+                 "--group-column", "ssn")
+    assert result.exit_code == 2 and "--group-column 'ssn'" in result.output
+    assert "bug" not in result.output
+    assert snapshot(folder) == before
+    with pytest.raises(BlendinError, match="'ssn'"):
+        anonymize(pd.read_csv(data, dtype=str), Spec.from_toml(spec), group_column="ssn")
+
+
+def test_cli_fixes_are_written_as_toml(tmp_path):
+    data = tmp_path / "z.csv"
+    data.write_text("zip\n02138\n2139\n02138\n2139\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text('[quasi_identifiers]\nzip = { masking = true }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv")
+    assert result.exit_code == 2 and "masking = 5" in result.output
+
+
+# -- 12: a spec path and a LazyFrame ----------------------------------------------------------
+
+
+def test_anonymize_takes_a_spec_path_and_a_lazyframe(files):
+    import polars as pl
+
+    _, data, spec = files
+    frame = pl.read_csv(data, infer_schema_length=0)
+    by_path = bl.anonymize(frame.lazy(), str(spec))
+    assert isinstance(by_path.data, pl.DataFrame)
+    assert by_path.data.height == bl.anonymize(frame, Spec.from_toml(spec)).data.height
+    assert bl.anonymize(frame, Path(spec)).levels == by_path.levels
+    with pytest.raises(BlendinError, match="Spec or the path"):
+        bl.anonymize(frame, 5)
+
+
+def test_demo_out_is_not_replaced_without_force(tmp_path):
+    out = tmp_path / "demo"
+    args = ["demo", "--patients", "200", "--voters", "400", "--out", out]
+    assert run(*args).exit_code == 0
+    (out / "release.csv").write_text("mine\n")
+    result = run(*args)
+    assert result.exit_code == 2 and "--force" in result.output
+    assert (out / "release.csv").read_text() == "mine\n"
+    assert run(*args, "--force").exit_code == 0
+    assert (out / "release.csv").read_text() != "mine\n"
+
+
+def test_cli_reports_os_errors_on_one_line(files, monkeypatch):
+    import blendin.io as io_module
+
+    def full(table, path, **kw):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(io_module, "_write_csv", full)
+    folder, data, spec = files
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
+    assert result.exit_code == 2
+    assert "error: No space left on device" in result.output and "Traceback" not in result.output
+    assert not (folder / "r.csv").exists()
+
+
+def test_a_column_of_only_unknown_values_is_suppressed_or_starred():
+    spec = Spec(quasi_identifiers={"m": tree({"g": ["a", "b"]})}, models=[KAnonymity(2)],
+                max_suppression=1.0)
+    saved = apply_module_dict(anonymize(pd.DataFrame({"m": ["a", "b"] * 3}), spec))
+    new = pd.DataFrame({"m": ["x", "y"] * 3})
+    at_top = apply_solution(new, {**saved, "levels": {"m": 2}})
+    assert set(at_top.data["m"]) == {"*"} and at_top.suppressed == 0
+    below = apply_solution(new, {**saved, "levels": {"m": 1}}, unknown="suppress")
+    assert below.suppressed == 6 and len(below.data) == 0
