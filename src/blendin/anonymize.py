@@ -31,6 +31,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel
+from blendin.progress import progress_callback
 from blendin.release import (
     SUPPRESSION_MODES,
     Recoding,
@@ -236,7 +237,7 @@ def anonymize(
     algorithm: str | None = None,
     metric: str | None = None,
     suppressed: str = "drop",
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     group_column: str | None = None,
     original_row: str | None = None,
 ) -> Result:
@@ -245,7 +246,8 @@ def anonymize(
     ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
     chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
     violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
-    (``"keep"``). ``progress(nodes_checked, total_nodes)`` is called during the search.
+    (``"keep"``). ``progress=True`` shows a progress bar (terminal or notebook); a function
+    ``progress(nodes_checked, total_nodes)`` is called during the search instead.
     ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
     empty when suppressed). ``original_row`` names a column to add with the source row number:
     anyone who holds the source can then link every released row back, so it is for internal
@@ -272,8 +274,9 @@ def anonymize(
     _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
     prepared = prepare(data, spec)
     run = ALGORITHMS.get(algorithm, _full_domain)
-    outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
-                  progress=progress)
+    with progress_callback(progress) as callback:
+        outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
+                      progress=callback)
     outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
                                       group_column=group_column, original_row=original_row)
     release, report = verify(outcome, spec, suppressed)
