@@ -38,6 +38,7 @@ from blendin.release import (
     plan,
     recode_all_marked,
 )
+from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
@@ -94,6 +95,17 @@ class Result:
         """Number of levels of each QI's hierarchy."""
         return {q: h.height for q, h in self.hierarchies.items()}
 
+    def __repr__(self) -> str:
+        from blendin.report.notebook import result_summary
+
+        return result_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        from blendin.report.notebook import result_summary
+
+        return result_summary(self).html()
+
     def to_dict(self) -> dict:
         """The figures as plain JSON-ready values (no data)."""
         return {
@@ -117,6 +129,8 @@ class Result:
             "check_passed": self.check.passed,
             "check": self.check.to_dict(),
             "applied_from": self.applied_from,
+            "minimal": minimal_nodes(self),
+            "fully_generalized": fully_generalized(self),
         }
 
     def summary(self) -> str:
@@ -143,6 +157,7 @@ class Result:
         lines.append(f"time: {self.seconds:.3f} s")
         models = "; ".join(str(m) for m in self.spec.models)
         lines.append(f"verified by the checker: {models}")
+        lines += summary_notes(self)
         return "\n".join(lines)
 
     def save_solution(self, path: str | os.PathLike) -> Path:
