@@ -176,12 +176,16 @@ class Result:
         return write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
     def report(self, path: str | os.PathLike, *, original=None,
-               threshold: float = 0.2) -> Path:
+               threshold: float | None = None, external=None, on=None,
+               population: float | None = None) -> Path:
         """Write the HTML release report (see :func:`blendin.report.html.write_report`);
-        give ``original`` (the input) to compare the risk before and after."""
+        give ``original`` (the input) to compare the risk before and after, ``external``
+        (an identified table) for the linking attack, ``population`` for the
+        population-based risk."""
         from blendin.report.html import write_report
 
-        return write_report(self, path, original=original, threshold=threshold)
+        return write_report(self, path, original=original, threshold=threshold,
+                            external=external, on=on, population=population)
 
     def write(self, path: str | os.PathLike, *, delimiter: str = ",") -> Path:
         """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
@@ -255,6 +259,7 @@ def anonymize(
     progress: ProgressCallback | bool | None = None,
     group_column: str | None = None,
     original_row: str | None = None,
+    index_base: int = 1,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -266,7 +271,8 @@ def anonymize(
     ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
     empty when suppressed). ``original_row`` names a column to add with the source row number:
     anyone who holds the source can then link every released row back, so it is for internal
-    use only.
+    use only. ``index_base`` is the number of the first class and the first row: 1 (as a
+    spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -293,7 +299,8 @@ def anonymize(
         outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)
     outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
-                                      group_column=group_column, original_row=original_row)
+                                      group_column=group_column, original_row=original_row,
+                                      index_base=index_base)
     release, report = verify(outcome, spec, suppressed)
     return Result(
         data=from_arrow(release, data),
@@ -427,26 +434,37 @@ ALGORITHMS: dict[str, Callable[..., Outcome]] = {"mondrian": _mondrian}
 
 def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
                      group_column: str | None = None,
-                     original_row: str | None = None) -> pa.Table:
+                     original_row: str | None = None, index_base: int = 1) -> pa.Table:
     """The release with, on request, each row's class (1, 2, ... in order of first
-    appearance, empty when suppressed) and its row number in the source (1 = first row).
+    appearance, empty when suppressed) and its row number in the source (1 = first row);
+    ``index_base=0`` numbers both from 0.
 
     >>> t = pa.table({"age": ["20-29", "*", "20-29"], "dx": ["a", "b", "c"]})
     >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row")
     >>> out.column("group").to_pylist(), out.column("row").to_pylist()
     ([1, None, 1], [1, 2, 3])
+    >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row",
+    ...                        index_base=0)
+    >>> out.column("group").to_pylist(), out.column("row").to_pylist()
+    ([0, None, 0], [0, 1, 2])
     """
     from blendin.excel import class_ids
+
+    if index_base not in (0, 1):
+        raise BlendinError(f"index_base must be 0 or 1, got {index_base!r}",
+                           fix="number rows and classes from 1 (--index-base 1) or 0 "
+                           "(--index-base 0)")
 
     for name in (group_column, original_row):
         if name is not None and name in table.column_names:
             raise BlendinError(f"the release already has a column {name!r}",
                                fix="choose another name for the added column")
     if group_column is not None:
-        ids = class_ids(table, quasi_identifiers) + 1
-        table = table.append_column(group_column, pa.array(ids, mask=ids <= 0))
+        ids = class_ids(table, quasi_identifiers)
+        table = table.append_column(group_column, pa.array(ids + index_base, mask=ids < 0))
     if original_row is not None:
-        table = table.append_column(original_row, pa.array(np.arange(1, table.num_rows + 1)))
+        rows = np.arange(index_base, table.num_rows + index_base)
+        table = table.append_column(original_row, pa.array(rows))
     return table
 
 
