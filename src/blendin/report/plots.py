@@ -74,6 +74,12 @@ def size_bins(largest: int) -> np.ndarray:
 
 def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int | None = None,
                 what: str = "equivalence classes") -> str:
+    """The class-size histogram (:func:`class_sizes_figure`) as base64 PNG text."""
+    return png_base64(class_sizes_figure(after, before, k=k, what=what))
+
+
+def class_sizes_figure(after: np.ndarray, before: np.ndarray | None = None, *,
+                       k: int | None = None, what: str = "equivalence classes") -> Figure:
     """Histogram of class sizes in the release (bars) and in the input (an outline drawn
     over them); ``k`` is a line at the edge of the bars of size k, so every release bar is
     right of it. Counts go on a log axis when they spread widely, so a few release classes
@@ -110,7 +116,7 @@ def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int |
     ax.set_ylabel(f"number of {what}")
     ax.set_title(f"Sizes of the {what}")
     ax.legend(frameon=False)
-    return png_base64(fig)
+    return fig
 
 
 def levels(levels: Mapping[str, int], heights: Mapping[str, int]) -> str:
