@@ -617,9 +617,11 @@ def _plots(result, release, before_table, before, after, qis, mondrian) -> list[
     out = []
     if after is not None:
         out.append({"key": "plot-sizes", "title": f"Sizes of the {what}",
-                    "caption": "How many classes have each size, in the release (bars) and "
-                               "the input (outline). Classes left of the k line cannot exist "
-                               "in the release.",
+                    "caption": f"How many {what} have each size, in the release (bars) "
+                               "and the input (outline; every input record with the same "
+                               "values is one class). Nothing left of the k line can exist "
+                               "in the release; the count axis is logarithmic when the counts "
+                               "spread widely.",
                     "png": plots.class_sizes(after.sizes, None if before is None
                                              else before.sizes, k=_k(result), what=what)})
     if result.levels:
