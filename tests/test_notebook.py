@@ -149,3 +149,14 @@ def test_a_column_kept_is_not_named(result):
         assert not re.search("the same value", result.summary())
     else:
         assert f"note: {', '.join(lost)} ended where" in result.summary()
+
+
+def test_mondrian_and_reapplied_results_have_short_reprs(tables, result):
+    mondrian = bl.anonymize(tables[0], demo_spec(), algorithm="mondrian")
+    text = repr(mondrian)
+    assert len(text) < LONGEST_REPR and first_line(text).startswith("Result: verified")
+    assert "  algorithm   mondrian, " in text and "levels" not in text
+    again = bl.apply_solution(tables[0], result)
+    text = repr(again)
+    assert len(text) < LONGEST_REPR and "saved solution re-applied" in text
+    html_verdict_first(again._repr_html_(), "verified: every privacy model holds")
