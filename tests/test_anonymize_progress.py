@@ -1,11 +1,13 @@
-"""The progress display: silent when short, off without a terminal, fed by the search."""
+"""The progress bar: tqdm, silent when short, off without a terminal, fed by the search."""
 
 import io
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from blendin.anonymize import anonymize
+from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import KAnonymity
 from blendin.progress import Progress
@@ -22,6 +24,7 @@ def test_off_when_not_a_terminal():
     with Progress(stream=out, delay=0.0, interval=0.0) as show:
         show(5, 10)
     assert out.getvalue() == ""
+    assert show.bar is None  # tqdm was never asked for a bar
 
 
 def test_off_when_disabled_even_on_a_terminal():
@@ -31,32 +34,70 @@ def test_off_when_disabled_even_on_a_terminal():
     assert out.getvalue() == ""
 
 
-def test_draws_counts_and_erases_the_line():
+def test_draws_a_tqdm_bar_with_counts_and_erases_it():
     out = FakeTerminal()
     with Progress(stream=out, delay=0.0, interval=0.0) as show:
         show(120, 4320)
-        show(240, 4320)
+        assert type(show.bar).__module__.startswith("tqdm")
+        show(2160, 4320)
+        assert show.bar.n == 2160 and show.bar.total == 4320
     text = out.getvalue()
-    assert "searching: 120 of 4,320 nodes checked (3%)" in text
-    assert "240 of 4,320 nodes checked (6%)" in text
-    assert text.endswith("\r")
-    assert text.split("\r")[-2].strip() == ""  # the last draw is blanked out
+    assert "searching:   3%|" in text and "120 of 4320 nodes checked" in text
+    assert "searching:  50%|" in text and "2160 of 4320 nodes checked" in text
+    assert "|####" in text  # a drawn bar (ASCII on a stream that is not UTF-8), not figures
+    assert text.split("\r")[-1].strip() == ""  # the bar is erased at the end (leave=False)
 
 
-def test_silent_during_the_first_second_and_throttled():
+def test_silent_during_the_delay_and_throttled():
     out = FakeTerminal()
     with Progress(stream=out, delay=30.0) as show:
         show(1, 2)
-    assert out.getvalue() == ""
+    assert "nodes checked" not in out.getvalue()
     out = FakeTerminal()
     with Progress(stream=out, delay=0.0, interval=60.0) as show:
         for i in range(50):
             show(i, 50)
-    assert out.getvalue().count("nodes checked") == 1
+    assert out.getvalue().count("nodes checked") <= 2  # the first draw, and the close
 
 
-def test_line_without_total():
-    assert Progress.line(7, None, 1.25) == "7 nodes checked, 1.2 s"
+def test_count_without_total():
+    out = FakeTerminal()
+    with Progress(stream=out, delay=0.0, interval=0.0) as show:
+        show(7, None)
+    assert "searching: 7 nodes checked" in out.getvalue()
+
+
+def test_progress_true_draws_a_bar_on_stderr_during_a_search(capsys, monkeypatch):
+    import blendin.progress as progress_module
+
+    monkeypatch.setattr(progress_module.Progress, "__init__", _no_delay(
+        progress_module.Progress.__init__))
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"a": rng.integers(0, 16, 300), "b": rng.integers(0, 4, 300)})
+    result = anonymize(df, _spec(), progress=True)
+    err = capsys.readouterr().err
+    assert "nodes checked" in err and f"of {5 * 3}" in err
+    assert result.check.passed
+
+
+def test_progress_must_be_a_flag_or_a_function():
+    df = pd.DataFrame({"a": list(range(16)) * 2, "b": [0, 1] * 16})
+    with pytest.raises(BlendinError, match="progress=True"):
+        anonymize(df, _spec(), progress="yes")
+
+
+def _no_delay(init):
+    def patched(self, **options):
+        init(self, **{**options, "delay": 0.0, "interval": 0.0})
+    return patched
+
+
+def _spec() -> Spec:
+    ha = Hierarchy.from_rows([[str(i), str(i // 2), str(i // 4), str(i // 8), "*"]
+                              for i in range(16)])
+    hb = Hierarchy.from_rows([[str(i), str(i // 2), "*"] for i in range(4)])
+    return Spec(quasi_identifiers={"a": ha, "b": hb}, models=[KAnonymity(10)],
+                max_suppression=1.0)
 
 
 def test_anonymize_feeds_the_callback():

@@ -338,11 +338,15 @@ def test_figures_on_random_tables(rows, k, limit):
     qis = ["age", "sex"]
     assert figures["classes"] == count(len(class_sizes(result.data, qis)))
     risks = {row["key"]: (row["before"], row["after"]) for row in context["risk"]}
-    for key, value in risk_figures(df, qis).items():
+    for key, value in risk_figures(df, qis, threshold=1 / k).items():
         assert risks[key][0] == value, key
+    # the threshold is 1/k: above it exactly the records of classes smaller than k
+    before = class_sizes(df, qis)
+    assert risks["prosecutor-at-risk"][0] == pct(sum(f for f in before if f < k) / len(df))
     if class_sizes(result.data, qis):
-        for key, value in risk_figures(result.data, qis).items():
+        for key, value in risk_figures(result.data, qis, threshold=1 / k).items():
             assert risks[key][1] == value, key
+        assert risks["prosecutor-at-risk"][1] == "0.0%"  # a k-anonymous release has none
         assert risks["homogeneous-0"][1] == homogeneous(result.data, qis, "dx")
     else:  # every released record is * in every QI: counted as suppressed, none at risk
         assert {after for _, after in risks.values()} == {"–"}

@@ -21,83 +21,136 @@ before writing it; measure what was lost and what risk remains.
 True
 """
 
-from blendin import datasets
-from blendin.anonymize import Result, anonymize, apply_solution
-from blendin.attack import AttackReport, attack
-from blendin.check import CheckReport, check
-from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, SensitiveDomain
-from blendin.hierarchy import Hierarchy, HierarchyBuilder
-from blendin.hierarchy.arx import from_csv, to_csv
-from blendin.hierarchy.builders import as_builder, builder_from_toml, fixed, flat
-from blendin.hierarchy.dates import dates
-from blendin.hierarchy.intervals import intervals
-from blendin.hierarchy.masking import masking
-from blendin.hierarchy.tree import tree
-from blendin.io import Source, from_arrow, to_arrow, write_table
-from blendin.labels import covers
-from blendin.metrics import METRICS, utility_of_node
-from blendin.models import (
-    DistinctLDiversity,
-    EntropyLDiversity,
-    KAnonymity,
-    PrivacyModel,
-    RecursiveCLDiversity,
-    TCloseness,
-    model_from_toml,
-)
-from blendin.report import render_report, write_report
-from blendin.risk import RiskReport, risk
-from blendin.search import POLICIES, Solution, find
-from blendin.spec import Spec
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "METRICS",
-    "POLICIES",
-    "AttackReport",
-    "BlendinError",
-    "CheckReport",
-    "Classes",
-    "DistinctLDiversity",
-    "EntropyLDiversity",
-    "FrequencyTable",
-    "Hierarchy",
-    "HierarchyBuilder",
-    "KAnonymity",
-    "PrivacyModel",
-    "RecursiveCLDiversity",
-    "Result",
-    "RiskReport",
-    "SensitiveDomain",
-    "Solution",
-    "Source",
-    "Spec",
-    "TCloseness",
-    "anonymize",
-    "apply_solution",
-    "as_builder",
-    "attack",
-    "builder_from_toml",
-    "check",
-    "covers",
-    "datasets",
-    "dates",
-    "find",
-    "fixed",
-    "flat",
-    "from_arrow",
-    "from_csv",
-    "intervals",
-    "masking",
-    "model_from_toml",
-    "render_report",
-    "risk",
-    "to_arrow",
-    "to_csv",
-    "tree",
-    "utility_of_node",
-    "write_report",
-    "write_table",
-]
+#: public name -> the module that defines it. Nothing is imported until a name is first
+#: used (PEP 562), so ``import blendin`` and ``blendin --help`` stay fast: matplotlib,
+#: pandas, jinja2 and openpyxl load only with the function that needs them.
+_EXPORTS: dict[str, str] = {
+    "datasets": "blendin.datasets",
+    "Result": "blendin.anonymize",
+    "anonymize": "blendin.anonymize",
+    "apply_solution": "blendin.anonymize",
+    "AttackReport": "blendin.attack",
+    "attack": "blendin.attack",
+    "CheckReport": "blendin.check",
+    "check": "blendin.check",
+    "BlendinError": "blendin.errors",
+    "Classes": "blendin.frequency",
+    "FrequencyTable": "blendin.frequency",
+    "SensitiveDomain": "blendin.frequency",
+    "Hierarchy": "blendin.hierarchy",
+    "HierarchyBuilder": "blendin.hierarchy",
+    "from_csv": "blendin.hierarchy.arx",
+    "to_csv": "blendin.hierarchy.arx",
+    "as_builder": "blendin.hierarchy.builders",
+    "builder_from_toml": "blendin.hierarchy.builders",
+    "fixed": "blendin.hierarchy.builders",
+    "flat": "blendin.hierarchy.builders",
+    "dates": "blendin.hierarchy.dates",
+    "intervals": "blendin.hierarchy.intervals",
+    "masking": "blendin.hierarchy.masking",
+    "tree": "blendin.hierarchy.tree",
+    "Source": "blendin.io",
+    "from_arrow": "blendin.io",
+    "to_arrow": "blendin.io",
+    "write_table": "blendin.io",
+    "covers": "blendin.labels",
+    "METRICS": "blendin.metrics",
+    "utility_of_node": "blendin.metrics",
+    "DistinctLDiversity": "blendin.models",
+    "EntropyLDiversity": "blendin.models",
+    "KAnonymity": "blendin.models",
+    "PrivacyModel": "blendin.models",
+    "RecursiveCLDiversity": "blendin.models",
+    "TCloseness": "blendin.models",
+    "model_from_toml": "blendin.models",
+    "render_report": "blendin.report",
+    "write_report": "blendin.report",
+    "RiskReport": "blendin.risk",
+    "risk": "blendin.risk",
+    "POLICIES": "blendin.search",
+    "Solution": "blendin.search",
+    "find": "blendin.search",
+    "Spec": "blendin.spec",
+}
+
+#: exported names that are modules themselves
+_MODULES = frozenset({"datasets"})
+
+__all__ = sorted(_EXPORTS, key=lambda name: (not name[0].isupper(), name))
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` on first use, then keep the value here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'blendin' has no attribute {name!r}")
+    value = importlib.import_module(module)
+    if name not in _MODULES:
+        value = getattr(value, name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+class _Package(types.ModuleType):
+    """Keeps ``blendin.anonymize`` (and check, risk, attack) the function, as exported:
+    importing a submodule binds it on its package under the same name, which would
+    otherwise hide the function of that name."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (isinstance(value, types.ModuleType) and name not in _MODULES
+                and _EXPORTS.get(name) == value.__name__):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerly
+    from blendin import datasets  # noqa: F401
+    from blendin.anonymize import Result, anonymize, apply_solution  # noqa: F401
+    from blendin.attack import AttackReport, attack  # noqa: F401
+    from blendin.check import CheckReport, check  # noqa: F401
+    from blendin.errors import BlendinError  # noqa: F401
+    from blendin.frequency import Classes, FrequencyTable, SensitiveDomain  # noqa: F401
+    from blendin.hierarchy import Hierarchy, HierarchyBuilder  # noqa: F401
+    from blendin.hierarchy.arx import from_csv, to_csv  # noqa: F401
+    from blendin.hierarchy.builders import (  # noqa: F401
+        as_builder,
+        builder_from_toml,
+        fixed,
+        flat,
+    )
+    from blendin.hierarchy.dates import dates  # noqa: F401
+    from blendin.hierarchy.intervals import intervals  # noqa: F401
+    from blendin.hierarchy.masking import masking  # noqa: F401
+    from blendin.hierarchy.tree import tree  # noqa: F401
+    from blendin.io import Source, from_arrow, to_arrow, write_table  # noqa: F401
+    from blendin.labels import covers  # noqa: F401
+    from blendin.metrics import METRICS, utility_of_node  # noqa: F401
+    from blendin.models import (  # noqa: F401
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KAnonymity,
+        PrivacyModel,
+        RecursiveCLDiversity,
+        TCloseness,
+        model_from_toml,
+    )
+    from blendin.report import render_report, write_report  # noqa: F401
+    from blendin.risk import RiskReport, risk  # noqa: F401
+    from blendin.search import POLICIES, Solution, find  # noqa: F401
+    from blendin.spec import Spec  # noqa: F401

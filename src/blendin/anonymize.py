@@ -32,12 +32,14 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel
+from blendin.progress import progress_callback
 from blendin.release import (
     SUPPRESSION_MODES,
     Recoding,
     plan,
     recode_all_marked,
 )
+from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
@@ -94,6 +96,17 @@ class Result:
         """Number of levels of each QI's hierarchy."""
         return {q: h.height for q, h in self.hierarchies.items()}
 
+    def __repr__(self) -> str:
+        from blendin.report.notebook import result_summary
+
+        return result_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        from blendin.report.notebook import result_summary
+
+        return result_summary(self).html()
+
     def to_dict(self) -> dict:
         """The figures as plain JSON-ready values (no data)."""
         return {
@@ -117,6 +130,8 @@ class Result:
             "check_passed": self.check.passed,
             "check": self.check.to_dict(),
             "applied_from": self.applied_from,
+            "minimal": minimal_nodes(self),
+            "fully_generalized": fully_generalized(self),
         }
 
     def summary(self) -> str:
@@ -143,6 +158,7 @@ class Result:
         lines.append(f"time: {self.seconds:.3f} s")
         models = "; ".join(str(m) for m in self.spec.models)
         lines.append(f"verified by the checker: {models}")
+        lines += summary_notes(self)
         return "\n".join(lines)
 
     def save_solution(self, path: str | os.PathLike) -> Path:
@@ -161,12 +177,16 @@ class Result:
         return write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
     def report(self, path: str | os.PathLike, *, original=None,
-               threshold: float = 0.2) -> Path:
+               threshold: float | None = None, external=None, on=None,
+               population: float | None = None) -> Path:
         """Write the HTML release report (see :func:`blendin.report.html.write_report`);
-        give ``original`` (the input) to compare the risk before and after."""
+        give ``original`` (the input) to compare the risk before and after, ``external``
+        (an identified table) for the linking attack, ``population`` for the
+        population-based risk."""
         from blendin.report.html import write_report
 
-        return write_report(self, path, original=original, threshold=threshold)
+        return write_report(self, path, original=original, threshold=threshold,
+                            external=external, on=on, population=population)
 
     def write(self, path: str | os.PathLike, *, delimiter: str = ",",
               escape_formulas: bool = False) -> Path:
@@ -241,20 +261,23 @@ def anonymize(
     algorithm: str | None = None,
     metric: str | None = None,
     suppressed: str = "drop",
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     group_column: str | None = None,
     original_row: str | None = None,
+    index_base: int = 1,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
     ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
     chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
     violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
-    (``"keep"``). ``progress(nodes_checked, total_nodes)`` is called during the search.
+    (``"keep"``). ``progress=True`` shows a progress bar (terminal or notebook); a function
+    ``progress(nodes_checked, total_nodes)`` is called during the search instead.
     ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
     empty when suppressed). ``original_row`` names a column to add with the source row number:
     anyone who holds the source can then link every released row back, so it is for internal
-    use only.
+    use only. ``index_base`` is the number of the first class and the first row: 1 (as a
+    spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -282,10 +305,12 @@ def anonymize(
             raise BlendinError(f"the input already has a column {added!r}, the name asked "
                                "for an added column", fix="give the added column another name")
     run = ALGORITHMS.get(algorithm, _full_domain)
-    outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
-                  progress=progress)
+    with progress_callback(progress) as callback:
+        outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
+                      progress=callback)
     outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
-                                      group_column=group_column, original_row=original_row)
+                                      group_column=group_column, original_row=original_row,
+                                      index_base=index_base)
     release, report = verify(outcome, spec, suppressed)
     return Result(
         data=from_arrow(release, data),
@@ -433,26 +458,37 @@ ALGORITHMS: dict[str, Callable[..., Outcome]] = {"mondrian": _mondrian}
 
 def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
                      group_column: str | None = None,
-                     original_row: str | None = None) -> pa.Table:
+                     original_row: str | None = None, index_base: int = 1) -> pa.Table:
     """The release with, on request, each row's class (1, 2, ... in order of first
-    appearance, empty when suppressed) and its row number in the source (1 = first row).
+    appearance, empty when suppressed) and its row number in the source (1 = first row);
+    ``index_base=0`` numbers both from 0.
 
     >>> t = pa.table({"age": ["20-29", "*", "20-29"], "dx": ["a", "b", "c"]})
     >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row")
     >>> out.column("group").to_pylist(), out.column("row").to_pylist()
     ([1, None, 1], [1, 2, 3])
+    >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row",
+    ...                        index_base=0)
+    >>> out.column("group").to_pylist(), out.column("row").to_pylist()
+    ([0, None, 0], [0, 1, 2])
     """
     from blendin.excel import class_ids
+
+    if index_base not in (0, 1):
+        raise BlendinError(f"index_base must be 0 or 1, got {index_base!r}",
+                           fix="number rows and classes from 1 (--index-base 1) or 0 "
+                           "(--index-base 0)")
 
     for name in (group_column, original_row):
         if name is not None and name in table.column_names:
             raise BlendinError(f"the release already has a column {name!r}",
                                fix="choose another name for the added column")
     if group_column is not None:
-        ids = class_ids(table, quasi_identifiers) + 1
-        table = table.append_column(group_column, pa.array(ids, mask=ids <= 0))
+        ids = class_ids(table, quasi_identifiers)
+        table = table.append_column(group_column, pa.array(ids + index_base, mask=ids < 0))
     if original_row is not None:
-        table = table.append_column(original_row, pa.array(np.arange(1, table.num_rows + 1)))
+        rows = np.arange(index_base, table.num_rows + index_base)
+        table = table.append_column(original_row, pa.array(rows))
     return table
 
 

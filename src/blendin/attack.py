@@ -67,6 +67,17 @@ class AttackReport:
         """Share of the release's records singled out by some external person."""
         return self.records_reidentified / self.release if self.release else 0.0
 
+    def __repr__(self) -> str:
+        from blendin.report.notebook import attack_summary
+
+        return attack_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        from blendin.report.notebook import attack_summary
+
+        return attack_summary(self).html()
+
     def table(self) -> pa.Table:
         """Per external row: the number of matching records and the values learned."""
         columns = {"matches": pa.array(self.matches)}

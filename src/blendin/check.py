@@ -93,6 +93,17 @@ class CheckReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
+    def __repr__(self) -> str:
+        from blendin.report.notebook import check_summary
+
+        return check_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        from blendin.report.notebook import check_summary
+
+        return check_summary(self).html()
+
     def __str__(self) -> str:
         failed = [m for m in self.models if not m.passed]
         if self.passed:

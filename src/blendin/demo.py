@@ -196,8 +196,8 @@ DEMO_FILES = ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv", "
 
 def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     """Write hospital.csv, deidentified.csv, voters.csv, spec.toml, release.csv and
-    report.html (the release report, risk before and after) to ``out`` (created if
-    needed), each atomically."""
+    report.html (the release report: risk before and after, with the population; the
+    linking attack with the voter list) to ``out`` (created if needed), each atomically."""
     from blendin.io import write_table, write_text
 
     folder = Path(out)
@@ -209,7 +209,9 @@ def write_demo(demo: Demo, out: str | Path) -> list[Path]:
         table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
         written.append(write_table(table, folder / name))
     written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
-    written.append(demo.result.report(folder / "report.html", original=demo.hospital))
+    written.append(demo.result.report(folder / "report.html", original=demo.hospital,
+                                      external=demo.voters, on=list(JOIN),
+                                      population=demo.population))
     return written
 
 

@@ -1,25 +1,36 @@
-"""A one-line progress display for long searches: nodes checked and time elapsed.
+"""A progress bar for long searches (tqdm): nodes checked out of the lattice, time elapsed.
 
-The search calls ``progress(nodes_checked, total_nodes)`` now and then. The display stays
-silent for the first second (short searches print nothing), redraws at most a few times a
-second on stderr, and is off when stderr is not a terminal, so logs and pipes stay clean.
+The search calls ``progress(nodes_checked, total_nodes)`` after each node it checks.
+:class:`Progress` turns those calls into a tqdm bar: in a terminal a text bar on stderr, in
+a Jupyter notebook a widget (``tqdm.auto``; a text bar when ipywidgets is absent). The bar
+stays hidden for the first ``delay`` seconds, so short searches show nothing, and is off
+when stderr is not a terminal (logs and pipes stay clean) unless ``force`` is given, as
+``anonymize(..., progress=True)`` does. The optimal search prunes most of the lattice, so
+the bar often stops short of the total: the total is the most that could be checked.
+
+tqdm is imported on the first draw, so a search with no bar never loads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-import time
-from typing import TextIO
+from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+#: what the bar shows, with and without a known total
+BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked [{elapsed}]"
+COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}]"
 
 
 class Progress:
-    """Callable progress display; use as a context manager so the line is cleared at the end.
+    """Callable progress bar; use as a context manager so the bar is closed at the end.
 
     >>> import io
     >>> out = io.StringIO()
-    >>> with Progress(stream=out, force=True, delay=0.0, interval=0.0) as show:
+    >>> with Progress(stream=out, force=True, delay=0.0) as show:
     ...     show(10, 40)
-    >>> "10 of 40 nodes" in out.getvalue()
+    >>> "10 of 40 nodes checked" in out.getvalue()
     True
     """
 
@@ -33,51 +44,74 @@ class Progress:
         interval: float = 0.2,
         label: str = "searching",
     ) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        is_tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.stream = stream
+        shown_on = stream if stream is not None else sys.stderr
+        is_tty = bool(getattr(shown_on, "isatty", lambda: False)())
         self.enabled = enabled and (force or is_tty)
         self.delay = delay
         self.interval = interval
         self.label = label
-        self.start = time.perf_counter()
-        self._last = float("-inf")
-        self._width = 0
+        self.bar: Any = None
 
     def __call__(self, nodes_checked: int, total_nodes: int | None = None) -> None:
         if not self.enabled:
             return
-        now = time.perf_counter()
-        elapsed = now - self.start
-        if elapsed < self.delay or now - self._last < self.interval:
-            return
-        self._last = now
-        self._draw(self.line(nodes_checked, total_nodes, elapsed))
+        if self.bar is None:
+            self.bar = self._open(total_nodes, nodes_checked)
+        elif total_nodes != self.bar.total:
+            self.bar.total = total_nodes
+            self.bar.bar_format = BAR if total_nodes else COUNT
+        # tqdm redraws at most every ``interval`` seconds, however often this is called
+        self.bar.update(nodes_checked - self.bar.n)
 
-    @staticmethod
-    def line(nodes_checked: int, total_nodes: int | None, elapsed: float) -> str:
-        """The text shown: ``searching: 120 of 4,320 nodes checked (3%), 2.4 s``."""
-        if total_nodes:
-            share = f" ({100 * nodes_checked / total_nodes:.0f}%)"
-            return f"{nodes_checked:,} of {total_nodes:,} nodes checked{share}, {elapsed:.1f} s"
-        return f"{nodes_checked:,} nodes checked, {elapsed:.1f} s"
+    def _open(self, total: int | None, done: int):
+        options = dict(total=total, initial=done, desc=self.label, unit="node", delay=self.delay,
+                       mininterval=self.interval, leave=False,
+                       bar_format=BAR if total else COUNT)
+        if self.stream is not None:  # a given stream is text, even in a notebook
+            from tqdm.std import tqdm
 
-    def _draw(self, text: str) -> None:
-        text = f"{self.label}: {text}"
-        pad = " " * max(0, self._width - len(text))
-        self.stream.write(f"\r{text}{pad}")
-        self.stream.flush()
-        self._width = len(text)
+            return tqdm(file=self.stream, dynamic_ncols=False, ncols=80, **options)
+        from tqdm.auto import tqdm
+
+        return tqdm(**options)
 
     def close(self) -> None:
-        """Erase the line (if anything was drawn)."""
-        if self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-            self._width = 0
+        """Close the bar (a terminal bar is erased: ``leave=False``)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
     def __enter__(self) -> Progress:
-        self.start = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+ProgressCallback = Callable[[int, int | None], None]
+
+
+@contextlib.contextmanager
+def progress_callback(progress: bool | ProgressCallback | None
+                      ) -> Iterator[ProgressCallback | None]:
+    """What the search should call for ``progress`` as :func:`blendin.anonymize` takes it:
+    ``True`` a bar shown wherever the user is (terminal or notebook), a callable itself,
+    ``None`` or ``False`` nothing.
+
+    >>> with progress_callback(False) as callback:
+    ...     callback is None
+    True
+    """
+    if progress is True:
+        with Progress(force=True, delay=0.5) as bar:
+            yield bar
+    elif progress is False or progress is None:
+        yield None
+    elif callable(progress):
+        yield progress
+    else:
+        from blendin.errors import BlendinError
+
+        raise BlendinError(f"progress must be True, False or a function, got {progress!r}",
+                           fix="pass progress=True for a progress bar")

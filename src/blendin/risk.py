@@ -103,6 +103,17 @@ class RiskReport:
     #: class sizes, one per class (what every figure is computed from)
     sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
+    def __repr__(self) -> str:
+        from blendin.report.notebook import risk_summary
+
+        return risk_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        from blendin.report.notebook import risk_summary
+
+        return risk_summary(self).html()
+
     def to_dict(self) -> dict:
         out = asdict(self)
         out.pop("sizes")
@@ -395,7 +406,8 @@ def zayatz_uniques(j: np.ndarray, f: np.ndarray, n: int, population: float) -> f
     if total <= 0:
         return math.nan
     conditional = uniques * float(p_one[j == 1].sum()) / total
-    return conditional * uniques / (n / N)
+    # at most N (uniques <= n); min() only absorbs rounding in the log-gamma terms
+    return min(conditional * uniques / (n / N), N)
 
 
 def _pitman_equations(theta: float, alpha: float, u: int, n: int, j: np.ndarray,

@@ -34,11 +34,12 @@ def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimit
 
 def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
             solution: str | None = None, report: str | None = None, original=None,
-            escape_formulas: bool = False) -> None:
+            escape_formulas: bool = False, report_options: dict | None = None) -> None:
     """Write the verified release (and the solution, the report), then say what was done."""
     written = result.write(output, delimiter=delimiter, escape_formulas=escape_formulas)
     saved = result.save_solution(solution) if solution else None
-    reported = result.report(report, original=original) if report else None
+    reported = (result.report(report, original=original, **(report_options or {}))
+                if report else None)
     if as_json:
         payload = result.to_dict()
         payload["output"] = str(written)
@@ -52,6 +53,19 @@ def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
         extra = "".join(f"; {what} {path}" for what, path in (
             ("solution saved to", saved), ("report written to", reported)) if path)
         click.echo(f"wrote {written}{extra}")
+
+
+def _report_options(report: str | None, external: str | None, on: str | None,
+                    population: float | None) -> dict:
+    """What --external, --on and --population add to the report (they need --report)."""
+    given = [flag for flag, value in (("--external", external), ("--on", on),
+                                      ("--population", population)) if value is not None]
+    if given and report is None:
+        from blendin.errors import BlendinError
+
+        raise BlendinError(f"{' and '.join(given)} only change the report, and no report "
+                           "was asked for", fix="add --report report.html")
+    return {"external": external, "on": on, "population": population}
 
 
 _COMMON = [
@@ -108,17 +122,32 @@ def _common(command):
 @click.option("--group-column", is_flag=False, flag_value="group", default=None,
               metavar="[NAME]",
               help="Add a column (default name: group) with each record's equivalence class.")
-@click.option("--original-row", "original_row", is_flag=True,
-              help="Add a column original_row with the source row number. WARNING: anyone "
-              "who holds the source can then link every released row back to its person; "
-              "for internal use only.")
+@click.option("--original-row", "original_row", is_flag=False, flag_value="original_row",
+              default=None, metavar="[NAME]",
+              help="Add a column (default name: original_row) with the source row number. "
+              "WARNING: anyone who holds the source can then link every released row back "
+              "to its person; for internal use only.")
+@click.option("--index-base", type=click.IntRange(0, 1), default=1, show_default=True,
+              help="Number classes and rows from 1 (as spreadsheets) or 0 (as pandas and "
+              "Mondrian outputs in the literature).")
+@click.option("--external", default=None, type=click.Path(dir_okay=False),
+              help="An identified table (e.g. a voter list): the report shows the linking "
+              "attack on the input and on the release.")
+@click.option("--on", "external_on", default=None,
+              help="Columns to join --external on, comma-separated (default: the "
+              "quasi-identifiers both tables have).")
+@click.option("--population", default=None, type=float,
+              help="Size of the population the data was drawn from: the report adds the "
+              "population-based risk (journalist, population uniques).")
 @_common
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
                       solution: str | None, report: str | None, policy: str | None,
                       relaxed: bool | None, sets: bool | None, group_column: str | None,
-                      original_row: bool, output: str, suppressed: str, as_json: bool,
-                      quiet: bool, delimiter: str | None, encoding: str | None,
-                      output_delimiter: str, escape_formulas: bool, force: bool) -> None:
+                      original_row: str | None, index_base: int, external: str | None,
+                      external_on: str | None, population: float | None, output: str,
+                      suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
+                      encoding: str | None, output_delimiter: str, escape_formulas: bool,
+                      force: bool) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -137,8 +166,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.progress import Progress
     from blendin.spec import Spec
 
-    _check_before_work({"DATA": data, "--spec": spec_path}, output, force=force,
-                       output_delimiter=output_delimiter, solution=solution, report=report)
+    report_options = _report_options(report, external, external_on, population)
+    _check_before_work({"DATA": data, "--spec": spec_path, "--external": external}, output,
+                       force=force, output_delimiter=output_delimiter, solution=solution,
+                       report=report)
     spec = Spec.from_toml(spec_path)
     if solution and (algorithm or spec.algorithm) == "mondrian":
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
@@ -157,10 +188,11 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     with Progress(enabled=not quiet) as progress:
         result = anonymize(data, spec, algorithm=algorithm, metric=metric,
                            suppressed=suppressed, progress=progress,
-                           group_column=group_column,
-                           original_row="original_row" if original_row else None)
+                           group_column=group_column, original_row=original_row,
+                           index_base=index_base)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
-            solution=solution, report=report, original=data, escape_formulas=escape_formulas)
+            solution=solution, report=report, original=data, escape_formulas=escape_formulas,
+            report_options=report_options)
 
 
 def _check_new_column(data: str, spec, name: str, delimiter: str | None,

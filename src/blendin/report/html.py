@@ -27,13 +27,13 @@ from blendin.errors import BlendinError
 from blendin.frequency import as_text
 from blendin.io import write_text
 from blendin.report import plots
+from blendin.report.notebook import fully_generalized
+from blendin.report.words import describe_rule, example_path, levels_in_words
 from blendin.risk import RiskReport, class_sizes, risk
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
 EXAMPLES = 3
-#: longest description of a hierarchy builder shown before it is cut
-DESCRIPTION_WIDTH = 70
 
 #: every utility metric in plain words (all are losses: lower is better)
 UTILITY_MEANINGS: dict[str, str] = {
@@ -72,20 +72,27 @@ MODEL_MEANINGS: dict[str, str] = {
 RISK_BARS = (
     ("prosecutor\nhighest", lambda r: r.prosecutor.highest),
     ("prosecutor\naverage", lambda r: r.prosecutor.average),
-    ("records\nat risk", lambda r: r.prosecutor.records_at_risk),
+    ("records above\nthreshold", lambda r: r.prosecutor.records_at_risk),
     ("marketer", lambda r: r.marketer),
     ("sample\nuniques", lambda r: r.sample_uniques / r.records),
 )
 
 
 def write_report(result, path: str | os.PathLike, *, original=None,
-                 threshold: float = 0.2) -> Path:
+                 threshold: float | None = None, external=None, on=None,
+                 population: float | None = None) -> Path:
     """Write the release report of ``result`` (from :func:`blendin.anonymize`) as HTML.
 
     ``original`` is the input the release was made from (the same frame or file path): with
     it the report compares the risk before and after; without it, only the release's risk
-    is shown. ``threshold`` is the record risk above which a record counts as at risk. The
-    file is written atomically: on failure nothing is left and an existing file is kept.
+    is shown. ``threshold`` is the record risk above which a record counts as at risk; by
+    default ``1/k`` for the spec's k-anonymity (a record above it is in a class smaller
+    than k), else 0.2. ``external`` is an identified table (a voter list; frame or path):
+    the report then shows the linking attack on the input and on the release, joined on
+    ``on`` (default: the quasi-identifiers the external table has). ``population`` is the
+    size of the population the data was drawn from: the report adds the population-based
+    risk. The file is written atomically: on failure nothing is left and an existing file
+    is kept.
 
     >>> import tempfile, pathlib, pandas as pd
     >>> from blendin.anonymize import anonymize
@@ -105,12 +112,15 @@ def write_report(result, path: str | os.PathLike, *, original=None,
     if not folder.is_dir():
         raise BlendinError(f"folder {str(folder)!r} does not exist",
                            fix="create it first or write the report somewhere else")
-    return write_text(path, render_report(result, original=original, threshold=threshold))
+    return write_text(path, render_report(result, original=original, threshold=threshold,
+                                          external=external, on=on, population=population))
 
 
-def render_report(result, *, original=None, threshold: float = 0.2) -> str:
+def render_report(result, *, original=None, threshold: float | None = None, external=None,
+                  on=None, population: float | None = None) -> str:
     """The report as HTML text (see :func:`write_report`)."""
-    context = report_context(result, original=original, threshold=threshold)
+    context = report_context(result, original=original, threshold=threshold,
+                             external=external, on=on, population=population)
     return _template().render(**context)
 
 
@@ -125,15 +135,19 @@ def _template():
 # -- the figures -----------------------------------------------------------------------------
 
 
-def report_context(result, *, original=None, threshold: float = 0.2) -> dict[str, Any]:
+def report_context(result, *, original=None, threshold: float | None = None, external=None,
+                   on=None, population: float | None = None) -> dict[str, Any]:
     """Everything the template shows, as plain values (numbers already formatted)."""
     spec = result.spec
     release = result.table
     qis = list(spec.quasi_identifiers)
+    threshold, threshold_note = risk_threshold(spec, threshold)
     before_table = _input_table(original, spec, result.records)
-    after = _risk(release, spec, threshold)
-    before = _risk(before_table, spec, threshold) if before_table is not None else None
+    after = _risk(release, spec, threshold, population)
+    before = (_risk(before_table, spec, threshold, population)
+              if before_table is not None else None)
     mondrian = not result.levels and result.algorithm == "mondrian"
+    attack = _attack(result, release, before_table, external, on)
     return {
         "title": "Release report",
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -147,9 +161,13 @@ def report_context(result, *, original=None, threshold: float = 0.2) -> dict[str
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
         "utility": _utility_rows(result.utility, _minimized(result)),
-        "risk": _risk_rows(before, after, list(spec.sensitive)),
+        "risk": _risk_rows(before, after, list(spec.sensitive), population,
+                           _short_threshold_note(spec, threshold)),
         "threshold": _number(threshold),
+        "threshold_note": threshold_note,
+        "population": _number(population) if population is not None else None,
         "has_input": before is not None,
+        "attack": attack,
         "plots": _plots(result, release, before_table, before, after, qis, mondrian),
     }
 
@@ -186,13 +204,51 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
     return table
 
 
-def _risk(table: pa.Table, spec, threshold: float) -> RiskReport | None:
+#: the risk threshold when the spec names no k
+DEFAULT_THRESHOLD = 0.2
+
+
+def risk_threshold(spec, threshold: float | None = None) -> tuple[float, str]:
+    """The record risk above which a record counts as at risk, and why that figure.
+
+    By default ``1/k`` for the spec's (largest) k: a record is above it exactly when its
+    class is smaller than k, so a valid k-anonymous release has none; without k-anonymity
+    in the spec, 0.2 (1 in 5).
+
+    >>> from blendin.spec import Spec
+    >>> from blendin.models import KAnonymity
+    >>> risk_threshold(Spec(models=[KAnonymity(4)]))[0]
+    0.25
+    """
+    if threshold is not None:
+        return float(threshold), "as given for this report"
+    ks = [int(m.k) for m in spec.models if getattr(m, "key", "") == "k-anonymity"]
+    if ks:
+        k = max(ks)
+        return 1 / k, (f"1/k for the spec's k = {k}: a record is above it when its class "
+                       f"has fewer than {k} records, which a valid release never has; the "
+                       "input's figure shows how many records the spec protects")
+    return DEFAULT_THRESHOLD, ("the spec has no k-anonymity, so 0.2 (1 in 5), a common "
+                               "choice; pass threshold= to the report for another")
+
+
+def _short_threshold_note(spec, threshold: float) -> str:
+    """The row's note: what being above the threshold means for this spec."""
+    ks = [int(m.k) for m in spec.models if getattr(m, "key", "") == "k-anonymity"]
+    if ks and math.isclose(threshold, 1 / max(ks)):
+        return (f"risk above 1/k = {_number(threshold)}: in a class of fewer than "
+                f"k = {max(ks)} records")
+    return f"risk above {_number(threshold)}"
+
+
+def _risk(table: pa.Table, spec, threshold: float,
+          population: float | None = None) -> RiskReport | None:
     """The risk of a table on the spec's QIs; None when every record is suppressed."""
     qis = list(spec.quasi_identifiers)
     if not table.num_rows or not class_sizes(table, qis, (), spec.missing)[0].sum():
         return None
     return risk(table, qis, sensitive=list(spec.sensitive), threshold=threshold,
-                missing=spec.missing)
+                missing=spec.missing, population=population)
 
 
 def _count(n: int) -> str:
@@ -216,8 +272,8 @@ def _number(x) -> str:
     x = float(x)
     if math.isnan(x):
         return "–"
-    if x.is_integer() and abs(x) >= 1000:
-        return _count(int(x))
+    if abs(x) >= 1000:  # 29,209 reads better than 2.921e+04
+        return _count(round(x))
     return f"{x:.4g}"
 
 
@@ -292,32 +348,48 @@ def _lattice_note(result) -> str:
 
 def _qi_rows(result, release: pa.Table, mondrian: bool) -> list[dict[str, str]]:
     spec, rows = result.spec, []
+    lost = fully_generalized(result)
     for q, builder in spec.quasi_identifiers.items():
         h = result.hierarchies.get(q)
         if mondrian:
             level = "local (Mondrian)"
         elif q in result.levels and h is not None:
             level = f"{result.levels[q]} of {h.height - 1}"
+            if q in lost:
+                level += " (one value for every record: the column is lost)"
         else:
             level = "–"
+        examples = _examples(release, q, spec.missing)
         rows.append({
             "name": q,
             "kind": h.kind if h is not None else "–",
-            "hierarchy": _describe(builder),
+            "hierarchy": _describe(builder, h),
+            "sizes": levels_in_words(h) if h is not None else "",
+            "path": _path(h, result.levels.get(q), examples),
             "level": level,
             "distinct": _count(len(h.ground)) if h is not None else "–",
-            "examples": _examples(release, q, spec.missing),
+            "examples": examples,
         })
     return rows
 
 
-def _describe(builder) -> str:
-    from blendin.hierarchy.core import Hierarchy
+def _describe(builder, hierarchy) -> str:
+    """The hierarchy's rule in words (from the spec's keys), else its number of levels."""
+    rule = describe_rule(builder)
+    if rule:
+        return rule[0].upper() + rule[1:]
+    if hierarchy is None:
+        return "–"
+    return f"A hierarchy given as a table, {hierarchy.height} levels"
 
-    if isinstance(builder, Hierarchy):
-        return f"given hierarchy ({builder.height} levels)"
-    text = repr(builder)
-    return text if len(text) <= DESCRIPTION_WIDTH else text[:DESCRIPTION_WIDTH - 1] + "…"
+
+def _path(hierarchy, level: int | None, examples: Sequence[str]) -> list[str]:
+    """The most frequent released value and what it becomes higher up (full-domain only:
+    a Mondrian group's label is not a level of the hierarchy)."""
+    if hierarchy is None or level is None or not examples:
+        return []
+    path = example_path(hierarchy, level, examples[0])
+    return path if len(path) > 1 else []
 
 
 def _examples(release: pa.Table, column: str, missing: str) -> list[str]:
@@ -389,7 +461,8 @@ def _utility_rows(utility: dict, minimized: str | None) -> list[dict[str, Any]]:
 
 
 def _risk_rows(before: RiskReport | None, after: RiskReport | None,
-               sensitive: Sequence[str]) -> list[dict[str, str]]:
+               sensitive: Sequence[str], population: float | None = None,
+               threshold_note: str = "") -> list[dict[str, str]]:
     def both(key, label, get, note=""):
         return {"key": key, "label": label, "note": note,
                 "before": get(before) if before is not None else "–",
@@ -411,11 +484,15 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         both("prosecutor-average", "Prosecutor risk, average",
              lambda r: _pct(r.prosecutor.average)),
         both("prosecutor-at-risk", "Records above the threshold (prosecutor)",
-             lambda r: _pct(r.prosecutor.records_at_risk)),
+             lambda r: _pct(r.prosecutor.records_at_risk), threshold_note),
         both("journalist-highest", "Journalist risk, highest",
              lambda r: _pct(r.journalist.highest),
              "attacker does not know whether the person is in the data; without "
-             "population figures the sample stands for it (same as prosecutor)"),
+             "population figures the sample stands for it (same as prosecutor)"
+             if population is None else
+             f"attacker does not know whether the person is in the data: a class of f "
+             f"records stands for f / sampling fraction people of the population of "
+             f"{_number(population)}"),
         both("journalist-average", "Journalist risk, average",
              lambda r: _pct(r.journalist.average)),
         both("journalist-at-risk", "Records above the threshold (journalist)",
@@ -423,6 +500,11 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         both("marketer", "Marketer risk", lambda r: _pct(r.marketer),
              "expected share of records re-identified in a mass attack"),
     ]
+    if population is not None:
+        rows.append(both(
+            "population-uniques", "Population uniques (estimate)", _population_uniques,
+            "people unique in the whole population on the quasi-identifiers, estimated "
+            "from the class sizes (Zayatz, Pitman, SNB; Dankar et al. choose the model)"))
     for i, s in enumerate(sensitive):
         rows.append(both(
             f"homogeneous-{i}", f"Classes with one value of {s}",
@@ -430,6 +512,91 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
                             f"{share(r.homogeneity[s].records, r)} records"),
             "everyone in such a class has the same value: it is disclosed"))
     return rows
+
+
+def _population_uniques(r: RiskReport) -> str:
+    p = r.population
+    if p is None:
+        return "–"
+    if p.model == "none":  # no sample unique, so no population unique to estimate
+        return "0 (no sample uniques)"
+    return f"{p.dankar:,.0f} ({_pct(p.share)}), {p.model}"
+
+
+# -- the linking attack ------------------------------------------------------------------------
+
+
+def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
+            on) -> dict[str, Any] | None:
+    """The linking attack of ``external`` on the input (when given) and on the release."""
+    if external is None:
+        return None
+    from blendin.attack import attack
+    from blendin.io import Source, to_arrow
+
+    spec = result.spec
+    ext = (Source(external).read_all() if isinstance(external, str | os.PathLike)
+           else to_arrow(external))
+    join = _join_columns(on, spec, ext)
+    sensitive = [s for s in spec.sensitive if s not in ext.column_names]
+    k = _k(result) or 2
+    hierarchies = {q: result.hierarchies[q] for q in join if q in result.hierarchies}
+    after = attack(release, ext, join, k=max(k, 2), sensitive=sensitive,
+                   hierarchies=hierarchies, missing=spec.missing)
+    before = None
+    if before_table is not None:
+        before = attack(before_table, ext, join, k=max(k, 2), sensitive=sensitive,
+                        missing=spec.missing)
+    return {"on": join, "people": _count(ext.num_rows), "k": k,
+            "rows": _attack_rows(before, after, sensitive)}
+
+
+def _join_columns(on, spec, ext: pa.Table) -> list[str]:
+    if on is None:
+        join = [q for q in spec.quasi_identifiers if q in ext.column_names]
+    else:
+        join = [c.strip() for c in on.split(",")] if isinstance(on, str) else list(on)
+    if not join:
+        raise BlendinError("the external table has none of the quasi-identifiers "
+                           f"({', '.join(spec.quasi_identifiers)})",
+                           fix="name the columns to join on with --on (on= in the API)")
+    absent = [c for c in join if c not in ext.column_names or c not in spec.quasi_identifiers]
+    if absent:
+        raise BlendinError(f"cannot join the external table on {', '.join(absent)}: only "
+                           "quasi-identifiers the external table has can be joined on",
+                           fix="name such columns in --on (on= in the API)")
+    return join
+
+
+def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]]:
+    def both(key, label, get, note=""):
+        return {"key": key, "label": label, "note": note,
+                "before": get(before) if before is not None else "–",
+                "after": get(after)}
+
+    def people(count, r):
+        return f"{_count(count)} ({_pct(count / r.external if r.external else 0.0)})"
+
+    k = after.k
+    rows = [
+        both("reidentified", "People re-identified", lambda r: people(r.reidentified, r),
+             "their quasi-identifiers match exactly one record: that record is theirs"),
+        both("singled-out", "Records singled out",
+             lambda r: f"{_count(r.records_reidentified)} ({_pct(r.reidentified_share)})",
+             "records some person matches alone (share of the table attacked)"),
+        both("ambiguous", f"People matching 2 to {k - 1} records",
+             lambda r: people(r.ambiguous, r), "a small group: a guess is often right")
+        if k > 2 else None,
+        both("hidden", f"People matching {k} or more records",
+             lambda r: people(r.hidden, r), "hidden among at least k records"),
+        both("no-match", "People matching no record", lambda r: people(r.no_match, r),
+             "not in the data (or their values differ)"),
+    ]
+    for i, s in enumerate(sensitive):
+        rows.append(both(f"learned-{i}", f"{s} learned with certainty",
+                         lambda r, s=s: people(r.learned.get(s, 0), r),
+                         "every record they match has the same value: it is disclosed"))
+    return [r for r in rows if r is not None]
 
 
 def _k(result) -> int | None:
@@ -450,9 +617,11 @@ def _plots(result, release, before_table, before, after, qis, mondrian) -> list[
     out = []
     if after is not None:
         out.append({"key": "plot-sizes", "title": f"Sizes of the {what}",
-                    "caption": "How many classes have each size, in the release (bars) and "
-                               "the input (outline). Classes left of the k line cannot exist "
-                               "in the release.",
+                    "caption": f"How many {what} have each size, in the release (bars) "
+                               "and the input (outline; every input record with the same "
+                               "values is one class). Nothing left of the k line can exist "
+                               "in the release; the count axis is logarithmic when the counts "
+                               "spread widely.",
                     "png": plots.class_sizes(after.sizes, None if before is None
                                              else before.sizes, k=_k(result), what=what)})
     if result.levels:

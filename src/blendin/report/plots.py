@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 BEFORE = "#b9b9b9"
 AFTER = "#2f6f9f"
@@ -28,6 +28,9 @@ LIMIT = "#c0392b"
 LINEAR_SIZES = 40
 #: spread of bar heights beyond which the count axis goes logarithmic
 LOG_COUNTS = 50
+#: the same for the class-size histogram: a release's classes next to the input's many
+#: singletons (Mondrian: hundreds of groups of 5-10 next to thousands of 1s) must both show
+LOG_SIZES = 8
 
 
 def png_base64(fig: Figure) -> str:
@@ -71,35 +74,49 @@ def size_bins(largest: int) -> np.ndarray:
 
 def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int | None = None,
                 what: str = "equivalence classes") -> str:
-    """Histogram of class sizes in the release (and in the input, as an outline); ``k`` is
-    drawn as a line. Counts go on a log axis when they spread widely."""
+    """The class-size histogram (:func:`class_sizes_figure`) as base64 PNG text."""
+    return png_base64(class_sizes_figure(after, before, k=k, what=what))
+
+
+def class_sizes_figure(after: np.ndarray, before: np.ndarray | None = None, *,
+                       k: int | None = None, what: str = "equivalence classes") -> Figure:
+    """Histogram of class sizes in the release (bars) and in the input (an outline drawn
+    over them); ``k`` is a line at the edge of the bars of size k, so every release bar is
+    right of it. Counts go on a log axis when they spread widely, so a few release classes
+    show next to thousands of input singletons; a linear axis gets whole-number ticks."""
     after = np.asarray(after, dtype=np.int64)
     sizes = [after] if before is None else [after, np.asarray(before, dtype=np.int64)]
     largest = max(int(s.max()) for s in sizes if len(s)) if any(len(s) for s in sizes) else 1
     edges = size_bins(largest)
     fig, ax = _figure()
     counts = [np.histogram(after, edges)[0]]
+    ax.hist(after, edges, color=AFTER, alpha=0.9, label="release", zorder=2,
+            edgecolor="white", linewidth=0.6)  # neighbouring sizes stay apart
     if before is not None:
         counts.append(np.histogram(before, edges)[0])
-        ax.hist(before, edges, histtype="step", color="#777777", linewidth=1.5,
-                label="input")
-    ax.hist(after, edges, color=AFTER, alpha=0.85, label="release")
+        ax.hist(before, edges, histtype="step", color="#555555", linewidth=1.4,
+                label="input", zorder=3)
     if k is not None:
-        ax.axvline(k, color=LIMIT, linestyle="--", linewidth=1.2, label=f"k = {k}")
+        ax.axvline(k - 0.5, color=LIMIT, linestyle="--", linewidth=1.2, label=f"k = {k}",
+                   zorder=4)
     if largest > LINEAR_SIZES:
         ax.set_xscale("log")
         _log(ax.xaxis)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     shown = np.concatenate(counts)
     shown = shown[shown > 0]
-    if len(shown) and shown.max() / shown.min() > LOG_COUNTS:
+    if len(shown) and shown.max() / shown.min() > LOG_SIZES:
         ax.set_yscale("log")
-        ax.set_ylim(bottom=0.7)
+        ax.set_ylim(bottom=0.5)  # a class count of 1 still shows as a bar
         _log(ax.yaxis)
+    else:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("records in the class" if "class" in what else "records in the group")
     ax.set_ylabel(f"number of {what}")
     ax.set_title(f"Sizes of the {what}")
     ax.legend(frameon=False)
-    return png_base64(fig)
+    return fig
 
 
 def levels(levels: Mapping[str, int], heights: Mapping[str, int]) -> str:

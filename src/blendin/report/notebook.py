@@ -1,0 +1,267 @@
+"""Short representations of the reports, for the console and for notebooks.
+
+``repr(result)`` and a notebook cell showing a Result, CheckReport, RiskReport or
+AttackReport give the verdict first, then a few lines of figures: never the data, the
+hierarchies or the class sizes behind them. :class:`Summary` holds those lines and renders
+them as text (``__repr__``) or as a small HTML table (``_repr_html_``); one function per
+report builds it.
+
+>>> s = Summary("Thing", "all good", True, [("records", "3")])
+>>> print(s.text())
+Thing: all good
+  records  3
+>>> s.html().index("all good") < s.html().index("<table")
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+#: at most this many k-minimal nodes are listed
+MINIMAL_SHOWN = 5
+
+GOOD, BAD, NEUTRAL = "#1d6b2c", "#9b2618", "#333333"
+
+
+@dataclass
+class Summary:
+    """A verdict (``ok``: True good, False bad, None neither) and labelled figures; ``table``
+    is an optional small table (header row first), e.g. one line per privacy model."""
+
+    name: str
+    verdict: str
+    ok: bool | None
+    rows: list[tuple[str, str]]
+    table: list[tuple[str, ...]] = field(default_factory=list)
+
+    def text(self) -> str:
+        width = max((len(label) for label, _ in self.rows), default=0)
+        lines = [f"{self.name}: {self.verdict}"]
+        lines += [f"  {label:<{width}}  {value}" for label, value in self.rows]
+        if self.table:
+            widths = [max(len(row[i]) for row in self.table)
+                      for i in range(len(self.table[0]))]
+            for row in self.table[1:]:
+                lines.append("  " + "  ".join(f"{cell:<{w}}" for cell, w in
+                                              zip(row, widths)).rstrip())
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        colour = {True: GOOD, False: BAD, None: NEUTRAL}[self.ok]
+        mark = {True: "&#10004; ", False: "&#10008; ", None: ""}[self.ok]
+        cell = "padding:0.15em 0.8em 0.15em 0;text-align:left;vertical-align:top"
+        parts = [f'<div class="blendin-{escape(self.name.lower())}">',
+                 f'<p style="margin:0 0 0.3em 0;font-weight:600;color:{colour}">{mark}'
+                 f"{escape(self.name)}: {escape(self.verdict)}</p>",
+                 '<table style="border-collapse:collapse"><tbody>']
+        parts += [f'<tr><th style="{cell};font-weight:600">{escape(label)}</th>'
+                  f'<td style="{cell}">{escape(value)}</td></tr>' for label, value in self.rows]
+        parts.append("</tbody></table>")
+        if self.table:
+            head, *body = self.table
+            parts.append('<table style="border-collapse:collapse;margin-top:0.4em"><thead><tr>'
+                         + "".join(f'<th style="{cell}">{escape(h)}</th>' for h in head)
+                         + "</tr></thead><tbody>")
+            parts += ["<tr>" + "".join(f'<td style="{cell}">{escape(c)}</td>' for c in row)
+                      + "</tr>" for row in body]
+            parts.append("</tbody></table>")
+        parts.append("</div>")
+        return "\n".join(parts)
+
+
+def _count(n) -> str:
+    return f"{int(n):,}"
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def _share(count: int, total: int) -> str:
+    return f"{_count(count)} ({_pct(count / total) if total else '-'})"
+
+
+def _figure(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return str(int(value)) if value.is_integer() else f"{value:.4g}"
+    return str(value)
+
+
+def _models_table(models) -> list[tuple[str, ...]]:
+    rows = [("model", "figure", "verdict")]
+    for m in models:
+        verdict = "holds" if m.passed else f"violated ({_count(m.violating_records)} records)"
+        rows.append((m.name, f"{m.figure_name} = {_figure(m.figure)}", verdict))
+    return rows
+
+
+# -- one function per report -----------------------------------------------------------------
+
+
+def result_summary(result) -> Summary:
+    """What :func:`blendin.anonymize` did, verdict first."""
+    report = result.check
+    verdict = ("verified: every privacy model holds on the release" if report.passed
+               else "NOT verified: the checker found a violation")
+    released = result.records - (result.suppressed if result.suppressed_mode == "drop" else 0)
+    how = "removed" if result.suppressed_mode == "drop" else "kept with *"
+    rows = [
+        ("records", f"{_count(result.records)} in, {_count(released)} released"),
+        ("suppressed", f"{_share(result.suppressed, result.records)}, {how} "
+                       f"(limit {100 * result.spec.max_suppression:g}%)"),
+        ("classes", f"{_count(report.classes)}, smallest {_figure(report.min_class_size)}"),
+    ]
+    if result.levels:
+        heights = result.heights
+        rows.append(("levels", ", ".join(f"{q} {lvl}/{heights[q] - 1}"
+                                         for q, lvl in result.levels.items())))
+    if result.utility:
+        rows.append(("utility", ", ".join(f"{k} {_figure(float(v))}"
+                                          for k, v in result.utility.items())))
+    rows.append(("algorithm", _how(result)))
+    for qi in fully_generalized(result):
+        rows.append(("note", f"{qi} shows one value for every record (see summary())"))
+    minimal = minimal_nodes(result)
+    if len(minimal) > 1:
+        rows.append(("k-minimal", _minimal_text(minimal)))
+    return Summary("Result", verdict, report.passed, rows, _models_table(report.models))
+
+
+def _how(result) -> str:
+    if result.applied_from is not None:
+        return f"saved solution re-applied, {result.seconds:.3f} s"
+    if result.algorithm == "mondrian":
+        return f"mondrian, {result.seconds:.3f} s"
+    return (f"{result.algorithm}, metric {result.metric}, "
+            f"{_count(result.nodes_checked)} nodes checked, {result.seconds:.3f} s")
+
+
+def fully_generalized(result) -> list[str]:
+    """The QIs whose chosen level has one label for all values: the top of the hierarchy,
+    or a level below it that already merges everything (``02***`` for every ZIP). The
+    release keeps nothing of such a column."""
+    out = []
+    for qi, level in result.levels.items():
+        h = result.hierarchies.get(qi)
+        if h is not None and len(h.labels[level]) <= 1:
+            out.append(qi)
+    return out
+
+
+def minimal_nodes(result) -> list[dict[str, int]]:
+    """Binary search's k-minimal nodes (``result.solution.minimal``), QI name -> level."""
+    minimal = getattr(result.solution, "minimal", ()) or ()
+    names = list(result.levels) or list(getattr(result.solution, "qi_names", ()))
+    return [dict(zip(names, (int(v) for v in node))) for node in minimal]
+
+
+def _minimal_text(minimal: Sequence[dict[str, int]]) -> str:
+    shown = ["(" + ", ".join(f"{q} {v}" for q, v in node.items()) + ")"
+             for node in minimal[:MINIMAL_SHOWN]]
+    more = len(minimal) - MINIMAL_SHOWN
+    return f"{len(minimal)} nodes: " + " ".join(shown) + (f" and {more} more" if more > 0
+                                                          else "")
+
+
+def check_summary(report) -> Summary:
+    """The checker's verdict, then its figures and one line per model."""
+    failed = [m for m in report.models if not m.passed]
+    if report.passed:
+        verdict = f"PASSED: all {len(report.models)} privacy model(s) hold"
+    elif failed:
+        verdict = f"FAILED: {len(failed)} of {len(report.models)} privacy model(s) violated"
+    else:
+        verdict = "FAILED"
+    rows = [
+        ("records", _count(report.records)),
+        ("classes", f"{_count(report.classes)}, smallest {_figure(report.min_class_size)}"),
+        ("suppressed", _share(report.suppressed, report.records)),
+        ("violating", f"{_count(report.violating_records)} records in "
+                      f"{_count(report.violating_classes)} classes"),
+    ]
+    if report.identifiers_present:
+        rows.append(("identifiers", ", ".join(report.identifiers_present)
+                     + " still present (remove them)"))
+    return Summary("CheckReport", verdict, report.passed, rows, _models_table(report.models))
+
+
+def risk_summary(report) -> Summary:
+    """The highest re-identification risk first, then the other figures."""
+    smallest = int(report.sizes.min()) if len(report.sizes) else 0
+    verdict = (f"highest risk {_pct(report.prosecutor.highest)} (a class of "
+               f"{_count(smallest)}), {_pct(report.prosecutor.records_at_risk)} of records "
+               f"above {report.threshold:g}")
+    n = report.records
+    rows = [
+        ("records", _count(n) + (f" (+{_count(report.suppressed)} suppressed)"
+                                 if report.suppressed else "")),
+        ("quasi-identifiers", ", ".join(report.quasi_identifiers)),
+        ("classes", f"{_count(report.classes)}, smallest {_count(smallest)}"),
+        ("sample uniques", _share(report.sample_uniques, n)),
+        ("prosecutor", f"highest {_pct(report.prosecutor.highest)}, average "
+                       f"{_pct(report.prosecutor.average)}"),
+        ("journalist", f"highest {_pct(report.journalist.highest)}, average "
+                       f"{_pct(report.journalist.average)}"),
+        ("marketer", _pct(report.marketer)),
+    ]
+    if report.population is not None:
+        p = report.population
+        rows.append(("population uniques", f"{p.dankar:,.1f} of {p.population:,.0f} "
+                                           f"({_pct(p.share)}, {p.model})"))
+    for h in report.homogeneity.values():
+        rows.append((f"one {h.attribute} only", f"{_count(h.classes)} classes, "
+                                                f"{_share(h.records, n)} records"))
+    high = report.prosecutor.records_at_risk > 0
+    return Summary("RiskReport", verdict, not high, rows)
+
+
+def attack_summary(report) -> Summary:
+    """How many people the linking attack re-identified, then the other counts."""
+    n = report.external
+    verdict = f"{_count(report.reidentified)} of {_count(n)} people re-identified"
+    rows = [
+        ("join on", ", ".join(report.on)),
+        ("release", f"{_count(report.release)} records, "
+                    f"{_share(report.records_reidentified, report.release)} singled out"),
+        ("no match", _share(report.no_match, n)),
+        ("1 match", _share(report.reidentified, n)),
+    ]
+    if report.k > 2:
+        rows.append((f"2..{report.k - 1} matches", _share(report.ambiguous, n)))
+    rows.append((f"{report.k}+ matches", _share(report.hidden, n)))
+    if report.correct is not None:
+        rows.append(("correct", _share(report.correct, n)))
+    for name, count in report.learned.items():
+        rows.append((f"{name} learned", _share(count, n)))
+    return Summary("AttackReport", verdict, report.reidentified == 0, rows)
+
+
+def summary_notes(result) -> list[str]:
+    """Lines :meth:`Result.summary` adds after the figures: binary search's k-minimal nodes,
+    and a warning for the QIs that show one value for every record (the column is lost)."""
+    lines = []
+    minimal = minimal_nodes(result)
+    if minimal:
+        lines.append(f"k-minimal nodes at the lowest feasible height ({len(minimal)}; the "
+                     "chosen one is best by the metric):")
+        lines += ["  " + ", ".join(f"{q} {v}" for q, v in node.items()) for node in minimal]
+    lost = fully_generalized(result)
+    if lost:
+        it = "it" if len(lost) == 1 else "them"
+        weights = ", ".join(f"{q} = 5" for q in lost)
+        lines.append(
+            f"note: {', '.join(lost)} ended where every record shows the same value "
+            f"(the top of the hierarchy, or one value short of it), so the release keeps "
+            f"nothing of {it}. To keep more of {it}, weigh "
+            f"{it} more ([anonymization] weights = {{ {weights} }} in the spec, weights= in "
+            "the API) or try --algorithm mondrian, which generalizes each group only as "
+            "much as it needs.")
+    return lines
