@@ -33,6 +33,7 @@ from blendin.errors import BlendinError
 HERE = Path(__file__).parent
 #: default upload limit: 1 GiB (``blendin app --max-upload``)
 DEFAULT_UPLOAD_LIMIT = 1 << 30
+NO_STORE = {"Cache-Control": "no-store"}
 UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|hierarchy/[^/]+/file)$")
 
 
@@ -153,7 +154,8 @@ def create_app(path: str | Path | None = None, *,
         html = env.get_template("page.html").render(
             **context(session), upload_limit=upload_limit,
             upload_limit_text=human_bytes(upload_limit), **extra)
-        return HTMLResponse(html)
+        # pages show data: never kept in the browser's cache, always rendered afresh
+        return HTMLResponse(html, headers=NO_STORE)
 
     def session_of(request: Request) -> Session:
         session = store.get(request.path_params["sid"])
@@ -296,18 +298,16 @@ def create_app(path: str | Path | None = None, *,
 
     async def job(request: Request) -> Response:
         session = session_of(request)
-        html = env.get_template("job.html").render(session=session, job=session.job)
-        headers = {}
-        if session.job is not None and session.job.done and request.query_params.get("poll"):
-            headers["HX-Refresh"] = "true"
-        return HTMLResponse(html, headers=headers)
+        job = session.job
+        done = job is not None and job.done
+        html = env.get_template("job.html").render(session=session, job=job, job_done=done,
+                                                   runs=session.runs)
+        return HTMLResponse(html, headers=NO_STORE)
 
     async def cancel(request: Request) -> Response:
         session = session_of(request)
         if session.job is not None:
             session.job.cancel.set()
-        if request.headers.get("hx-request"):
-            return await job(request)
         return back(session, "run")
 
     async def tradeoff(request: Request) -> Response:
@@ -327,7 +327,7 @@ def create_app(path: str | Path | None = None, *,
             path = await run_in_threadpool(workflow.download, session, record, what)
         except BlendinError as error:
             return PlainTextResponse(f"error: {error}", status_code=400)
-        return FileResponse(path, filename=Path(path).name)
+        return FileResponse(path, filename=Path(path).name, headers=NO_STORE)
 
     async def input_file(request: Request) -> Response:
         session = session_of(request)
@@ -335,7 +335,7 @@ def create_app(path: str | Path | None = None, *,
             else session.data
         if loaded is None or not loaded.downloadable:
             return PlainTextResponse("error: nothing to download", status_code=404)
-        return FileResponse(loaded.path, filename=loaded.path.name)
+        return FileResponse(loaded.path, filename=loaded.path.name, headers=NO_STORE)
 
     async def compare(request: Request) -> Response:
         session = session_of(request)
@@ -392,7 +392,11 @@ def _load_path(session: Session, path: Path) -> None:
 
 
 def _load_upload(session: Session, dest: Path, name: str, target: str) -> None:
-    loaded = workflow.read_file(dest, name)
+    try:
+        loaded = workflow.read_file(dest, name)
+    except BlendinError as error:
+        # the CLI's message, naming the file as the user knows it, not its private copy
+        raise BlendinError(error.problem.replace(str(dest), name), fix=error.fix) from None
     if target == "external":
         if session.data is None:
             raise BlendinError("load the table to release first",

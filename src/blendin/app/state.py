@@ -37,6 +37,7 @@ class Job:
     step: str = "preparing"
     started: float = field(default_factory=time.monotonic)
     done: bool = False
+    finished: float | None = None
     error: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -54,7 +55,7 @@ class Job:
 
     @property
     def seconds(self) -> float:
-        return time.monotonic() - self.started
+        return (self.finished or time.monotonic()) - self.started
 
 
 @dataclass(eq=False)
@@ -123,6 +124,7 @@ class Session:
             except Exception as error:  # noqa: BLE001 (shown in the page, never logged)
                 job.error = f"error: {type(error).__name__}: {error}"
             finally:
+                job.finished = time.monotonic()
                 job.done = True
 
         threading.Thread(target=target, daemon=True, name=f"blendin-{what}").start()

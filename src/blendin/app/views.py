@@ -14,9 +14,10 @@ from blendin.app.state import Run, Session
 def context(session: Session) -> dict:
     """Everything ``page.html`` renders."""
     data = session.data
-    out = {"session": session, "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
+    job = session.job
+    out = {"job_done": job is not None and job.done, "session": session, "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
            "roles": ROLES, "builders": workflow.BUILDERS, "catalog": workflow.model_catalog(),
-           "choices": workflow.choices(), "job": session.job, "runs": session.runs}
+           "choices": workflow.choices(), "job": job, "runs": list(session.runs)}
     if data is None:
         return out
     out["preview"] = workflow.preview(data)

@@ -69,6 +69,8 @@ def app_command(data: str | None, port: int, host: str, no_browser: bool,
         _open_when_ready(server, url)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the server has shut down; remove the files and say so
     finally:
         app.state.store.close()
     click.echo("stopped; uploaded files removed")

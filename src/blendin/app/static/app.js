@@ -37,3 +37,49 @@ document.addEventListener("submit", function (event) {
     event.preventDefault();
   }
 });
+
+// a running job: refresh its panel every 400 ms; when it is done, show the page afresh
+function poll() {
+  var box = document.getElementById("job");
+  if (!box || !box.dataset.poll) {
+    return;
+  }
+  fetch(box.dataset.poll, {cache: "no-store"}).then(function (response) {
+    return response.text();
+  }).then(function (html) {
+    var holder = document.createElement("div");
+    holder.innerHTML = html;
+    var fresh = holder.firstElementChild;
+    if (fresh.dataset.done) {
+      showPage(fresh.dataset.done);
+      return;
+    }
+    box.replaceWith(fresh);
+    setTimeout(poll, 400);
+  }).catch(function () {
+    setTimeout(poll, 1000);
+  });
+}
+document.addEventListener("DOMContentLoaded", function () {
+  setTimeout(poll, 300);
+});
+
+// the finished job's page, swapped in place (no navigation: nothing to race with)
+function showPage(url) {
+  fetch(url, {cache: "no-store"}).then(function (response) {
+    return response.text();
+  }).then(function (html) {
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    var main = document.getElementById("main");
+    var fresh = doc.getElementById("main");
+    main.replaceWith(fresh);
+    if (window.htmx) {
+      window.htmx.process(fresh);
+    }
+    history.replaceState(null, "", url);
+    var anchor = document.getElementById(url.split("#")[1] || "run");
+    if (anchor) {
+      anchor.scrollIntoView();
+    }
+  });
+}
