@@ -15,7 +15,9 @@ def context(session: Session) -> dict:
     """Everything ``page.html`` renders."""
     data = session.data
     job = session.job
-    out = {"job_done": job is not None and job.done, "session": session, "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
+    done = job is not None and job.done  # read before the runs (see job.html)
+    out = {"job_done": done, "session": session,
+           "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
            "roles": ROLES, "builders": workflow.BUILDERS, "catalog": workflow.model_catalog(),
            "choices": workflow.choices(), "job": job, "runs": list(session.runs)}
     if data is None:
@@ -27,9 +29,10 @@ def context(session: Session) -> dict:
     out["hierarchy_forms"] = {q: workflow.builder_fields(session.hierarchies.get(q)
                                                           or {"flat": True}) for q in qis}
     out["spec_problem"] = _spec_problem(session)
-    if session.runs:
-        out["last"] = describe(session.runs[-1], session)
-        out["described"] = {r.number: describe(r, session) for r in session.runs}
+    runs = out["runs"]
+    if runs:
+        out["last"] = describe(runs[-1], session)
+        out["described"] = {r.number: describe(r, session) for r in runs}
     return out
 
 
