@@ -70,6 +70,8 @@ class Run:
     attack_before: Any = None
     attack_after: Any = None
     tradeoff: list[dict] = field(default_factory=list)
+    #: what the page shows of this run, made once (the plots are costly)
+    view: dict | None = None
 
 
 @dataclass(eq=False)

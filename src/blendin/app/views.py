@@ -48,7 +48,9 @@ def _spec_problem(session: Session) -> str | None:
 
 
 def describe(run: Run, session: Session) -> dict:
-    """The figures of one run, verdict first."""
+    """The figures of one run, verdict first (made once per run and trade-off)."""
+    if run.view is not None and run.view["tradeoff"] is run.tradeoff:
+        return run.view
     result = run.result
     report = result.check
     heights = result.heights
@@ -86,6 +88,7 @@ def describe(run: Run, session: Session) -> dict:
         "sizes_png": _sizes_png(run),
         "solution": bool(result.levels),
     }
+    run.view = out
     return out
 
 
