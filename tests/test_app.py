@@ -15,8 +15,13 @@ pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
+import warnings  # noqa: E402
+
 from click.testing import CliRunner  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
+
+with warnings.catch_warnings():  # starlette's notice about its httpx transport
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
 
 import blendin as bl  # noqa: E402
 from blendin.app import create_app, profile, workflow  # noqa: E402

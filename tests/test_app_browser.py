@@ -83,6 +83,12 @@ def context(browser):
     context.close()
 
 
+def submit(page, selector: str) -> None:
+    """Click a button that sends a form, and wait until the next page has loaded."""
+    with page.expect_navigation():
+        page.click(selector)
+
+
 def _download(page, selector: str, folder: Path) -> Path:
     with page.expect_download() as info:
         page.click(selector)
@@ -98,7 +104,7 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
     page.goto(server)
     shot(page, "0-start")
     page.select_option("#sample", "hospital")
-    page.click("#load-sample")
+    submit(page, "#load-sample")
     assert page.inner_text("#records") == "1,000"
     shot(page, "1-load", locator=page.locator("#load"))
 
@@ -107,7 +113,7 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
     assert "names a person directly" in row.inner_text()
     assert page.input_value("select[name='role:dob']") == "quasi-identifier"
     page.select_option("select[name='role:marital_status']", "quasi-identifier")
-    page.click("#save-roles")
+    submit(page, "#save-roles")
     shot(page, "2-classify", locator=page.locator("#classify"))
 
     # hierarchies: the preview follows the parameters, on the column's real values
@@ -128,10 +134,10 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
     page.select_option("select[name='m1:attribute']", "diagnosis")
     page.fill("input[name='m1:l']", "2")
     page.fill("#max-suppression", "0.05")
-    page.click("#save-models")
+    submit(page, "#save-models")
     assert page.locator("#spec-ok").is_visible(), page.locator("#models").inner_text()
     shot(page, "4-models", locator=page.locator("#models"))
-    page.click("#run-button")
+    submit(page, "#run-button")
     verdict = page.locator("#verdict")
     verdict.wait_for()
     assert verdict.inner_text().startswith("PASSED")
@@ -154,12 +160,12 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
 
     # a second run with another k, then the two side by side
     page.fill("input[name='m0:k']", "10")
-    page.click("#run-button")
+    submit(page, "#run-button")
     page.locator("h2", has_text="Results of run 2").wait_for()
     compare = page.locator("#compare")
     assert "run 1" in compare.inner_text() and "run 2" in compare.inner_text()
     assert "k = 10" in compare.inner_text()
-    page.click("#tradeoff-run")
+    submit(page, "#tradeoff-run")
     page.locator("#tradeoff").wait_for()
     assert page.locator("svg.plot circle").count() >= 4
     shot(page, "7-compare", locator=page.locator("#results"))
@@ -173,7 +179,7 @@ def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
     bad = tmp_path / "latin.csv"
     bad.write_bytes("name,city\nJosé,Zürich\n".encode("latin-1"))
     page.set_input_files("#file", str(bad))
-    page.click("#upload")
+    submit(page, "#upload")
     error = page.locator("#error")
     shown = error.inner_text()
     spec = tmp_path / "s.toml"
@@ -194,7 +200,7 @@ def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     page.set_input_files("#file", str(empty))
-    page.click("#upload")
+    submit(page, "#upload")
     assert "is empty" in page.inner_text("#error")
 
     # above the limit: refused before sending, in words (a sparse file: no disk used)
@@ -220,16 +226,16 @@ def test_cancel_stops_a_long_run_and_the_page_stays_live(server, context, tmp_pa
     data = tmp_path / "wide.csv"
     _long_table(data)
     page.set_input_files("#file", str(data))
-    page.click("#upload")
+    submit(page, "#upload")
     assert page.inner_text("#records") == "20,000"
     page.select_option("#algorithm", "exhaustive")
-    page.click("#run-button")
+    submit(page, "#run-button")
     page.wait_for_function("() => document.querySelector('#progress') && "
                            "Number(document.querySelector('#progress').value) > 0")
     # the page answers while the search runs
     assert "nodes" in page.inner_text("#job")
     shot(page, "5-progress", locator=page.locator("#run"))
-    page.click("#cancel")
+    submit(page, "#cancel")
     page.locator("#job-error", has_text="cancelled").wait_for()
     assert not page.locator("#verdict").count()
 
@@ -240,9 +246,9 @@ def test_two_tabs_are_two_sessions(server, context):
     second.goto(server)
     assert first.url != second.url
     first.select_option("#sample", "hospital")
-    first.click("#load-sample")
+    submit(first, "#load-sample")
     second.select_option("#sample", "people")
-    second.click("#load-sample")
+    submit(second, "#load-sample")
     first.reload()
     second.reload()
     assert "hospital.csv" in first.inner_text("#loaded")

@@ -33,6 +33,7 @@ from blendin.errors import BlendinError
 HERE = Path(__file__).parent
 #: default upload limit: 1 GiB (``blendin app --max-upload``)
 DEFAULT_UPLOAD_LIMIT = 1 << 30
+SECTIONS = ("load", "classify", "hierarchies", "models", "run", "results")
 NO_STORE = {"Cache-Control": "no-store"}
 UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|hierarchy/[^/]+/file)$")
 
@@ -164,6 +165,8 @@ def create_app(path: str | Path | None = None, *,
         return session
 
     def back(session: Session, anchor: str = "") -> RedirectResponse:
+        if session.error or session.message:
+            session.where = anchor if anchor in SECTIONS else "load"
         return RedirectResponse(f"/s/{session.id}/{'#' + anchor if anchor else ''}",
                                 status_code=303)
 
@@ -186,7 +189,7 @@ def create_app(path: str | Path | None = None, *,
         session = session_of(request)
         form = await request.form()
         await _guarded(session, workflow.load_sample, session, str(form.get("sample", "")))
-        return back(session, "classify" if session.data else "load")
+        return back(session, "load" if session.error or not session.data else "classify")
 
     async def load_upload(request: Request) -> Response:
         session = session_of(request)

@@ -103,6 +103,8 @@ class Session:
     job: Job | None = None
     message: str | None = None
     error: str | None = None
+    #: the section the message or error belongs to (shown there)
+    where: str = "load"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def file(self, name: str) -> Path:

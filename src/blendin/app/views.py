@@ -96,8 +96,8 @@ def _level_label(result, column: str, level: int) -> str:
     hierarchy = result.hierarchies.get(column)
     if hierarchy is None or level >= hierarchy.height:
         return ""
-    labels = hierarchy.label_array(level)
-    return ", ".join(str(v) for v in labels[:3]) + (" …" if len(labels) > 3 else "")
+    labels = list(dict.fromkeys(str(v) for v in hierarchy.label_array(level)))
+    return ", ".join(labels[:4]) + (f" … ({len(labels)} in all)" if len(labels) > 4 else "")
 
 
 def _distinct(table, column: str) -> int | None:
@@ -165,7 +165,7 @@ def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str
     done = [p for p in points if p.get("loss") is not None]
     if not done:
         return ""
-    left, right, top, bottom = 48, 16, 16, 36
+    left, right, top, bottom = 48, 36, 16, 36
     ks = np.log([p["k"] for p in done])
     span = max(float(ks.max() - ks.min()), 1e-9)
 
@@ -190,7 +190,7 @@ def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str
         parts.extend(f'<circle cx="{x(p["k"]):.1f}" cy="{y(p[key]):.1f}" r="3.5" '
                      f'class="{css}"><title>k={p["k"]}: {key} {100 * p[key]:.1f}%</title>'
                      f'</circle>' for p in done)
-    parts.append(f'<text x="{width - right}" y="{top + 10}" text-anchor="end" class="loss">'
-                 f'information loss</text><text x="{width - right}" y="{top + 26}" '
-                 f'text-anchor="end" class="supp">records suppressed</text></svg>')
+    parts.append(f'<text x="{left + 10}" y="{top + 12}" class="loss">information loss</text>'
+                 f'<text x="{left + 10}" y="{top + 28}" class="supp">records suppressed</text>'
+                 '</svg>')
     return "".join(parts)

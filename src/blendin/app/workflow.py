@@ -245,7 +245,7 @@ def model_catalog() -> dict[str, dict]:
     out = {}
     for key, entry in registry.items():
         cls, required, optional = entry[0], tuple(entry[1]), tuple(entry[2])
-        doc = (cls.__doc__ or "").strip().split("\n")[0]
+        doc = (cls.__doc__ or "").strip().split("\n")[0].replace("``", "")
         out[key] = {"required": required,
                     "optional": tuple(k for k in optional if k != "hierarchy"),
                     "doc": doc}
