@@ -211,6 +211,7 @@ def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
     message = page.locator(".upload-error")
     assert message.is_visible()
     assert "2.0 GB, above the limit of 50.0 MB" in message.inner_text()
+    shot(page, "9-too-large", locator=page.locator("#load"))
 
 
 def _long_table(path: Path) -> None:
