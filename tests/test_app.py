@@ -246,3 +246,17 @@ def test_cli_refuses_a_missing_file_and_warns_off_loopback(monkeypatch):
     assert result.exit_code == 0, result.output
     assert "warning: listening on 0.0.0.0" in result.output
     assert f":{ran['port']}/" in result.output and "stopped" in result.output
+
+
+def test_encoding_and_delimiter_chosen_on_upload_go_into_the_spec(app):
+    rows = "city;diagnosis\n" + "".join(f"{c};d{i % 3}\n" for i, c in
+                                        enumerate(["Zürich", "Genève", "Köln"] * 4))
+    with TestClient(app) as client:
+        sid = _session(client)
+        response = client.post(f"{sid}/load/upload", files={"file": ("t.csv", rows.encode(
+            "latin-1"))}, data={"target": "data", "encoding": "latin-1", "delimiter": ";"})
+        assert "Zürich" in response.text
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        session.roles["city"] = "quasi-identifier"
+        toml = workflow.build_spec(session).to_toml()
+    assert '[input]\ndelimiter = ";"\nencoding = "latin-1"' in toml

@@ -196,6 +196,11 @@ def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
     assert shown == cli.output.strip().splitlines()[-1]
     assert "--encoding latin-1" in shown
     shot(page, "8-bad-upload", locator=page.locator("#load"))
+    # the fix the message names, in the page: the encoding goes into the spec's [input]
+    page.set_input_files("#file", str(bad))
+    page.fill("#encoding", "latin-1")
+    submit(page, "#upload")
+    assert "Zürich" in page.inner_text("#preview")
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")

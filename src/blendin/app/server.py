@@ -196,6 +196,10 @@ def create_app(path: str | Path | None = None, *,
         async with request.form(max_files=2, max_fields=20) as form:
             upload = form.get("file")
             target = str(form.get("target", "data"))
+            options = {k: str(form.get(k, "")).strip() or None
+                       for k in ("encoding", "delimiter")}
+            if options["delimiter"] == "\\t":
+                options["delimiter"] = "\t"
             if upload is None or not getattr(upload, "filename", ""):
                 session.error = "error: no file was chosen. Fix: choose a CSV, Parquet or " \
                                 "Excel file"
@@ -206,7 +210,7 @@ def create_app(path: str | Path | None = None, *,
             dest = folder / name
             with dest.open("wb") as out:
                 await run_in_threadpool(shutil.copyfileobj, upload.file, out, 1 << 20)
-        await _guarded(session, _load_upload, session, dest, name, target)
+        await _guarded(session, _load_upload, session, dest, name, target, options)
         return back(session, "load" if session.error else "classify")
 
     async def roles(request: Request) -> Response:
@@ -394,9 +398,10 @@ def _load_path(session: Session, path: Path) -> None:
     workflow.set_data(session, workflow.read_file(path, path.name))
 
 
-def _load_upload(session: Session, dest: Path, name: str, target: str) -> None:
+def _load_upload(session: Session, dest: Path, name: str, target: str,
+                 options: dict | None = None) -> None:
     try:
-        loaded = workflow.read_file(dest, name)
+        loaded = workflow.read_file(dest, name, **(options or {}))
     except BlendinError as error:
         # the CLI's message, naming the file as the user knows it, not its private copy
         raise BlendinError(error.problem.replace(str(dest), name), fix=error.fix) from None

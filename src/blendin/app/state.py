@@ -84,6 +84,8 @@ class Loaded:
     columns: list[ColumnProfile]
     #: whether the page offers the input itself for download (sample tables only)
     downloadable: bool = False
+    #: how the file is read: the spec's [input] encoding and delimiter, when not the default
+    options: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False)

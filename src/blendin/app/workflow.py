@@ -56,15 +56,22 @@ def suffix_of(name: str) -> str:
                 Path(lower).suffix)
 
 
-def read_file(path: Path, label: str, *, downloadable: bool = False) -> Loaded:
-    """Read a CSV/Parquet file as the CLI does (same errors), Excel through pandas."""
+def read_file(path: Path, label: str, *, downloadable: bool = False,
+              encoding: str | None = None, delimiter: str | None = None) -> Loaded:
+    """Read a CSV/Parquet file as the CLI does (same errors), Excel through pandas.
+
+    ``encoding`` and ``delimiter`` are the CLI's ``--encoding``/``--delimiter`` (the spec's
+    ``[input]``); they go into the downloaded spec.
+    """
     from blendin.io import Source
 
     if suffix_of(path.name) == ".xlsx":
         path = _excel_to_csv(path, label)
-        downloadable = True
-    table = Source(path).read_all()
-    return Loaded(label, path, table, profile(table), downloadable)
+        downloadable, encoding, delimiter = True, None, None
+    table = Source(path, delimiter=delimiter, encoding=encoding).read_all()
+    loaded = Loaded(label, path, table, profile(table), downloadable)
+    loaded.options = {k: v for k, v in (("encoding", encoding), ("delimiter", delimiter)) if v}
+    return loaded
 
 
 def _excel_to_csv(path: Path, label: str) -> Path:
@@ -272,7 +279,8 @@ def spec_document(session: Session) -> dict:
     weights = {q: w for q, w in session.weights.items() if q in qis and w != 1}
     if weights:
         anonymization["weights"] = weights
-    return {
+    doc = {"input": dict(session.data.options)} if session.data.options else {}
+    return doc | {
         "attributes": {k: v for k, v in attributes.items() if v},
         "quasi_identifiers": {q: session.hierarchies.get(q) or {"flat": True} for q in qis},
         "privacy": [dict(m) for m in session.models],
