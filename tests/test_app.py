@@ -260,3 +260,49 @@ def test_encoding_and_delimiter_chosen_on_upload_go_into_the_spec(app):
         session.roles["city"] = "quasi-identifier"
         toml = workflow.build_spec(session).to_toml()
     assert '[input]\ndelimiter = ";"\nencoding = "latin-1"' in toml
+
+
+def test_new_anonymization_keys_of_the_spec_get_a_field(monkeypatch, app):
+    from blendin import spec
+
+    keys = (*spec.SECTIONS["anonymization"], "budget")
+    monkeypatch.setitem(spec.SECTIONS, "anonymization", keys)
+    assert "budget" in workflow.choices()["extra_limits"]
+    assert workflow.choices()["switches"] == ("relaxed", "sets")
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"budget": "500", "sets": "1", "action": "save"})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.limits["budget"] == 500 and session.limits["sets"] is True
+        assert 'name="budget" value="500"' in client.get(f"{sid}/").text
+
+
+def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
+    data = tmp_path / "visits.csv"
+    data.write_text("age,sex,diagnosis\n" + "".join(
+        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(200)))
+    with TestClient(create_app(data)) as client:
+        for _ in range(2):
+            page = client.get("/").text
+            assert "visits.csv" in page and 'id="records">200<' in page
+
+
+def test_an_arx_hierarchy_file_is_used_and_named_in_the_spec(app, tmp_path):
+    rows = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
+                                             ("Divorced", "Has married"),
+                                             ("Widowed", "Has married"),
+                                             ("Never married", "Never married")))
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/hierarchy/marital_status/file",
+                    files={"file": ("marital.csv", rows.encode())})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.hierarchies["marital_status"] == {
+            "csv": "hierarchies/marital_status.csv"}
+        spec = workflow.build_spec(session)
+        html = client.post(f"{sid}/hierarchy/marital_status", data={"kind": "csv"},
+                           headers={"HX-Request": "true"}).text
+    assert 'marital_status = { csv = "hierarchies/marital_status.csv" }' in spec.to_toml()
+    assert "<td>Divorced</td><td>Has married</td><td>*</td>" in html

@@ -444,10 +444,15 @@ def _read_models(session: Session, form) -> None:
         models.append(entry)
     session.models = models
     limits = {}
-    for key in ("max_suppression", "algorithm", "metric", "policy"):
+    extra = workflow.choices()
+    for key in ("max_suppression", "algorithm", "metric", "policy", *extra["extra_limits"]):
         value = str(form.get(key, session.limits.get(key, ""))).strip()
         if value:
-            limits[key] = workflow._number(value) if key == "max_suppression" else value
+            limits[key] = value if key in ("algorithm", "metric", "policy") \
+                else workflow._number(value)
+    for key in extra["switches"]:
+        if form.get(key):
+            limits[key] = True
     session.limits = limits
 
 

@@ -259,14 +259,26 @@ def model_catalog() -> dict[str, dict]:
     return out
 
 
+#: [anonymization] keys the page has its own fields for; any other key the spec accepts
+#: (e.g. a search budget) gets a plain field
+LIMIT_FIELDS = ("max_suppression", "algorithm", "metric", "policy", "weights")
+#: [anonymization] keys that are switches
+SWITCHES = ("relaxed", "sets")
+
+
 def choices() -> dict[str, tuple]:
-    """Algorithms, metrics and tie-break policies, as the spec module lists them."""
+    """Algorithms, metrics, tie-break policies and further [anonymization] keys, as the spec
+    module lists them (so what the library adds shows up in the page)."""
     from blendin import spec
     from blendin.models import DISTANCES
     from blendin.search.common import POLICIES
 
+    keys = spec.SECTIONS.get("anonymization") or ()
+    extra = tuple(k for k in keys if k not in LIMIT_FIELDS)
     return {"algorithms": tuple(spec.ALGORITHMS), "metrics": tuple(spec.METRICS),
-            "policies": tuple(POLICIES), "distances": tuple(DISTANCES)}
+            "policies": tuple(POLICIES), "distances": tuple(DISTANCES),
+            "switches": tuple(k for k in extra if k in SWITCHES),
+            "extra_limits": tuple(k for k in extra if k not in SWITCHES)}
 
 
 def spec_document(session: Session) -> dict:
