@@ -47,6 +47,11 @@ class Job:
             raise Cancelled
         self.checked, self.total, self.step = checked, total, "searching"
 
+    def stop_if_cancelled(self, *_) -> None:
+        """A progress callback that only listens for Cancel (keeps the job's own step)."""
+        if self.cancel.is_set():
+            raise Cancelled
+
     @property
     def share(self) -> float | None:
         if self.done:

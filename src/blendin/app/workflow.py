@@ -396,7 +396,7 @@ def tradeoff(session: Session, run_: Run, job: Job) -> None:
         doc["privacy"].insert(0, {"model": "k-anonymity", "k": k})
         try:
             spec = Spec.from_dict(doc, base_dir=session.folder)
-            result = anonymize(str(session.data.path), spec)
+            result = anonymize(str(session.data.path), spec, progress=job.stop_if_cancelled)
         except BlendinError as error:
             points.append({"k": k, "loss": None, "suppressed": None, "note": str(error)})
             continue
