@@ -55,12 +55,14 @@ def describe(run: Run, session: Session) -> dict:
     report = result.check
     heights = result.heights
     levels = [{"column": q, "level": lvl, "height": heights.get(q, 0),
+               "share": lvl / (heights[q] - 1) if heights.get(q, 0) > 1 else 0.0,
                "label": _level_label(result, q, lvl),
                "distinct_before": _distinct(session.data.table, q),
                "distinct_after": _distinct(result.table, q)}
               for q, lvl in result.levels.items()]
     if not result.levels:  # Mondrian: no single level per column
         levels = [{"column": q, "level": None, "height": None, "label": "local recoding",
+                   "share": None,
                    "distinct_before": _distinct(session.data.table, q),
                    "distinct_after": _distinct(result.table, q)}
                   for q in result.spec.quasi_identifiers]
