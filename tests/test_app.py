@@ -321,3 +321,16 @@ def test_excel_and_parquet_uploads(app, tmp_path, suffix):
         # Excel becomes CSV (the file the spec applies to), offered for download
         assert ("/input/data" in page) == (suffix == ".xlsx")
         assert frame.zip.iloc[0] in page  # leading zeros kept: values are text
+
+
+def test_an_unexpected_error_names_only_its_type(monkeypatch, app):
+    def broken(session):
+        raise RuntimeError("patient Jane Doe, 1961-07-31")
+
+    monkeypatch.setattr("blendin.app.views._spec_problem", broken)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "people"})
+        response = client.get(f"{sid}/")
+    assert response.status_code == 500
+    assert "RuntimeError" in response.text and "Jane" not in response.text

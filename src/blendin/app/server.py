@@ -68,13 +68,31 @@ def parse_size(text: str) -> int:
 
 class UploadLimit:
     """Refuse uploads above ``limit`` bytes before reading them (by Content-Length), and
-    stop any that exceeds it while streaming."""
+    stop any that exceeds it while streaming. Unexpected errors become a page naming only
+    the error's type: a traceback may quote values, and nothing with values is logged
+    (``blendin --debug app`` shows them)."""
 
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
+    def __init__(self, app, limit: int, debug: bool = False) -> None:
+        self.app, self.limit, self.debug = app, limit, debug
         self.state = app.state
 
     async def __call__(self, scope, receive, send) -> None:
+        started = False
+
+        async def watched_send(message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._limited(scope, receive, watched_send)
+        except Exception as error:
+            if self.debug or scope["type"] != "http":
+                raise
+            if not started:  # else the page below was sent already; nothing to log
+                await failure_page(None, error)(scope, receive, send)
+
+    async def _limited(self, scope, receive, send) -> None:
         if scope["type"] != "http" or not UPLOAD_PATHS.match(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -105,6 +123,13 @@ class UploadLimit:
         response = HTMLResponse(_error_page(text), status_code=413,
                                 headers={"Connection": "close"})
         await response(scope, receive, send)
+
+
+def failure_page(request, error: Exception) -> HTMLResponse:
+    """The page of an unexpected error: its type only (its message may quote values)."""
+    text = (f"error: the app failed ({type(error).__name__}); the details are not logged as "
+            "they may contain data. Fix: run blendin --debug app to see them")
+    return HTMLResponse(_error_page(text), status_code=500)
 
 
 class TooLarge(Exception):
@@ -138,7 +163,7 @@ def _num(x: Any) -> str:
 
 
 def create_app(path: str | Path | None = None, *,
-               upload_limit: int = DEFAULT_UPLOAD_LIMIT) -> Starlette:
+               upload_limit: int = DEFAULT_UPLOAD_LIMIT, debug: bool = False) -> UploadLimit:
     """The app; ``path`` (a CSV, Parquet or Excel file) is loaded into every new session.
 
     >>> app = create_app()
@@ -377,10 +402,13 @@ def create_app(path: str | Path | None = None, *,
         yield
         store.close()
 
-    app = Starlette(routes=routes, exception_handlers={_NoSession: no_session},
-                    lifespan=lifespan)
+    handlers = {_NoSession: no_session}
+    if not debug:
+        handlers[Exception] = failure_page
+    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
+                    debug=debug)
     app.state.store = store
-    return UploadLimit(app, upload_limit)
+    return UploadLimit(app, upload_limit, debug)
 
 
 class _NoSession(Exception):

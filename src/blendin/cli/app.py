@@ -21,7 +21,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--no-browser", is_flag=True, help="Do not open the page in a browser.")
 @click.option("--max-upload", default="1GB", show_default=True,
               help="Largest file the page accepts, e.g. 500MB or 4GB.")
-def app_command(data: str | None, port: int, host: str, no_browser: bool,
+@click.pass_context
+def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_browser: bool,
                 max_upload: str) -> None:
     """Open the local web interface: load a table, classify its columns, choose hierarchies
     and models, run, and download the verified release with the spec that makes it.
@@ -61,8 +62,11 @@ def app_command(data: str | None, port: int, host: str, no_browser: bool,
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
-    app = create_app(data, upload_limit=parse_size(max_upload))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    debug = bool(ctx.obj and ctx.obj.get("debug"))
+    app = create_app(data, upload_limit=parse_size(max_upload), debug=debug)
+    # no access log, and errors only with --debug: log lines could carry values
+    config = uvicorn.Config(app, log_level="warning" if debug else "critical",
+                            access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     click.echo(f"blendin app at {url} (Ctrl-C to stop)")
     if not no_browser:
