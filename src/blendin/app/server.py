@@ -468,7 +468,7 @@ def _read_models(session: Session, form) -> None:
             value = str(form.get(f"m{i}:{param}", model.get(param, ""))).strip()
             if value != "":
                 entry[param] = value if param in ("attribute", "distance") \
-                    else workflow._number(value)
+                    else workflow.number(value)
         models.append(entry)
     session.models = models
     limits = {}
@@ -477,7 +477,7 @@ def _read_models(session: Session, form) -> None:
         value = str(form.get(key, session.limits.get(key, ""))).strip()
         if value:
             limits[key] = value if key in ("algorithm", "metric", "policy") \
-                else workflow._number(value)
+                else workflow.number(value)
     for key in extra["switches"]:
         if form.get(key):
             limits[key] = True

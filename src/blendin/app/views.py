@@ -151,7 +151,7 @@ def _sizes_png(run: Run) -> str | None:
     if run.risk_after is None:
         return None
     before = run.risk_before.sizes if run.risk_before is not None else None
-    return class_sizes(run.risk_after.sizes, before, k=workflow._k_of(run.spec))
+    return class_sizes(run.risk_after.sizes, before, k=workflow.k_of(run.spec))
 
 
 def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str:

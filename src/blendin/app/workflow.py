@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.app.profile import profile, suggest_hierarchy
+from blendin.app.profile import profile
 from blendin.app.state import Job, Loaded, Run, Session
 from blendin.errors import BlendinError
 
@@ -161,10 +161,10 @@ def builder_table(kind: str, fields: dict[str, str]) -> dict:
     if kind == "flat":
         return {"flat": True}
     if kind == "intervals":
-        table = {"intervals": [_number(w) for w in _items(fields.get("intervals", ""))]}
+        table = {"intervals": [number(w) for w in _items(fields.get("intervals", ""))]}
         for key in ("bottom", "top"):
             if fields.get(key, "").strip():
-                table[key] = _number(fields[key])
+                table[key] = number(fields[key])
         return table
     if kind == "masking":
         width = fields.get("masking", "").strip()
@@ -210,8 +210,12 @@ def _items(text: str) -> list[str]:
     return [t.strip() for t in str(text).split(",") if t.strip()]
 
 
-def _number(text: str):
-    """``5`` -> 5, ``2.5`` -> 2.5; anything else is returned as typed (the spec explains)."""
+def number(text: str):
+    """A form field as a TOML number; anything else is returned as typed (the spec explains).
+
+    >>> number("5"), number("2.5"), number(" 1e-3 "), number("five")
+    (5, 2.5, 0.001, 'five')
+    """
     text = str(text).strip()
     try:
         value = float(text)
@@ -328,10 +332,6 @@ def _check_models_on_data(spec, table: pa.Table) -> None:
             model.validate(table.num_rows, domains)
 
 
-def spec_toml(spec) -> str:
-    return spec.to_toml()
-
-
 # -- running -------------------------------------------------------------------------------
 
 
@@ -365,7 +365,7 @@ def linking_attack(session: Session, result):
     qis = [q for q in result.spec.quasi_identifiers if q in external.column_names]
     if not qis:
         return None, None
-    k = _k_of(result.spec) or 5
+    k = k_of(result.spec) or 5
     naive = session.data.table.drop_columns(
         [c for c in result.spec.identifiers if c in session.data.table.column_names])
     before = attack(naive, external, on=qis, k=max(k, 2))
@@ -374,7 +374,7 @@ def linking_attack(session: Session, result):
     return before, after
 
 
-def _k_of(spec) -> int | None:
+def k_of(spec) -> int | None:
     return next((int(m.k) for m in spec.models if getattr(m, "k", None) is not None), None)
 
 
@@ -422,13 +422,10 @@ def download(session: Session, run_: Run, what: str) -> Path:
     if what == "spec":
         from blendin.io import write_text
 
-        return write_text(folder / f"{stem}_spec.toml", spec_toml(run_.spec))
+        return write_text(folder / f"{stem}_spec.toml", run_.spec.to_toml())
     if what == "solution":
         return result.save_solution(folder / f"{stem}_solution.json")
     if what == "report":
         return result.report(folder / f"{stem}_report.html", original=str(session.data.path))
     raise BlendinError(f"unknown download {what!r}", fix="use the links in the page")
 
-
-def suggested(kind: str, distinct: int) -> dict:
-    return suggest_hierarchy(kind, distinct)
