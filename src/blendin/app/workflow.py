@@ -255,7 +255,12 @@ def model_catalog() -> dict[str, dict]:
     registry = getattr(models, "MODELS", {})
     out = {}
     for key, entry in registry.items():
-        cls, required, optional = entry[0], tuple(entry[1]), tuple(entry[2])
+        try:
+            cls, required, optional = entry[0], tuple(entry[1]), tuple(entry[2])
+        except (TypeError, IndexError, KeyError):  # a registry of objects with attributes
+            cls = entry if isinstance(entry, type) else getattr(entry, "cls", type(entry))
+            required = tuple(getattr(entry, "required", ()))
+            optional = tuple(getattr(entry, "optional", ()))
         doc = (cls.__doc__ or "").strip().split("\n")[0].replace("``", "")
         out[key] = {"required": required,
                     "optional": tuple(k for k in optional if k != "hierarchy"),
