@@ -246,18 +246,29 @@ def test_cancel_stops_a_long_run_and_the_page_stays_live(server, context, tmp_pa
     assert not page.locator("#verdict").count()
 
 
-def test_two_tabs_are_two_sessions(server, context):
+def test_two_tabs_are_two_sessions_working_at_once(server, context, tmp_path):
     first, second = context.new_page(), context.new_page()
     first.goto(server)
     second.goto(server)
     assert first.url != second.url
-    first.select_option("#sample", "hospital")
-    submit(first, "#load-sample")
-    second.select_option("#sample", "people")
+    # the first tab starts a long search...
+    data = tmp_path / "wide.csv"
+    _long_table(data)
+    first.set_input_files("#file", str(data))
+    submit(first, "#upload")
+    first.select_option("#algorithm", "exhaustive")
+    submit(first, "#run-button")
+    # ...while the second loads its own table and runs to the verdict
+    second.select_option("#sample", "hospital")
     submit(second, "#load-sample")
+    submit(second, "#run-button")
+    second.locator("#verdict").wait_for()
+    assert second.inner_text("#verdict").startswith("PASSED")
+    assert "hospital.csv" in second.inner_text("#loaded")
     first.reload()
-    second.reload()
-    assert "hospital.csv" in first.inner_text("#loaded")
-    assert "people.csv" in second.inner_text("#loaded")
-    assert first.inner_text("#records") == "1,000"
-    assert second.inner_text("#records") == "2,000"
+    assert "wide.csv" in first.inner_text("#loaded")
+    assert first.inner_text("#records") == "20,000"
+    assert first.locator("#progress").count() == 1  # still searching, on its own
+    submit(first, "#cancel")
+    first.locator("#job-error", has_text="cancelled").wait_for()
+    assert not first.locator("#verdict").count()

@@ -54,7 +54,14 @@ function poll() {
       showPage(fresh.dataset.done);
       return;
     }
-    box.replaceWith(fresh);
+    // update the words and the bar in place, so the Cancel button stays put
+    box.querySelector(".status").innerHTML = fresh.querySelector(".status").innerHTML;
+    var bar = box.querySelector("progress");
+    var now = fresh.querySelector("progress");
+    if (now.hasAttribute("value")) {
+      bar.max = 1;
+      bar.value = Number(now.getAttribute("value"));
+    }
     setTimeout(poll, 400);
   }).catch(function () {
     setTimeout(poll, 1000);
