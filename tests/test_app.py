@@ -78,6 +78,11 @@ def test_a_run_shows_what_the_library_finds_with_the_same_spec(app, tmp_path):
     after = bl.risk(result.data, list(spec.quasi_identifiers))
     row = re.search(r"<td>sample uniques</td><td>([\d,]+)</td><td>([\d,]+)</td>", page)
     assert row.groups() == (f"{before.sample_uniques:,}", f"{after.sample_uniques:,}")
+    for label, pick in (("highest prosecutor risk", lambda r: r.prosecutor.highest),
+                        ("average prosecutor risk", lambda r: r.prosecutor.average),
+                        ("marketer risk", lambda r: r.marketer)):
+        assert (f"<td>{label}</td><td>{100 * pick(before):.1f}%</td>"
+                f"<td>{100 * pick(after):.1f}%</td>") in page
     # the linking attack with the voter list: everyone hidden after, many found before
     attack = re.search(r"re-identified \(match exactly 1 record\)</td><td>([\d,]+)</td>"
                        r"<td>([\d,]+)</td>", page)
@@ -334,3 +339,26 @@ def test_an_unexpected_error_names_only_its_type(monkeypatch, app):
         response = client.get(f"{sid}/")
     assert response.status_code == 500
     assert "RuntimeError" in response.text and "Jane" not in response.text
+
+
+def test_tradeoff_points_are_the_releases_of_each_k(app):
+    from blendin.app.state import Job
+
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "5", "m1:attribute": "diagnosis",
+                                           "m1:l": "2", "max_suppression": "0.05",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        run = session.runs[-1]
+        workflow.tradeoff(session, run, Job("trade-off"))
+        page = client.get(f"{sid}/").text
+        assert [p["k"] for p in run.tradeoff] == list(workflow.TRADEOFF_KS)
+        for point in run.tradeoff[::3]:
+            spec = bl.Spec.from_dict(run.spec.to_dict(), base_dir=session.folder)
+            spec.models = [bl.KAnonymity(point["k"]), *spec.models[1:]]
+            result = bl.anonymize(str(session.data.path), spec)
+            assert point["loss"] == pytest.approx(result.utility["loss"])
+            assert point["suppressed"] == pytest.approx(result.suppressed / result.records)
+            assert f"<td>{point['k']}</td><td>{100 * point['loss']:.1f}%</td>" in page
