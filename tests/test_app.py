@@ -152,7 +152,9 @@ def test_each_session_has_its_own_private_folder_removed_at_close(app):
         assert "people.csv" not in client.get(f"{second}/").text
         folder = store.sessions[first.rsplit("/", 1)[-1]].folder
         assert folder.is_dir() and oct(folder.stat().st_mode & 0o777) == "0o700"
-    assert not store.root.exists()  # the lifespan closed the store
+        assert folder.parent == store.root
+        assert oct(store.root.stat().st_mode & 0o777) == "0o700"
+    assert not folder.parent.exists()  # the lifespan closed the store
 
 
 def test_invalid_choices_are_explained_before_running(app):

@@ -146,9 +146,17 @@ class Store:
     """All sessions of one app, and the private temporary folder that holds their files."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="blendin-app-"))
-        self.root.chmod(0o700)
+        self._root: Path | None = None
         self.sessions: dict[str, Session] = {}
+
+    @property
+    def root(self) -> Path:
+        """The app's private folder, made with the first session (an app that serves no
+        page leaves nothing behind)."""
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="blendin-app-"))
+            self._root.chmod(0o700)
+        return self._root
 
     def new(self) -> Session:
         sid = secrets.token_urlsafe(12)
@@ -166,4 +174,5 @@ class Store:
         for session in self.sessions.values():
             if session.job is not None:
                 session.job.cancel.set()
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
