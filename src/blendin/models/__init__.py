@@ -1,0 +1,100 @@
+"""Privacy models: vectorized predicates over equivalence classes.
+
+Each model answers, for every class at once, whether the class satisfies it, and says
+whether it is monotone under generalization (with and without suppression), so a search
+prunes only where that is proven.
+
+Monotonicity, as used here: a model is *monotone* when every generalization of a node that
+satisfies it (no record suppressed) satisfies it too. This holds when a class merged from
+satisfying classes satisfies the model. It is *monotone with suppression* when, in addition,
+generalizing never makes more records violate the model, so a node within the suppression
+limit has every generalization within it. This holds when a class merged from a satisfying
+class and any other class satisfies the model.
+
+References: Sweeney (2002) k-anonymity; Machanavajjhala, Kifer, Gehrke, Venkitasubramaniam,
+"l-diversity: privacy beyond k-anonymity", TKDD 1(1), 2007; Li, Li, Venkatasubramanian,
+"t-closeness: privacy beyond k-anonymity and l-diversity", ICDE 2007.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+from blendin.errors import BlendinError, preview
+from blendin.models.base import RELATIVE_TOLERANCE, TOLERANCE, PrivacyModel
+from blendin.models.closeness import DISTANCES, TCloseness
+from blendin.models.diversity import (
+    DistinctLDiversity,
+    EntropyLDiversity,
+    RecursiveCLDiversity,
+    entropies,
+    recursive_levels,
+)
+from blendin.models.k import KAnonymity
+
+__all__ = [
+    "DISTANCES", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "DistinctLDiversity",
+    "EntropyLDiversity", "KAnonymity", "PrivacyModel", "RecursiveCLDiversity", "TCloseness",
+    "entropies", "model_from_toml", "recursive_levels",
+]
+
+#: TOML name -> (model class, required keys, optional keys)
+MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] = {
+    KAnonymity.key: (KAnonymity, ("k",), ()),
+    DistinctLDiversity.key: (DistinctLDiversity, ("attribute", "l"), ()),
+    EntropyLDiversity.key: (EntropyLDiversity, ("attribute", "l"), ()),
+    RecursiveCLDiversity.key: (RecursiveCLDiversity, ("attribute", "c", "l"), ()),
+    TCloseness.key: (TCloseness, ("attribute", "t"), ("distance", "hierarchy")),
+}
+
+_EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
+             "c": "c = 3", "t": "t = 0.2"}
+
+
+def model_from_toml(table: Mapping) -> PrivacyModel:
+    """The privacy model of a ``[[privacy]]`` TOML table (the inverse of ``to_dict``).
+
+    ``model`` is one of ``k-anonymity`` (k), ``distinct-l-diversity`` (attribute, l),
+    ``entropy-l-diversity`` (attribute, l), ``recursive-cl-diversity`` (attribute, c, l),
+    ``t-closeness`` (attribute, t, distance = "equal" | "ordered" | "hierarchical",
+    hierarchy = {inline builder table}, kept on the model as ``hierarchy_spec``).
+
+    >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
+    DistinctLDiversity(attribute='dx', l=3)
+    >>> model_from_toml({"model": "k-anonymity", "k": 5}).to_dict()
+    {'model': 'k-anonymity', 'k': 5}
+    """
+    choices = ", ".join(map(repr, MODELS))
+    if not isinstance(table, Mapping):
+        raise BlendinError(f"a [[privacy]] entry must be a table, got {table!r}",
+                           fix='write [[privacy]] with model = "k-anonymity" and k = 5')
+    name = table.get("model")
+    if name is None:
+        raise BlendinError(f"a [[privacy]] table has no model (keys: {preview(table)})",
+                           fix=f"add model = ... (one of {choices})")
+    if name not in MODELS:
+        near = difflib.get_close_matches(str(name), MODELS, n=1)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        raise BlendinError(f"unknown privacy model {name!r}",
+                           fix=f"{hint}use one of {choices}")
+    cls, required, optional = MODELS[name]
+    params = {k: v for k, v in table.items() if k != "model"}
+    allowed = ", ".join((*required, *optional))
+    unknown = [k for k in params if k not in required and k not in optional]
+    if unknown:
+        raise BlendinError(f"privacy model {name!r}: unknown key(s) {preview(unknown)}",
+                           fix=f"use only: {allowed}")
+    missing = [k for k in required if k not in params]
+    if missing:
+        raise BlendinError(
+            f"privacy model {name!r} is missing {', '.join(missing)}",
+            fix="add " + ", ".join(_EXAMPLES.get(k, f"{k} = ...") for k in missing),
+        )
+    if "hierarchy" in params and not isinstance(params["hierarchy"], Mapping):
+        raise BlendinError(
+            f"privacy model {name!r}: hierarchy must be an inline table, got "
+            f"{params['hierarchy']!r}",
+            fix="write hierarchy = {...} as for a quasi-identifier",
+        )
+    return cls(**params)
