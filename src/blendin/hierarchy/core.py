@@ -42,6 +42,10 @@ class Hierarchy:
     codes: np.ndarray
     kind: str = "categorical"
     numbers: np.ndarray | None = None
+    #: when cut down to the data's values: per level, the ground values of the hierarchy as
+    #: given under each label, and their number (ARX's Loss measures shares of that domain)
+    domain_leaves: tuple[np.ndarray, ...] | None = None
+    domain_size: int | None = None
 
     @property
     def height(self) -> int:
