@@ -32,11 +32,13 @@ from blendin.models.diversity import (
     recursive_levels,
 )
 from blendin.models.k import KAnonymity
+from blendin.models.risk import AverageRisk, ReleaseModel, SampleUniqueness
 
 __all__ = [
-    "DISTANCES", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "DistinctLDiversity",
-    "EntropyLDiversity", "KAnonymity", "PrivacyModel", "RecursiveCLDiversity", "TCloseness",
-    "entropies", "model_from_toml", "recursive_levels",
+    "DISTANCES", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
+    "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
+    "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
+    "model_from_toml", "recursive_levels",
 ]
 
 #: TOML name -> (model class, required keys, optional keys)
@@ -46,10 +48,12 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     EntropyLDiversity.key: (EntropyLDiversity, ("attribute", "l"), ()),
     RecursiveCLDiversity.key: (RecursiveCLDiversity, ("attribute", "c", "l"), ()),
     TCloseness.key: (TCloseness, ("attribute", "t"), ("distance", "hierarchy")),
+    AverageRisk.key: (AverageRisk, ("threshold",), ("highest", "records-at-risk")),
+    SampleUniqueness.key: (SampleUniqueness, ("threshold",), ()),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
-             "c": "c = 3", "t": "t = 0.2"}
+             "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05"}
 
 
 def model_from_toml(table: Mapping) -> PrivacyModel:
@@ -58,7 +62,9 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     ``model`` is one of ``k-anonymity`` (k), ``distinct-l-diversity`` (attribute, l),
     ``entropy-l-diversity`` (attribute, l), ``recursive-cl-diversity`` (attribute, c, l),
     ``t-closeness`` (attribute, t, distance = "equal" | "ordered" | "hierarchical",
-    hierarchy = {inline builder table}, kept on the model as ``hierarchy_spec``).
+    hierarchy = {inline builder table}, kept on the model as ``hierarchy_spec``),
+    ``average-risk`` (threshold, highest, records-at-risk), ``sample-uniqueness``
+    (threshold).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
@@ -97,4 +103,5 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
             f"{params['hierarchy']!r}",
             fix="write hierarchy = {...} as for a quasi-identifier",
         )
-    return cls(**params)
+    # TOML keys are spelled with hyphens, Python parameters with underscores
+    return cls(**{k.replace("-", "_"): v for k, v in params.items()})

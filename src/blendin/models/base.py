@@ -36,6 +36,13 @@ class PrivacyModel(ABC):
     figure_name: str = ""
     #: the figure is better when larger (k, l) or when smaller (t)
     larger_is_better: bool = True
+    #: the model bounds the whole release (average risk, uniqueness), not each class: it is
+    #: tested last, on the classes the other models keep, and ``holds`` marks the classes
+    #: whose suppression makes the release meet it
+    release: bool = False
+    #: Mondrian (local recoding, group by group) can enforce the model; if not, why not
+    local_recoding: bool = True
+    local_recoding_note: str = ""
 
     @abstractmethod
     def holds(self, classes: Classes) -> np.ndarray:
