@@ -410,7 +410,9 @@ class Checker:
                 # a release-wide bound: its suppression proves nothing per class below
                 counting = False
                 live = np.flatnonzero(holds)
-                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains))]
+                budget = self.limit - int(sizes[~holds].sum())
+                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains),
+                                            budget=budget)]
             elif model.attribute is None:
                 failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
                                                                       self.ft.domains)))

@@ -32,10 +32,17 @@ from blendin.models.diversity import (
     recursive_levels,
 )
 from blendin.models.k import KAnonymity
-from blendin.models.risk import AverageRisk, ReleaseModel, SampleUniqueness
+from blendin.models.risk import (
+    ESTIMATORS,
+    AverageRisk,
+    PopulationUniqueness,
+    ReleaseModel,
+    SampleUniqueness,
+)
 
 __all__ = [
-    "DISTANCES", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
+    "DISTANCES", "ESTIMATORS", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
+    "PopulationUniqueness",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels",
@@ -50,6 +57,8 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     TCloseness.key: (TCloseness, ("attribute", "t"), ("distance", "hierarchy")),
     AverageRisk.key: (AverageRisk, ("threshold",), ("highest", "records-at-risk")),
     SampleUniqueness.key: (SampleUniqueness, ("threshold",), ()),
+    PopulationUniqueness.key: (PopulationUniqueness, ("threshold",),
+                               ("estimator", "population", "sampling_fraction")),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
@@ -64,7 +73,8 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     ``t-closeness`` (attribute, t, distance = "equal" | "ordered" | "hierarchical",
     hierarchy = {inline builder table}, kept on the model as ``hierarchy_spec``),
     ``average-risk`` (threshold, highest, records-at-risk), ``sample-uniqueness``
-    (threshold).
+    (threshold), ``population-uniqueness`` (threshold, estimator, population or
+    sampling_fraction).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
