@@ -32,6 +32,7 @@ from blendin.models.diversity import (
     recursive_levels,
 )
 from blendin.models.k import KAnonymity
+from blendin.models.kmap import KMAP_ESTIMATORS, KMap, derived_k
 from blendin.models.risk import (
     ESTIMATORS,
     AverageRisk,
@@ -42,7 +43,7 @@ from blendin.models.risk import (
 
 __all__ = [
     "DISTANCES", "ESTIMATORS", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
-    "PopulationUniqueness",
+    "KMAP_ESTIMATORS", "KMap", "PopulationUniqueness", "derived_k",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels",
@@ -59,6 +60,7 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     SampleUniqueness.key: (SampleUniqueness, ("threshold",), ()),
     PopulationUniqueness.key: (PopulationUniqueness, ("threshold",),
                                ("estimator", "population", "sampling_fraction")),
+    KMap.key: (KMap, ("k",), ("estimator", "population", "sampling_fraction", "significance")),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
@@ -74,7 +76,8 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     hierarchy = {inline builder table}, kept on the model as ``hierarchy_spec``),
     ``average-risk`` (threshold, highest, records-at-risk), ``sample-uniqueness``
     (threshold), ``population-uniqueness`` (threshold, estimator, population or
-    sampling_fraction).
+    sampling_fraction), ``k-map`` (k, estimator, population or sampling_fraction,
+    significance).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
