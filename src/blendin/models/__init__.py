@@ -33,6 +33,7 @@ from blendin.models.diversity import (
 )
 from blendin.models.k import KAnonymity
 from blendin.models.kmap import KMAP_ESTIMATORS, KMap, derived_k
+from blendin.models.likeness import LIKENESS_VARIANTS, BetaLikeness, DeltaDisclosure
 from blendin.models.risk import (
     ESTIMATORS,
     AverageRisk,
@@ -43,7 +44,8 @@ from blendin.models.risk import (
 
 __all__ = [
     "DISTANCES", "ESTIMATORS", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
-    "KMAP_ESTIMATORS", "KMap", "PopulationUniqueness", "derived_k",
+    "KMAP_ESTIMATORS", "KMap", "LIKENESS_VARIANTS", "BetaLikeness", "DeltaDisclosure",
+    "PopulationUniqueness", "derived_k",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels",
@@ -61,10 +63,13 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     PopulationUniqueness.key: (PopulationUniqueness, ("threshold",),
                                ("estimator", "population", "sampling_fraction")),
     KMap.key: (KMap, ("k",), ("estimator", "population", "sampling_fraction", "significance")),
+    BetaLikeness.key: (BetaLikeness, ("attribute", "beta"), ("variant",)),
+    DeltaDisclosure.key: (DeltaDisclosure, ("attribute", "delta"), ()),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
-             "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05"}
+             "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05",
+             "beta": "beta = 3", "delta": "delta = 2"}
 
 
 def model_from_toml(table: Mapping) -> PrivacyModel:
@@ -77,7 +82,8 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     ``average-risk`` (threshold, highest, records-at-risk), ``sample-uniqueness``
     (threshold), ``population-uniqueness`` (threshold, estimator, population or
     sampling_fraction), ``k-map`` (k, estimator, population or sampling_fraction,
-    significance).
+    significance), ``beta-likeness`` (attribute, beta, variant = "enhanced" | "basic"),
+    ``delta-disclosure`` (attribute, delta).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
