@@ -148,3 +148,19 @@ def test_toml_round_trip():
                   {"model": "population-uniqueness", "threshold": 0.01, "estimator": "snb",
                    "sampling_fraction": 0.01}]:
         assert model_from_toml(table).to_dict() == table
+
+
+@settings(max_examples=40, deadline=None)
+@given(t=tables(max_records=25), max_sup=st.sampled_from([0.0, 0.1, 0.3]))
+def test_the_release_suppresses_what_the_node_check_did(t, max_sup):
+    from blendin.lattice import Checker
+    from blendin.release import plan
+
+    ft = t.frequency_table()
+    models = [PopulationUniqueness(0.05, "zayatz", population=3 * len(t.records)),
+              KAnonymity(min(2, len(t.records)))]
+    checker = Checker(ft, models, max_sup)
+    for node in checker.lattice.nodes():
+        got = checker.check(node)
+        if got.acceptable:
+            assert plan(ft, node, models).suppressed_records == got.n_suppressed

@@ -260,9 +260,10 @@ class Checker:
         self._flag = "monotone_with_suppression" if self.limit > 0 else "monotone"
         # monotone models first (a failure there is proof for the specializations), and
         # within each, cheap models (class sizes only) before those needing histograms;
-        # models of the whole release last, on the classes the others keep
-        self._order = sorted(self.models, key=lambda m: (
-            m.release, not getattr(m, self._flag), m.attribute is not None))
+        # models of the whole release last, on the classes the others keep, in the order
+        # given (as release.plan applies them: see models.violating)
+        self._order = sorted(self.models, key=lambda m: (m.release, False, False) if m.release
+                             else (False, not getattr(m, self._flag), m.attribute is not None))
         self.attrs = sorted({m.attribute for m in self.models if m.attribute is not None})
         #: acceptable nodes have acceptable generalizations (so unacceptable ones have
         #: unacceptable specializations)

@@ -19,9 +19,12 @@ References: Sweeney (2002) k-anonymity; Machanavajjhala, Kifer, Gehrke, Venkitas
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from blendin.errors import BlendinError, preview
+from blendin.frequency import Classes
 from blendin.models.base import RELATIVE_TOLERANCE, TOLERANCE, PrivacyModel
 from blendin.models.closeness import DISTANCES, TCloseness
 from blendin.models.diversity import (
@@ -48,7 +51,7 @@ __all__ = [
     "PopulationUniqueness", "derived_k",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
-    "model_from_toml", "recursive_levels",
+    "model_from_toml", "recursive_levels", "violating",
 ]
 
 #: TOML name -> (model class, required keys, optional keys)
@@ -124,3 +127,25 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
         )
     # TOML keys are spelled with hyphens, Python parameters with underscores
     return cls(**{k.replace("-", "_"): v for k, v in params.items()})
+
+
+def violating(classes: Classes, models: Sequence[PrivacyModel]) -> np.ndarray:
+    """True for the classes to suppress: those failing a model of classes, then, in the
+    order given, those each model of the whole release suppresses among the rest (as the
+    lattice's node check does).
+
+    >>> import numpy as np
+    >>> sizes = Classes(np.array([1, 2, 6]), {}, {})
+    >>> violating(sizes, [AverageRisk(0.25), KAnonymity(2)]).tolist()
+    [True, False, False]
+    """
+    bad = np.zeros(len(classes.sizes), bool)
+    for model in models:
+        if not model.release:
+            bad |= ~np.asarray(model.holds(classes), dtype=bool)
+    for model in models:
+        if model.release:
+            live = np.flatnonzero(~bad)
+            kept = Classes(np.asarray(classes.sizes)[live], {}, classes.domains)
+            bad[live[~model.holds(kept)]] = True
+    return bad

@@ -240,9 +240,8 @@ class PopulationUniqueness(ReleaseModel):
     The estimate does not follow generalization or suppression monotonically, so the
     searches prune nothing on this model (every node within the utility bound is checked).
     When the bound fails, the smallest classes are suppressed; their number is found by
-    bisection (among the numbers the suppression limit allows), as ARX does, so it is the
-    least that meets the bound where the estimate falls as classes go (the usual case), and
-    in any case a number that meets it.
+    bisection, as ARX does, so it is the least that meets the bound where the estimate falls
+    as classes go (the usual case), and in any case a number that meets it.
 
     >>> import numpy as np
     >>> from blendin.frequency import Classes
@@ -350,21 +349,20 @@ class PopulationUniqueness(ReleaseModel):
 
     def holds(self, classes: Classes, budget: int | None = None) -> np.ndarray:
         """False for the classes to suppress. With a ``budget`` of records, the bisection
-        runs over the numbers of smallest classes that fit in it; if the bound fails even
-        with the most of them gone, every class is marked (the node is over the limit)."""
+        stops once its answer is sure to need more (every class is then marked: the node is
+        over the limit); otherwise the answer is the same as without a budget."""
         sizes = np.asarray(classes.sizes, dtype=np.int64)
         keep = np.ones(len(sizes), bool)
         if self._meets(sizes):
             return keep
         order = np.argsort(sizes, kind="stable")
         ranked = sizes[order]
-        high = len(sizes)
-        if budget is not None:
-            high = int(np.searchsorted(np.cumsum(ranked), budget, side="right"))
-            if high < len(sizes) and not self._meets(ranked[high:]):
-                return ~keep
-        low = 0  # the bound fails with `low` classes gone and holds with `high`
+        fits = len(sizes) if budget is None else int(
+            np.searchsorted(np.cumsum(ranked), budget, side="right"))
+        low, high = 0, len(sizes)  # the bound fails with `low` classes gone, holds with `high`
         while high - low > 1:
+            if low >= fits:  # the answer is above `low`: more records than the budget
+                return ~keep
             mid = (low + high) // 2
             if self._meets(ranked[mid:]):
                 high = mid
