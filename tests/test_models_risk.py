@@ -239,3 +239,21 @@ def test_mondrian_says_it_cannot_enforce_a_release_bound():
     assert "optimal" in info.value.fix
     # the full-domain search can: 1 class of 4 records meets 0.5
     assert find(ft, [AverageRisk(0.5)]).levels == (1,)
+
+
+def test_the_report_speaks_to_the_risk_bounds():
+    from blendin import anonymize, flat, intervals
+    from blendin.report.html import report_context
+
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"age": rng.integers(20, 60, 400).astype(str),
+                       "sex": rng.choice(["m", "f"], 400)})
+    spec = Spec(quasi_identifiers={"age": intervals(5, 10, 20), "sex": flat()},
+                models=[KAnonymity(2), AverageRisk(0.05), SampleUniqueness(0.01)],
+                max_suppression=0.02)
+    result = anonymize(df, spec)
+    lines = report_context(result)["risk_models"]
+    released = check(result.data, spec)
+    # the checker's own figures on the release, against the bounds
+    assert lines == [f"average risk {100 * released.models[1].figure:.1f}% ≤ 5.0%",
+                     f"share of sample uniques {100 * released.models[2].figure:.1f}% ≤ 1.0%"]
