@@ -257,3 +257,16 @@ def test_the_report_speaks_to_the_risk_bounds():
     # the checker's own figures on the release, against the bounds
     assert lines == [f"average risk {100 * released.models[1].figure:.1f}% ≤ 5.0%",
                      f"share of sample uniques {100 * released.models[2].figure:.1f}% ≤ 1.0%"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(risk_cases(), st.sampled_from(["binary", "datafly"]))
+def test_the_other_full_domain_algorithms_return_acceptable_nodes(case, algorithm):
+    t, models, max_sup, metric, _, _ = case
+    ft = t.frequency_table()
+    try:
+        got = find(ft, models, max_suppression=max_sup, metric=metric, algorithm=algorithm)
+    except BlendinError as e:
+        assert "no generalization" in str(e)
+        return
+    assert Checker(ft, models, max_sup).check(got.levels).acceptable
