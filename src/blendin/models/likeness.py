@@ -19,12 +19,10 @@ checked there, yet lowers its share in the merged class. ARX treats both the sam
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, SensitiveDomain
+from blendin.frequency import Classes
 from blendin.models.base import TOLERANCE, _attribute, _real, _SensitiveModel
 
 LIKENESS_VARIANTS = ("enhanced", "basic")
@@ -54,7 +52,7 @@ class BetaLikeness(_SensitiveModel):
     relative gain ``(p - q) / q`` of a class.
 
     >>> import numpy as np
-    >>> from blendin.frequency import Classes, SensitiveDomain
+    >>> from blendin.frequency import Classes
     >>> dx = SensitiveDomain("dx", np.array(["flu", "hiv"], dtype=object), np.array([8, 2]))
     >>> classes = Classes(np.array([5, 5]), {"dx": np.array([[5, 0], [3, 2]])}, {"dx": dx})
     >>> BetaLikeness("dx", 1.0, "basic").holds(classes).tolist()  # hiv: (0.4 - 0.2) / 0.2
@@ -108,7 +106,7 @@ class DeltaDisclosure(_SensitiveModel):
     docstring). The figure is the largest ``|log2(p / q)|`` of a class.
 
     >>> import numpy as np
-    >>> from blendin.frequency import Classes, SensitiveDomain
+    >>> from blendin.frequency import Classes
     >>> dx = SensitiveDomain("dx", np.array(["flu", "hiv"], dtype=object), np.array([6, 2]))
     >>> classes = Classes(np.array([4, 4]), {"dx": np.array([[4, 0], [2, 2]])}, {"dx": dx})
     >>> DeltaDisclosure("dx", 1.0).holds(classes).tolist()  # hiv: log2(0.5 / 0.25) = 1
@@ -142,6 +140,3 @@ class DeltaDisclosure(_SensitiveModel):
 
     def holds(self, classes: Classes) -> np.ndarray:
         return self.per_class(classes) < self.delta
-
-    def validate(self, n_records: int, domains: Mapping[str, SensitiveDomain]) -> None:
-        super().validate(n_records, domains)
