@@ -52,7 +52,7 @@ class BetaLikeness(_SensitiveModel):
     relative gain ``(p - q) / q`` of a class.
 
     >>> import numpy as np
-    >>> from blendin.frequency import Classes
+    >>> from blendin.frequency import Classes, SensitiveDomain
     >>> dx = SensitiveDomain("dx", np.array(["flu", "hiv"], dtype=object), np.array([8, 2]))
     >>> classes = Classes(np.array([5, 5]), {"dx": np.array([[5, 0], [3, 2]])}, {"dx": dx})
     >>> BetaLikeness("dx", 1.0, "basic").holds(classes).tolist()  # hiv: (0.4 - 0.2) / 0.2
@@ -106,7 +106,7 @@ class DeltaDisclosure(_SensitiveModel):
     docstring). The figure is the largest ``|log2(p / q)|`` of a class.
 
     >>> import numpy as np
-    >>> from blendin.frequency import Classes
+    >>> from blendin.frequency import Classes, SensitiveDomain
     >>> dx = SensitiveDomain("dx", np.array(["flu", "hiv"], dtype=object), np.array([6, 2]))
     >>> classes = Classes(np.array([4, 4]), {"dx": np.array([[4, 0], [2, 2]])}, {"dx": dx})
     >>> DeltaDisclosure("dx", 1.0).holds(classes).tolist()  # hiv: log2(0.5 / 0.25) = 1
