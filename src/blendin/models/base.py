@@ -109,6 +109,32 @@ def _real(model: str, name: str, value: object, fix: str) -> float:
     return value
 
 
+def _share(model: str, name: str, value: object, example: str, *, zero: bool = False) -> float:
+    """A share in (0, 1] (or [0, 1] with ``zero``) for parameter ``name``."""
+    fix = f"write it as a share, e.g. {name} = {example}"
+    _real(model, name, value, fix)
+    low_ok = value >= 0 if zero else value > 0
+    if not low_ok or value > 1:
+        interval = "[0, 1]" if zero else "(0, 1]"
+        raise BlendinError(f"{model}: {name} must be in {interval}, got {value!r}", fix=fix)
+    return float(value)
+
+
+def _population(model: str, population: object, sampling_fraction: object) -> None:
+    """Exactly one of a population size (>= 1) and a sampling fraction in (0, 1]."""
+    if (population is None) == (sampling_fraction is None):
+        raise BlendinError(
+            f"{model}: give the population size or the sampling fraction (one of them)",
+            fix="add population = 3000000 (people) or sampling_fraction = 0.01")
+    if population is not None:
+        _real(model, "population", population, "give the number of people")
+        if population < 1:
+            raise BlendinError(f"{model}: population must be >= 1, got {population!r}",
+                               fix="give the number of people")
+    else:
+        _share(model, "sampling_fraction", sampling_fraction, "0.01")
+
+
 def _attribute(model: str, attribute: object) -> str:
     if not isinstance(attribute, str) or not attribute:
         raise BlendinError(f"{model}: attribute must be a column name, got {attribute!r}",

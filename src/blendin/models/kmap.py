@@ -25,7 +25,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
-from blendin.models.base import PrivacyModel, _real, _whole_number
+from blendin.models.base import PrivacyModel, _population, _real, _whole_number
 
 KMAP_ESTIMATORS = ("poisson", "zero-truncated-poisson")
 
@@ -95,21 +95,7 @@ class KMap(PrivacyModel):
         if self.estimator not in KMAP_ESTIMATORS:
             raise BlendinError(f"{self.key}: unknown estimator {self.estimator!r}",
                                fix=f"use one of {', '.join(map(repr, KMAP_ESTIMATORS))}")
-        if (self.population is None) == (self.sampling_fraction is None):
-            raise BlendinError(
-                f"{self.key}: give the population size or the sampling fraction (one of them)",
-                fix="add population = 3000000 (people) or sampling_fraction = 0.01")
-        if self.population is not None:
-            _real(self.key, "population", self.population, "give the number of people")
-            if self.population < 1:
-                raise BlendinError(f"{self.key}: population must be >= 1, got "
-                                   f"{self.population!r}", fix="give the number of people")
-        else:
-            _real(self.key, "sampling_fraction", self.sampling_fraction, "e.g. 0.01")
-            if not 0 < self.sampling_fraction <= 1:
-                raise BlendinError(f"{self.key}: sampling_fraction must be in (0, 1], got "
-                                   f"{self.sampling_fraction!r}",
-                                   fix="write it as a share, e.g. sampling_fraction = 0.01")
+        _population(self.key, self.population, self.sampling_fraction)
         _real(self.key, "significance", self.significance, "e.g. significance = 0.01")
         if not 0 < self.significance < 1:
             raise BlendinError(f"{self.key}: significance must be in (0, 1), got "

@@ -26,18 +26,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes
-from blendin.models.base import TOLERANCE, PrivacyModel, _real
-
-
-def _share(model: str, name: str, value: object, example: str, *, zero: bool = False) -> float:
-    """A share in (0, 1] (or [0, 1] with ``zero``) for parameter ``name``."""
-    fix = f"write it as a share, e.g. {name} = {example}"
-    _real(model, name, value, fix)
-    low_ok = value >= 0 if zero else value > 0
-    if not low_ok or value > 1:
-        interval = "[0, 1]" if zero else "(0, 1]"
-        raise BlendinError(f"{model}: {name} must be in {interval}, got {value!r}", fix=fix)
-    return float(value)
+from blendin.models.base import TOLERANCE, PrivacyModel, _population, _share
 
 
 class ReleaseModel(PrivacyModel):
@@ -271,17 +260,7 @@ class PopulationUniqueness(ReleaseModel):
         if self.estimator not in ESTIMATORS:
             raise BlendinError(f"{self.key}: unknown estimator {self.estimator!r}",
                                fix=f"use one of {', '.join(map(repr, ESTIMATORS))}")
-        if (self.population is None) == (self.sampling_fraction is None):
-            raise BlendinError(
-                f"{self.key}: give the population size or the sampling fraction (one of them)",
-                fix="add population = 3000000 (people) or sampling_fraction = 0.01")
-        if self.population is not None:
-            _real(self.key, "population", self.population, "give the number of people")
-            if self.population < 1:
-                raise BlendinError(f"{self.key}: population must be >= 1, got "
-                                   f"{self.population!r}", fix="give the number of people")
-        else:
-            _share(self.key, "sampling_fraction", self.sampling_fraction, "0.01")
+        _population(self.key, self.population, self.sampling_fraction)
 
     def params(self) -> dict:
         params = {"threshold": self.threshold, "estimator": self.estimator}
