@@ -31,7 +31,7 @@ from blendin.frequency import FrequencyTable, distinct_tuples
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
-from blendin.models import PrivacyModel
+from blendin.models import PrivacyModel, presence
 from blendin.progress import progress_callback
 from blendin.release import (
     SUPPRESSION_MODES,
@@ -233,6 +233,20 @@ class Prepared:
     hierarchies: dict[str, Hierarchy]
     sensitive_hierarchies: dict[str, Hierarchy]
     ft: FrequencyTable
+    #: the 0/1 column of released records (delta-presence), None when all are released
+    subset: str | None = None
+
+    def batches(self):
+        """The rows to release, chunk by chunk (the subset's, for delta-presence)."""
+        from blendin.models.presence import subset_rows
+
+        batches = self.source.batches()
+        return batches if self.subset is None else subset_rows(batches, self.subset)
+
+    @property
+    def removed_columns(self) -> tuple[str, ...]:
+        """Columns not released: identifiers, and the subset column."""
+        return (*self.spec.identifiers, *([self.subset] if self.subset else []))
 
 
 @dataclass(eq=False)
@@ -311,7 +325,7 @@ def anonymize(
     outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
                                       group_column=group_column, original_row=original_row,
                                       index_base=index_base)
-    release, report = verify(outcome, spec, suppressed)
+    release, report = verify(outcome, spec, suppressed, population=prepared.source)
     return Result(
         data=from_arrow(release, data),
         levels=outcome.levels,
@@ -363,15 +377,19 @@ def prepare(data, spec: Spec) -> Prepared:
     for name, builder in spec.quasi_identifiers.items():
         if hasattr(builder, "check_type"):  # codes read as numbers, say
             builder.check_type(types[name], name)
-    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    subset = presence.subset_column(spec.models, source.columns)
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
+                                  *([subset] if subset else [])]))
     distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
     hierarchies = spec.build_hierarchies(distinct)
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
+    if subset is not None:  # the input is the population; the subset is released
+        distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
     ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
                                       sensitive_hierarchies=sensitive_hierarchies)
     for model in spec.models:
         model.validate(ft.n_records, ft.domains)
-    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft)
+    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, subset)
 
 
 # -- algorithms ----------------------------------------------------------------------------
@@ -407,10 +425,10 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     solution, whose failure on new data is the user's to know, not a bug).
     """
     spec, ft = prepared.spec, prepared.ft
-    recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
+    recoding = plan(ft, levels, spec.models, identifiers=prepared.removed_columns,
                     missing=spec.missing)
     _within_limit(recoding, ft, spec, saved)
-    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
+    marked, removed = recode_all_marked(prepared.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, recoding.suppressed_tuples, weights=spec.weights or None).items()}
@@ -495,16 +513,17 @@ def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
 # -- verification --------------------------------------------------------------------------
 
 
-def verify(outcome: Outcome, spec: Spec, suppressed: str):
+def verify(outcome: Outcome, spec: Spec, suppressed: str, population=None):
     """Run the independent checker on the release; refuse what it rejects.
 
     The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
     as suppressed, not as a class); the release returned drops them when ``suppressed`` is
-    ``"drop"``, which leaves exactly the classes the checker verified.
+    ``"drop"``, which leaves exactly the classes the checker verified. ``population`` (the
+    input) gives delta-presence its population.
     """
     from blendin.check import check
 
-    report = check(outcome.marked, spec)
+    report = check(outcome.marked, spec, population=population)
     if not report.passed:
         raise BlendinError(
             f"the release failed the independent check, so it was not released:\n{report}",
@@ -709,7 +728,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     prepared = prepare(data, used)
     _check_levels(saved_levels, prepared.hierarchies)
     outcome = _saved_outcome(prepared, levels)
-    release, report = verify(outcome, used, suppressed)
+    release, report = verify(outcome, used, suppressed, population=prepared.source)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     return Result(
         data=from_arrow(release, data), levels=outcome.levels,
@@ -729,7 +748,7 @@ def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
     if not forced.any():
         return full_domain_outcome(prepared, levels, saved=True)
     spec, ft = prepared.spec, prepared.ft
-    recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
+    recoding = plan(ft, levels, spec.models, identifiers=prepared.removed_columns,
                     missing=spec.missing)
     generalized = ft.generalized(levels)
     keys = recoding.keyer(generalized)
@@ -742,7 +761,7 @@ def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
         suppressed_records=int(ft.counts[tuple_bad].sum()), suppressed_tuples=tuple_bad,
         class_sizes=sizes)
     _within_limit(recoding, ft, spec, True)
-    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
+    marked, removed = recode_all_marked(prepared.batches(), recoding)
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, tuple_bad, weights=spec.weights or None).items()}
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))

@@ -17,13 +17,14 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.errors import BlendinError
 from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_tuples
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
@@ -160,12 +161,16 @@ def check(
     show_values: bool = False,
     delimiter: str | None = None,
     encoding: str | None = None,
+    population=None,
 ) -> CheckReport:
     """Check a table as it stands (raw or released) against the spec's privacy models.
 
     ``data`` is a file path (CSV, Parquet), a :class:`~blendin.io.Source`, or a pandas,
     polars or pyarrow table; ``spec`` a :class:`~blendin.spec.Spec` or the path of a spec
-    file. ``delimiter``/``encoding`` override the spec's ``[input]``.
+    file. ``delimiter``/``encoding`` override the spec's ``[input]``. ``population`` is the
+    table the release was drawn from (the input of delta-presence): its people are counted
+    in every released class, each person's values generalized to the released label that
+    covers them.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -193,7 +198,11 @@ def check(
     domains, value_codes = _domains(distinct, sensitive, spec, counts)
     class_of, first_row, n_classes = _group(distinct, qis, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
-    results, ok = _evaluate(spec.models, classes, records, domains)
+    people = None
+    if any(m.needs_population for m in spec.models):
+        people = _people(spec, distinct, qis, first_row, kept,
+                         _population_source(population, spec, delimiter, encoding))
+    results, ok = _evaluate(spec.models, classes, records, domains, people)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
                          show_values=show_values)
     present = [c for c in spec.identifiers if c in source.columns]
@@ -294,10 +303,12 @@ def model_name(model: PrivacyModel) -> str:
     return f"{model.key} ({', '.join(parts)})" if parts else model.key
 
 
-def _evaluate(models, classes: Classes, records: int, domains):
+def _evaluate(models, classes: Classes, records: int, domains, people=None):
     results, ok = [], []
     for model in models:
         model.validate(records, domains)
+        if model.needs_population:
+            classes = replace(classes, population=people)
         holds = np.asarray(model.holds(classes), dtype=bool) if len(classes) else np.zeros(
             0, bool)
         figure = float(model.figure(classes)) if len(classes) else float("nan")
@@ -344,3 +355,55 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
         ))
     return problems
 
+
+
+def _population_source(population, spec: Spec, delimiter, encoding) -> Source:
+    if population is None:
+        raise BlendinError(
+            "delta-presence is checked against the population the release was drawn from, "
+            "and none was given", fix="give the input table: population=... (API) or "
+            "--population FILE (blendin check)")
+    source = _source(population, spec, delimiter, encoding)
+    spec.validate_columns(source.columns)
+    return source
+
+
+def _people(spec: Spec, distinct: pa.Table, qis: Sequence[str], first_row: np.ndarray,
+            kept: np.ndarray, population: Source) -> np.ndarray:
+    """People of the population in every released class: each person's value of a QI is
+    generalized to the lowest of its hierarchy's labels that the release shows (the
+    release's level, for a full-domain release), and people are counted by those labels."""
+    people = distinct_tuples(population.batches(qis), qis, spec.missing)
+    hierarchies = spec.build_hierarchies(people)
+    shown = distinct.filter(pa.array(kept))
+    class_codes, people_codes, radices = [], [], []
+    for name in qis:
+        labels = np.array(sorted(pc.unique(shown.column(name)).to_pylist()), dtype=object)
+        hierarchy = hierarchies[name]
+        covering = np.full(len(hierarchy.ground), -1, np.int64)
+        for level in range(hierarchy.height):  # the lowest shown label covering each value
+            text = np.asarray(hierarchy.labels[level], dtype=object).astype(str)[
+                hierarchy.codes[level]]
+            position = np.searchsorted(labels.astype(str), text) if len(labels) else (
+                np.zeros(len(text), np.int64))
+            position = np.minimum(position, max(len(labels) - 1, 0))
+            found = (labels.astype(str)[position] == text) if len(labels) else np.zeros(
+                len(text), bool)
+            covering = np.where((covering < 0) & found, position, covering)
+        people_codes.append(covering[hierarchy.encode(people.column(name), name)])
+        representative = distinct.column(name).take(pa.array(first_row)).to_pylist()
+        class_codes.append(np.searchsorted(labels.astype(str), np.array(
+            representative, dtype=object).astype(str)).astype(np.int64))
+        radices.append(max(len(labels), 1))
+    counts = people.column(COUNT).to_numpy().astype(np.int64)
+    covered = np.logical_and.reduce([c >= 0 for c in people_codes])
+    stacked = np.concatenate([np.stack(people_codes, axis=1)[covered],
+                              np.stack(class_codes, axis=1)])
+    key = combine_keys(stacked, radices)
+    n = int(covered.sum())
+    uniq, inverse = np.unique(key[:n], return_inverse=True)
+    sums = np.bincount(inverse.reshape(-1), weights=counts[covered], minlength=len(uniq))
+    if not len(uniq):
+        return np.zeros(len(first_row), np.int64)
+    pos = np.minimum(np.searchsorted(uniq, key[n:]), len(uniq) - 1)
+    return np.where(uniq[pos] == key[n:], sums[pos], 0).astype(np.int64)

@@ -97,12 +97,15 @@ class SensitiveDomain:
 class Classes:
     """Equivalence classes: their sizes and, per sensitive attribute, their histograms.
 
-    ``histograms[name]`` has shape (classes, values of ``domains[name]``).
+    ``histograms[name]`` has shape (classes, values of ``domains[name]``); ``population``,
+    for a model with a population (delta-presence, k-map against a table), the people of
+    the population in each class at the same generalization.
     """
 
     sizes: np.ndarray
     histograms: Mapping[str, np.ndarray]
     domains: Mapping[str, SensitiveDomain]
+    population: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -110,7 +113,8 @@ class Classes:
     def subset(self, mask: np.ndarray) -> Classes:
         """Only the classes where ``mask`` is true."""
         return Classes(
-            self.sizes[mask], {k: v[mask] for k, v in self.histograms.items()}, self.domains
+            self.sizes[mask], {k: v[mask] for k, v in self.histograms.items()}, self.domains,
+            None if self.population is None else self.population[mask],
         )
 
 

@@ -414,6 +414,10 @@ class Checker:
                 budget = self.limit - int(sizes[~holds].sum())
                 failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains),
                                             budget=budget)]
+            elif model.needs_population:
+                live = np.flatnonzero(holds)
+                people = model.population_at(levels, groups.codes_of(live))
+                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains, people))]
             elif model.attribute is None:
                 failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
                                                                       self.ft.domains)))

@@ -102,7 +102,7 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
     class id, and the Classes (with the histograms the models use, no others)."""
     key = combine_keys(ft.generalized(levels), [
         len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)])
-    uniq, class_of_tuple = np.unique(key, return_inverse=True)
+    uniq, first, class_of_tuple = np.unique(key, return_index=True, return_inverse=True)
     class_of_tuple = class_of_tuple.reshape(-1)
     n_classes = len(uniq)
     sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
@@ -114,7 +114,9 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
         grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
         histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
-    return violating(classes, models), class_of_tuple, classes
+    codes = [np.asarray(c)[first] for c in ft.generalized(levels).T] if any(
+        m.needs_population for m in models) else ()
+    return violating(classes, models, levels, codes), class_of_tuple, classes
 
 
 def plan(

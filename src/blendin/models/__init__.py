@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from blendin.models.diversity import (
 from blendin.models.k import KAnonymity
 from blendin.models.kmap import KMAP_ESTIMATORS, KMap, derived_k
 from blendin.models.likeness import LIKENESS_VARIANTS, BetaLikeness, DeltaDisclosure
+from blendin.models.presence import DeltaPresence, Population, PopulationModel
 from blendin.models.risk import (
     ESTIMATORS,
     AverageRisk,
@@ -48,7 +50,7 @@ from blendin.models.risk import (
 __all__ = [
     "DISTANCES", "ESTIMATORS", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
     "KMAP_ESTIMATORS", "KMap", "LIKENESS_VARIANTS", "BetaLikeness", "DeltaDisclosure",
-    "PopulationUniqueness", "derived_k",
+    "PopulationUniqueness", "derived_k", "DeltaPresence", "Population", "PopulationModel",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels", "violating",
@@ -68,11 +70,13 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     KMap.key: (KMap, ("k",), ("estimator", "population", "sampling_fraction", "significance")),
     BetaLikeness.key: (BetaLikeness, ("attribute", "beta"), ("variant",)),
     DeltaDisclosure.key: (DeltaDisclosure, ("attribute", "delta"), ()),
+    DeltaPresence.key: (DeltaPresence, ("dmin", "dmax", "subset"), ()),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
              "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05",
-             "beta": "beta = 3", "delta": "delta = 2"}
+             "beta": "beta = 3", "delta": "delta = 2", "dmin": "dmin = 0",
+             "dmax": "dmax = 0.5", "subset": 'subset = "released"'}
 
 
 def model_from_toml(table: Mapping) -> PrivacyModel:
@@ -86,7 +90,7 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     (threshold), ``population-uniqueness`` (threshold, estimator, population or
     sampling_fraction), ``k-map`` (k, estimator, population or sampling_fraction,
     significance), ``beta-likeness`` (attribute, beta, variant = "enhanced" | "basic"),
-    ``delta-disclosure`` (attribute, delta).
+    ``delta-disclosure`` (attribute, delta), ``delta-presence`` (dmin, dmax, subset).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
@@ -129,10 +133,12 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     return cls(**{k.replace("-", "_"): v for k, v in params.items()})
 
 
-def violating(classes: Classes, models: Sequence[PrivacyModel]) -> np.ndarray:
+def violating(classes: Classes, models: Sequence[PrivacyModel],
+              levels: Sequence[int] = (), codes: Sequence[np.ndarray] = ()) -> np.ndarray:
     """True for the classes to suppress: those failing a model of classes, then, in the
     order given, those each model of the whole release suppresses among the rest (as the
-    lattice's node check does).
+    lattice's node check does). Models with a population count it in the classes given by
+    their ``codes`` (one array per QI) at the node ``levels``.
 
     >>> import numpy as np
     >>> sizes = Classes(np.array([1, 2, 6]), {}, {})
@@ -141,7 +147,10 @@ def violating(classes: Classes, models: Sequence[PrivacyModel]) -> np.ndarray:
     """
     bad = np.zeros(len(classes.sizes), bool)
     for model in models:
-        if not model.release:
+        if model.needs_population:
+            people = model.population_at(levels, codes)
+            bad |= ~np.asarray(model.holds(replace(classes, population=people)), dtype=bool)
+        elif not model.release:
             bad |= ~np.asarray(model.holds(classes), dtype=bool)
     for model in models:
         if model.release:

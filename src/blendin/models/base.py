@@ -43,6 +43,8 @@ class PrivacyModel(ABC):
     #: Mondrian (local recoding, group by group) can enforce the model; if not, why not
     local_recoding: bool = True
     local_recoding_note: str = ""
+    #: ``holds`` needs the people of a population in each class (``Classes.population``)
+    needs_population: bool = False
 
     @abstractmethod
     def holds(self, classes: Classes) -> np.ndarray:
