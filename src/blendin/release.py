@@ -9,7 +9,7 @@ named by their generalized key, so every chunk of a large file is recoded on its
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -99,7 +99,8 @@ class Recoding:
 def violating_classes(ft: FrequencyTable, levels: Sequence[int],
                       models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
     """At node ``levels``: a bool per class (True = violates some model), each tuple's
-    class id, and the Classes (with the histograms the models use, no others)."""
+    class id, and the Classes (with the histograms the models use, no others, and the
+    people of the first model with a population)."""
     key = combine_keys(ft.generalized(levels), [
         len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)])
     uniq, first, class_of_tuple = np.unique(key, return_index=True, return_inverse=True)
@@ -114,9 +115,12 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
         grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
         histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
-    codes = [np.asarray(c)[first] for c in ft.generalized(levels).T] if any(
-        m.needs_population for m in models) else ()
-    return violating(classes, models, levels, codes), class_of_tuple, classes
+    counted = [m for m in models if m.needs_population]
+    codes = [np.asarray(c)[first] for c in ft.generalized(levels).T] if counted else ()
+    bad = violating(classes, models, levels, codes)
+    if counted:  # the classes carry the people of the first model with a population
+        classes = replace(classes, population=counted[0].population_at(levels, codes))
+    return bad, class_of_tuple, classes
 
 
 def plan(

@@ -157,7 +157,9 @@ class DeltaPresence(PopulationModel):
 
     def per_class(self, classes: Classes) -> np.ndarray:
         people = self.people(classes)
-        return np.divide(classes.sizes, people, out=np.zeros(len(people)), where=people > 0)
+        # released records without people: not drawn from this population, never safe
+        empty = np.where(np.asarray(classes.sizes) > 0, np.inf, 0.0)
+        return np.divide(classes.sizes, people, out=empty, where=people > 0)
 
     def holds(self, classes: Classes) -> np.ndarray:
         share = self.per_class(classes)
