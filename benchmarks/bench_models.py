@@ -12,7 +12,9 @@ with the same data, hierarchies and parameters (population 100 x the rows; ``bl3
     b     k-anonymity, k = 5              r05 / r20  average risk <= 5% / 20%
     su01  sample uniqueness <= 1%         pu01       population uniqueness <= 1% (Dankar)
     km5   k-map, k = 5 (Poisson, 0.01)    bl3        k = 5 + enhanced beta-likeness, beta 3
-    dd2   k = 5 + delta-disclosure, 2     pres, dp, dpdd: not available in blendin yet
+    dd2   k = 5 + delta-disclosure, 2     pres       k = 5 + delta-presence in [0, 0.5]
+                                                     for the subset of every 10th row
+    dp, dpdd: not available in blendin yet
 
 blendin runs the optimal search under ``arx-loss`` (ARX's default metric) on a frequency
 table built once, then recodes every row (as ``bench_search.py``'s "search+recode"): the
@@ -34,6 +36,7 @@ import time
 from pathlib import Path
 
 import arx_data
+import numpy as np
 import pyarrow as pa
 from bench_search import make_spec, median_time
 
@@ -44,6 +47,7 @@ from blendin.models import (
     AverageRisk,
     BetaLikeness,
     DeltaDisclosure,
+    DeltaPresence,
     KAnonymity,
     KMap,
     PopulationUniqueness,
@@ -54,7 +58,9 @@ from blendin.search import find
 
 CLASSPATH = Path("/tmp/arx-build/cp.txt")
 #: ArxBench's cases that blendin cannot run yet
-MISSING = ("pres", "dp", "dpdd")
+MISSING = ("dp", "dpdd")
+#: the 0/1 column of the research subset (case pres): 0-based row index % 10 == 0
+SUBSET = "research_subset"
 
 
 def models_of(case: str, rows: int, sensitive: str) -> list:
@@ -69,7 +75,14 @@ def models_of(case: str, rows: int, sensitive: str) -> list:
         "km5": [KMap(5, "poisson", population=population, significance=0.01)],
         "bl3": [k5, BetaLikeness(sensitive, 3.0, "enhanced")],
         "dd2": [k5, DeltaDisclosure(sensitive, 2.0)],
+        "pres": [k5, DeltaPresence(0.0, 0.5, SUBSET)],
     }[case]
+
+
+def with_subset(table: pa.Table) -> pa.Table:
+    """The table with ArxBench's research subset marked (every 10th row, from row 0)."""
+    marks = (np.arange(table.num_rows) % 10 == 0).astype(np.int8)
+    return table.append_column(SUBSET, pa.array(marks))
 
 
 def arx(name: str, case: str, supp: float, runs: int, node: dict | None) -> dict | None:
@@ -88,14 +101,15 @@ def arx(name: str, case: str, supp: float, runs: int, node: dict | None) -> dict
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def passes_checker(table: pa.Table, spec, ft, models, levels: dict) -> bool:
+def passes_checker(prepared, models, levels: dict) -> bool:
     """Does blendin's independent checker pass the release of ``levels``?"""
+    spec, ft = prepared.spec, prepared.ft
     node = [levels[q] for q in ft.qi_names]
-    recoding = plan(ft, node, models)
+    recoding = plan(ft, node, models, identifiers=prepared.removed_columns)
     if recoding.suppressed_records > int(spec.max_suppression * ft.n_records + 1e-9):
         return False
-    release = recode_all(table.to_batches(), recoding, suppressed="keep")
-    return check(release, spec).passed
+    release = recode_all(prepared.batches(), recoding, suppressed="keep")
+    return check(release, spec, population=prepared.source).passed
 
 
 def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict:
@@ -105,12 +119,13 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
         return {"set": name, "case": case, "supp": supp, "arx": theirs}
     models = models_of(case, table.num_rows, sensitive)
     spec = make_spec(name, models, supp)
-    ft = prepare(Source(table), spec).ft
+    prepared = prepare(Source(with_subset(table) if case == "pres" else table), spec)
+    ft = prepared.ft
 
     def search_and_recode():
         solution = find(ft, models, max_suppression=supp, metric="arx-loss")
-        recoding = plan(ft, solution.levels, models)
-        recode_all(table.to_batches(), recoding)
+        recoding = plan(ft, solution.levels, models, identifiers=prepared.removed_columns)
+        recode_all(prepared.batches(), recoding)
         return solution
 
     seconds, solution = median_time(search_and_recode, runs)
@@ -122,7 +137,7 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
     if theirs is not None and theirs.get("levels"):
         row["arx_accepts_ours"] = theirs["other"]["anonymity"] == "ANONYMOUS"
         row["ours_no_worse"] = solution.score <= float(theirs["loss"]) * (1 + 1e-9) + 1e-12
-        row["checker_passes_arx"] = passes_checker(table, spec, ft, models, theirs["levels"])
+        row["checker_passes_arx"] = passes_checker(prepared, models, theirs["levels"])
     return row
 
 
@@ -165,7 +180,8 @@ def main() -> None:
     started = time.perf_counter()
     for name in [args.only] if args.only else list(arx_data.SETS):
         table = arx_data.read(name)
-        for case in ("b", "r05", "r20", "su01", "pu01", "km5", "bl3", "dd2", *MISSING):
+        for case in ("b", "r05", "r20", "su01", "pu01", "km5", "bl3", "dd2", "pres",
+                     *MISSING):
             for supp in (0.0, 0.05):
                 if case.startswith("dp") and supp:
                     continue  # SafePub suppresses freely: one run
