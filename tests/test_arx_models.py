@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from arx_sets import SETS, frame, frequency_table
+from arx_sets import SETS, frame, frequency_table, hierarchies
 
+import blendin as bl
 from blendin.lattice import Checker
 from blendin.models import (
     AverageRisk,
@@ -101,9 +102,6 @@ PRESENCE = [
 
 @pytest.mark.parametrize(("name", "supp", "levels", "loss"), PRESENCE)
 def test_delta_presence_release_is_arxs(name, supp, levels, loss):
-    import blendin as bl
-    from arx_sets import hierarchies
-
     df = frame(name)
     df["subset"] = (np.arange(len(df)) % 10 == 0).astype(int)
     spec = bl.Spec(quasi_identifiers=hierarchies(name, df), sensitive=[SETS[name][2]],
