@@ -20,8 +20,11 @@ from blendin.cli import main
               help="CSV delimiter, e.g. ';' or '\\t' (default: the spec's, else sniffed).")
 @click.option("--encoding", default=None,
               help="Text encoding of a CSV file, e.g. latin-1 (default: the spec's, else utf-8).")
+@click.option("--population", default=None, type=click.Path(dir_okay=False),
+              help="The table the release was drawn from (delta-presence counts its people).")
 def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
-                  delimiter: str | None, encoding: str | None) -> None:
+                  delimiter: str | None, encoding: str | None,
+                  population: str | None) -> None:
     """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
@@ -35,6 +38,6 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
 
     spec = Spec.from_toml(spec_path)
     report = check(data, spec, show_values=show_values, delimiter=delimiter,
-                   encoding=encoding)
+                   encoding=encoding, population=population)
     click.echo(report.to_json() if as_json else str(report))
     sys.exit(0 if report.passed else 1)
