@@ -198,3 +198,31 @@ def test_errors_name_the_fix():
 def test_toml_round_trip():
     table = {"model": "delta-presence", "dmin": 0.0, "dmax": 0.5, "subset": "in"}
     assert model_from_toml(table).to_dict() == table
+
+
+def test_cli_report_and_check_with_the_population(tmp_path):
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    df = frame().assign(**{"in": [1, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 0]})
+    df.to_csv(tmp_path / "in.csv", index=False)
+    rows = "\n".join(f"{a};{a // 2 * 2}-{a // 2 * 2 + 1};*" for a in range(4))
+    (tmp_path / "age.csv").write_text(rows + "\n")
+    (tmp_path / "s.toml").write_text('[quasi_identifiers]\nage = { csv = "age.csv" }\n\n'
+                                     '[[privacy]]\nmodel = "delta-presence"\ndmin = 0\n'
+                                     'dmax = 0.6\nsubset = "in"\n\n'
+                                     '[anonymization]\nmax_suppression = 0.5\n')
+    runner = CliRunner()
+    os_path = str(tmp_path)
+    result = runner.invoke(main, ["anonymize", f"{os_path}/in.csv", "--spec",
+                                  f"{os_path}/s.toml", "-o", f"{os_path}/out.csv",
+                                  "--report", f"{os_path}/r.html"])
+    assert result.exit_code == 0, result.output
+    out = pd.read_csv(tmp_path / "out.csv", dtype=str)
+    assert out["age"].tolist() == ["1", "2", "3", "3"] and "in" not in out.columns
+    assert "largest presence" in (tmp_path / "r.html").read_text()
+    check_args = ["check", f"{os_path}/out.csv", "--spec", f"{os_path}/s.toml"]
+    assert runner.invoke(main, check_args).exit_code == 2  # no population given
+    result = runner.invoke(main, [*check_args, "--population", f"{os_path}/in.csv"])
+    assert result.exit_code == 0 and "largest presence = 0.5" in result.output

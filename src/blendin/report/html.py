@@ -77,6 +77,8 @@ MODEL_MEANINGS: dict[str, str] = {
                      "relatively, in a class than overall ({variant}).",
     "delta-disclosure": "In every class the share of each value of {attribute} is within "
                         "a factor 2^{delta} of its overall share.",
+    "delta-presence": "Of the people of the population in every class, a share between "
+                      "{dmin} and {dmax} is in the release (no one is surely in or out).",
 }
 
 #: bars of the risk plot: label, attribute of the RiskReport
@@ -205,9 +207,16 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
 
     source = original if isinstance(original, Source) else Source(
         original, delimiter=spec.delimiter, encoding=spec.encoding)
+    from blendin.models.presence import subset_column, subset_rows
+
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     spec.validate_columns(source.columns)
-    table = source.read_all(columns)
+    subset = subset_column(spec.models, source.columns)
+    if subset is None:
+        table = source.read_all(columns)
+    else:  # delta-presence: the release was made from the subset's records
+        table = pa.concat_tables(subset_rows(source.batches([*columns, subset]), subset))
+        table = table.select(columns)
     if table.num_rows != records:
         raise BlendinError(
             f"the original has {table.num_rows:,} records but the release was made from "
@@ -453,7 +462,7 @@ def _meaning(key: str, params: dict) -> str:
 #: the parameter a model's figure is compared with
 BOUNDS = {"k-anonymity": "k", "t-closeness": "t", "average-risk": "threshold",
           "sample-uniqueness": "threshold", "population-uniqueness": "threshold",
-          "beta-likeness": "beta", "delta-disclosure": "delta"}
+          "beta-likeness": "beta", "delta-disclosure": "delta", "delta-presence": "dmax"}
 
 
 def _risk_models(report, models: Sequence) -> list[str]:
