@@ -17,6 +17,7 @@ otherwise, and never with suppression (a suppressed class's population remains).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -27,6 +28,11 @@ from blendin.errors import BlendinError, preview
 from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import Hierarchy
 from blendin.models.base import TOLERANCE, PrivacyModel, _share
+
+# a dense count per key when the key space is at most this many times the people's tuples
+# (plus a constant), as the lattice's grouping does
+_DENSE_FACTOR = 4
+_DENSE_SLACK = 1 << 16
 
 #: the texts a subset column may hold, and whether each means "released"
 SUBSET_VALUES = {"1": True, "0": False, "1.0": True, "0.0": False, "true": True,
@@ -48,6 +54,9 @@ class Population:
         self.tuples = np.asarray(tuples, dtype=np.int64)
         self.counts = np.asarray(counts, dtype=np.int64)
         self.hierarchies = tuple(hierarchies)
+        #: one contiguous array per QI (gathers along a column of ``tuples`` are strided)
+        self._columns = [np.ascontiguousarray(self.tuples[:, i]) for i in range(
+            self.tuples.shape[1])]
 
     @classmethod
     def from_distinct(cls, distinct: pa.Table, hierarchies: Mapping[str, Hierarchy]
@@ -70,10 +79,20 @@ class Population:
         n = len(class_codes[0]) if len(class_codes) else 0
         if not self.hierarchies:
             return np.full(n, self.size, np.int64)
-        ours = np.stack([h.codes[lv][self.tuples[:, i]] for i, (h, lv) in enumerate(
-            zip(self.hierarchies, levels))], axis=1).astype(np.int64)
-        theirs = np.stack([np.asarray(c, np.int64) for c in class_codes], axis=1)
         radices = [len(h.labels[lv]) for h, lv in zip(self.hierarchies, levels)]
+        if math.prod(radices) <= _DENSE_FACTOR * len(self.counts) + _DENSE_SLACK:
+            # a small key space: one dense count per key, no sort
+            ours = np.zeros(len(self.counts), np.int64)
+            theirs = np.zeros(n, np.int64)
+            for column, code, h, lv, radix in zip(self._columns, class_codes,
+                                                   self.hierarchies, levels, radices):
+                ours = ours * radix + np.take(h.codes[lv], column)
+                theirs = theirs * radix + np.asarray(code, np.int64)
+            dense = np.bincount(ours, weights=self.counts, minlength=math.prod(radices))
+            return dense[theirs].astype(np.int64)
+        ours = np.stack([np.take(h.codes[lv], column) for column, h, lv in zip(
+            self._columns, self.hierarchies, levels)], axis=1).astype(np.int64)
+        theirs = np.stack([np.asarray(c, np.int64) for c in class_codes], axis=1)
         # one key space for both, so ranks (past int64) agree
         key = combine_keys(np.concatenate([ours, theirs]), radices)
         uniq, inverse = np.unique(key[:len(ours)], return_inverse=True)
