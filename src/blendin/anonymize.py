@@ -381,8 +381,13 @@ def prepare(data, spec: Spec) -> Prepared:
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
-    hierarchies = spec.build_hierarchies(distinct)
+    qis = list(spec.quasi_identifiers)
+    tables = presence.population_tables(spec, qis)  # k-map against a population table
+    hierarchies = spec.build_hierarchies(presence.with_people(
+        distinct, [t for _, t in tables], qis))
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
+    for model, people in tables:
+        model.bind(presence.Population.from_distinct(people, hierarchies))
     if subset is not None:  # the input is the population; the subset is released
         distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
     ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),

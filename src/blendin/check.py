@@ -198,10 +198,9 @@ def check(
     domains, value_codes = _domains(distinct, sensitive, spec, counts)
     class_of, first_row, n_classes = _group(distinct, qis, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
-    people = None
-    if any(m.needs_population for m in spec.models):
-        people = _people(spec, distinct, qis, first_row, kept,
-                         _population_source(population, spec, delimiter, encoding))
+    people = {i: _people(spec, distinct, qis, first_row, kept,
+                         _population_source(m, population, spec, delimiter, encoding))
+              for i, m in enumerate(spec.models) if m.needs_population}
     results, ok = _evaluate(spec.models, classes, records, domains, people)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
                          show_values=show_values)
@@ -305,10 +304,10 @@ def model_name(model: PrivacyModel) -> str:
 
 def _evaluate(models, classes: Classes, records: int, domains, people=None):
     results, ok = [], []
-    for model in models:
+    for i, model in enumerate(models):
         model.validate(records, domains)
         if model.needs_population:
-            classes = replace(classes, population=people)
+            classes = replace(classes, population=people[i])
         holds = np.asarray(model.holds(classes), dtype=bool) if len(classes) else np.zeros(
             0, bool)
         figure = float(model.figure(classes)) if len(classes) else float("nan")
@@ -357,7 +356,13 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
 
 
 
-def _population_source(population, spec: Spec, delimiter, encoding) -> Source:
+def _population_source(model, population, spec: Spec, delimiter, encoding) -> Source:
+    """The table whose people ``model`` counts: its own (k-map) or the one given."""
+    if hasattr(model, "path"):
+        from blendin.models.presence import population_source
+
+        return population_source(model.path(spec.base_dir), list(spec.quasi_identifiers),
+                                 delimiter=spec.delimiter, encoding=spec.encoding)
     if population is None:
         raise BlendinError(
             "delta-presence is checked against the population the release was drawn from, "

@@ -14,18 +14,27 @@ probability ``significance``:
 
 both capped at k and at the table's size (as ARX derives it). The model is then
 k-anonymity with ``d``: monotone, with suppression too, and Mondrian can enforce it.
+
+With the population itself (``population`` naming a table with the QIs of its people),
+nothing is estimated: the people of every released class are counted in that table at
+the same generalization, and there must be at least k. Counts only grow when classes
+merge, so this is monotone with suppression too; Mondrian cannot enforce it (its groups
+are not a generalization the population can be counted at).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
-from blendin.models.base import PrivacyModel, _population, _real, _whole_number
+from blendin.models.base import _population, _real, _whole_number
+from blendin.models.presence import PopulationModel
 
 KMAP_ESTIMATORS = ("poisson", "zero-truncated-poisson")
 
@@ -61,11 +70,13 @@ def derived_k(k: int, sampling_fraction: float, significance: float,
         c += 1
 
 
-class KMap(PrivacyModel):
+class KMap(PopulationModel):
     """Every released class stands for at least ``k`` people of the population, as
     estimated from the sampling fraction (module docstring): every class holds at least
     :meth:`derived` records. The population is ``population`` people, or the table's size
-    over ``sampling_fraction``. The figure is the smallest class.
+    over ``sampling_fraction``. The figure is the smallest class. With ``population`` the
+    path of a table of the population's quasi-identifiers, its people are counted in every
+    class instead, and the figure is the fewest people behind a class.
 
     >>> import numpy as np
     >>> from blendin.frequency import Classes
@@ -85,13 +96,36 @@ class KMap(PrivacyModel):
         self.population = population
         self.sampling_fraction = sampling_fraction
         self.significance = significance
+        if isinstance(population, os.PathLike):
+            self.population = population = str(population)
         self._check()
         self.k = int(k)
         self.significance = float(significance)
         self._records: int | None = None
+        # with a table, people are counted, not estimated
+        self.needs_population = isinstance(population, str)
+        self.local_recoding = not self.needs_population
+        self.figure_name = "fewest people" if self.needs_population else "smallest class"
+
+    def path(self, base_dir: Path | None = None) -> Path:
+        """The population table's path (relative paths from the spec's folder)."""
+        path = Path(str(self.population)).expanduser()
+        return path if path.is_absolute() or base_dir is None else Path(base_dir) / path
 
     def _check(self) -> None:
         _whole_number(self.key, "k", self.k, "set k = 2 or more")
+        if isinstance(self.population, str):
+            if not self.population:
+                raise BlendinError(f"{self.key}: population is an empty path",
+                                   fix='name the population table, e.g. population = '
+                                   '"census.csv"')
+            if self.sampling_fraction is not None or self.estimator != "poisson" or (
+                    self.significance != 0.01):
+                raise BlendinError(
+                    f"{self.key}: a population table ({self.population!r}) is counted, so "
+                    "estimator, sampling_fraction and significance do not apply",
+                    fix="drop them, or give population as a number of people")
+            return
         if self.estimator not in KMAP_ESTIMATORS:
             raise BlendinError(f"{self.key}: unknown estimator {self.estimator!r}",
                                fix=f"use one of {', '.join(map(repr, KMAP_ESTIMATORS))}")
@@ -102,6 +136,8 @@ class KMap(PrivacyModel):
                                f"{self.significance!r}", fix="e.g. significance = 0.01")
 
     def params(self) -> dict:
+        if self.needs_population:
+            return {"k": self.k, "population": self.population}
         params: dict = {"k": self.k, "estimator": self.estimator}
         if self.population is not None:
             params["population"] = self.population
@@ -112,6 +148,8 @@ class KMap(PrivacyModel):
 
     def validate(self, n_records: int, domains: Mapping[str, SensitiveDomain]) -> None:
         super().validate(n_records, domains)
+        if self.needs_population:
+            return
         if self.population is not None and self.population < n_records:
             raise BlendinError(
                 f"{self.key}: the population ({self.population:g}) is smaller than the table "
@@ -130,7 +168,11 @@ class KMap(PrivacyModel):
         return max(1, min(derived_k(self.k, fraction, self.significance, self.estimator), n))
 
     def holds(self, classes: Classes) -> np.ndarray:
+        if self.needs_population:
+            return self.people(classes) >= self.k
         return np.asarray(classes.sizes) >= self.derived()
 
     def per_class(self, classes: Classes) -> np.ndarray:
+        if self.needs_population:
+            return self.people(classes)
         return np.asarray(classes.sizes, dtype=float)

@@ -18,6 +18,7 @@ otherwise, and never with suppression (a suppressed class's population remains).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -242,3 +243,48 @@ def subset_rows(batches, subset: str):
         keep = pc.is_in(values, value_set=released)
         table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         yield table.filter(keep)
+
+
+def population_source(path, qis: Sequence[str], *, delimiter: str | None = None,
+                      encoding: str | None = None):
+    """The population table at ``path`` (a :class:`~blendin.io.Source`), with a clear
+    error when it is absent or lacks a quasi-identifier."""
+    from blendin.io import Source
+
+    if not os.path.isfile(path):
+        raise BlendinError(f"k-map: the population table {str(path)!r} does not exist",
+                           fix="give the path of a CSV or Parquet file of the population "
+                           "(relative to the spec's folder)")
+    source = Source(path, delimiter=delimiter, encoding=encoding)
+    absent = [q for q in qis if q not in source.columns]
+    if absent:
+        raise BlendinError(
+            f"k-map: the population table {str(path)!r} has no column(s) {preview(absent)}",
+            fix="give a table with every quasi-identifier's column (its columns: "
+            f"{preview(source.columns, 10)})")
+    return source
+
+
+def read_people(path, qis: Sequence[str], *, delimiter: str | None = None,
+                encoding: str | None = None, missing: str = "") -> pa.Table:
+    """The distinct quasi-identifier tuples of a population table, with counts."""
+    from blendin.frequency import distinct_tuples
+
+    source = population_source(path, qis, delimiter=delimiter, encoding=encoding)
+    return distinct_tuples(source.batches(list(qis)), list(qis), missing)
+
+
+def population_tables(spec, qis: Sequence[str]) -> list[tuple[PrivacyModel, pa.Table]]:
+    """Each model with a population table (k-map), with that table's distinct tuples."""
+    return [(m, read_people(m.path(spec.base_dir), qis, delimiter=spec.delimiter,
+                            encoding=spec.encoding, missing=spec.missing))
+            for m in spec.models if m.needs_population and hasattr(m, "path")]
+
+
+def with_people(distinct: pa.Table, tables: Sequence[pa.Table], qis: Sequence[str]
+                ) -> pa.Table:
+    """The QI columns of ``distinct`` and of the population tables, one below the other
+    (hierarchies are built from all the values that must be generalized)."""
+    if not tables:
+        return distinct
+    return pa.concat_tables([t.select(list(qis)) for t in (distinct, *tables)])
