@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 
 import numpy as np
 import pandas as pd
@@ -12,11 +13,15 @@ from hypothesis import strategies as st
 from test_search import agree
 from test_search_tables import tables
 
+import blendin as bl
+from blendin.anonymize import prepare
 from blendin.check import check
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable
 from blendin.hierarchy.core import Hierarchy
+from blendin.lattice import Checker
 from blendin.models import KAnonymity, KMap, derived_k, model_from_toml
+from blendin.search import find
 from blendin.search.mondrian import mondrian
 from blendin.spec import Spec
 
@@ -103,4 +108,127 @@ def test_bad_parameters_are_named_with_the_fix(table, message):
 def test_toml_round_trip():
     table = {"model": "k-map", "k": 5, "estimator": "poisson", "population": 3016200,
              "significance": 0.01}
+    assert model_from_toml(table).to_dict() == table
+
+
+# -- k-map against a population table -------------------------------------------------------
+
+AGE = Hierarchy.from_rows([[str(a), f"{a // 2 * 2}-{a // 2 * 2 + 1}", "*"] for a in range(4)])
+
+
+def write_population(path, ages):
+    pd.DataFrame({"age": [str(a) for a in ages], "other": "x"}).to_csv(path, index=False)
+    return str(path)
+
+
+def test_people_counted_by_hand(tmp_path):
+    # population: ages 0 x3, 1 x1, 2 x5, 3 x2; the sample: one record of each age
+    people = write_population(tmp_path / "pop.csv", [0] * 3 + [1] + [2] * 5 + [3] * 2)
+    sample = pd.DataFrame({"age": ["0", "1", "2", "3"]})
+    model = KMap(3, population=people)
+    assert model.needs_population and model.monotone and model.monotone_with_suppression
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[model])
+    # level 0: 3, 1, 5, 2 people; level 1: 0-1 has 4, 2-3 has 7 -> both >= 3
+    result = bl.anonymize(sample, spec)
+    assert result.levels == {"age": 1} and result.check.models[0].figure == 4
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(3, population=people)],
+                max_suppression=0.5)  # ages 1 and 3 (1 and 2 people) suppressed at level 0
+    node = Checker(prepare(sample, spec).ft, spec.models, 0.5).check((0,))
+    assert node.acceptable and node.n_suppressed == 2
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(12, population=people)])
+    with pytest.raises(BlendinError, match="no generalization"):  # 11 people in all
+        bl.anonymize(sample, spec)
+
+
+def test_table_edge_cases():
+    model = KMap(2, population="p.csv")
+    single = Classes(np.array([4]), {}, {}, population=np.array([9]))
+    assert model.holds(single).tolist() == [True] and model.figure(single) == 9
+    unique = Classes(np.ones(3, int), {}, {}, population=np.array([1, 2, 0]))
+    assert model.holds(unique).tolist() == [False, True, False]
+    empty = Classes(np.zeros(0, int), {}, {}, population=np.zeros(0, int))
+    assert model.holds(empty).tolist() == [] and np.isnan(model.figure(empty))
+
+
+def test_checker_counts_the_population_table(tmp_path):
+    people = write_population(tmp_path / "pop.csv", [0] * 3 + [1] + [2] * 5 + [3] * 2)
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(3, population=people)])
+    release = pd.DataFrame({"age": ["0-1", "0-1", "2-3"]})
+    assert check(release, spec).passed
+    report = check(pd.DataFrame({"age": ["0", "1", "2-3"]}), spec)  # age 1: one person
+    assert not report.passed and report.models[0].violating_records == 1
+    assert report.models[0].figure == 1
+
+
+@st.composite
+def table_cases(draw):
+    t = draw(tables(max_records=25))
+    extra = draw(st.lists(st.integers(0, 10**6), min_size=1, max_size=25))
+    rows = {name: [r[0] for r in t.rows[name]] for name in t.names}
+    population = [tuple(rows[name][(seed >> (3 * i)) % len(rows[name])]
+                        for i, name in enumerate(t.names)) for seed in extra]
+    if draw(st.booleans()):  # the sample is part of the population
+        population += t.records
+    models = [KMap(draw(st.integers(1, 6)), population="people.csv")]
+    if draw(st.booleans()):
+        models.append(KAnonymity(draw(st.integers(1, min(3, len(t.records))))))
+    return (t, population, models, draw(st.sampled_from([0.0, 0.1, 0.3])),
+            draw(st.sampled_from(["loss", "arx-loss"])))
+
+
+@settings(max_examples=80, deadline=None)
+@given(table_cases())
+def test_optimal_agrees_with_exhaustive_against_a_table(case):
+    t, population, models, max_sup, metric = case
+    with tempfile.TemporaryDirectory() as folder:
+        pd.DataFrame(population, columns=t.names).to_csv(f"{folder}/people.csv",
+                                                         index=False)
+        spec = Spec(quasi_identifiers=dict(t.hierarchies), sensitive=["s"], models=models,
+                    max_suppression=max_sup, base_dir=folder)
+        ft = prepare(t.frame(), spec).ft
+
+    def search(algorithm):
+        try:
+            return find(ft, models, max_suppression=max_sup, metric=metric,
+                        algorithm=algorithm)
+        except BlendinError as e:
+            assert "no generalization" in str(e)
+            return None
+
+    want, got = search("exhaustive"), search("optimal")
+    assert (got is None) == (want is None)
+    if want is None:
+        return
+    assert got.score == pytest.approx(want.score, rel=1e-9, abs=1e-12)
+    assert got.levels == want.levels
+    suppressed = Checker(ft, models, max_sup).suppressed_tuples(got.levels)
+    assert got.n_suppressed == int(ft.counts[suppressed].sum())
+
+
+def test_table_errors_name_the_fix(tmp_path):
+    with pytest.raises(BlendinError, match="do not apply") as info:
+        KMap(5, population="census.csv", estimator="zero-truncated-poisson")
+    assert info.value.fix
+    with pytest.raises(BlendinError, match="do not apply"):
+        model_from_toml({"model": "k-map", "k": 5, "population": "c.csv",
+                         "sampling_fraction": 0.1})
+    sample = pd.DataFrame({"age": ["0", "1"]})
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(2, population="nowhere.csv")],
+                base_dir=tmp_path)
+    with pytest.raises(BlendinError, match="does not exist"):
+        bl.anonymize(sample, spec)
+    pd.DataFrame({"years": [1, 2]}).to_csv(tmp_path / "bad.csv", index=False)
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(2, population="bad.csv")],
+                base_dir=tmp_path)
+    with pytest.raises(BlendinError, match=r"has no column\(s\) 'age'") as info:
+        bl.anonymize(sample, spec)
+    assert "years" in info.value.fix
+    people = write_population(tmp_path / "pop.csv", [0, 1, 1])
+    spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(1, population=people)])
+    with pytest.raises(BlendinError, match="mondrian cannot enforce k-map"):
+        bl.anonymize(sample, spec, algorithm="mondrian")
+
+
+def test_table_toml_round_trip():
+    table = {"model": "k-map", "k": 5, "population": "census.csv"}
     assert model_from_toml(table).to_dict() == table
