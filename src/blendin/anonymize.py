@@ -31,7 +31,7 @@ from blendin.frequency import FrequencyTable, distinct_tuples
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
-from blendin.models import PrivacyModel, presence
+from blendin.models import PrivacyModel, dp, presence
 from blendin.progress import progress_callback
 from blendin.release import (
     SUPPRESSION_MODES,
@@ -236,11 +236,18 @@ class Prepared:
     #: the 0/1 column of released records (delta-presence), None when all are released
     subset: str | None = None
 
+    #: differential privacy's model: the rows released are its sample
+    sample: Any = None
+
     def batches(self):
-        """The rows to release, chunk by chunk (the subset's, for delta-presence)."""
+        """The rows to release, chunk by chunk (the subset's, for delta-presence; the
+        sample's, for differential privacy)."""
+        from blendin.models.dp import sampled
         from blendin.models.presence import subset_rows
 
         batches = self.source.batches()
+        if self.sample is not None:
+            return sampled(batches, self.sample)
         return batches if self.subset is None else subset_rows(batches, self.subset)
 
     @property
@@ -378,9 +385,15 @@ def prepare(data, spec: Spec) -> Prepared:
         if hasattr(builder, "check_type"):  # codes read as numbers, say
             builder.check_type(types[name], name)
     subset = presence.subset_column(spec.models, source.columns)
+    sample = dp.sample_model(spec)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
-    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
+    batches = source.batches(columns)
+    if sample is not None:  # SafePub: the population is the input, the sample released
+        subset = dp.MARK
+        batches = dp.sampled(batches, sample, mark=subset)
+        columns = [*columns, subset]
+    distinct = distinct_tuples(batches, columns, spec.missing)
     qis = list(spec.quasi_identifiers)
     tables = presence.population_tables(spec, qis)  # k-map against a population table
     hierarchies = spec.build_hierarchies(presence.with_people(
@@ -388,13 +401,15 @@ def prepare(data, spec: Spec) -> Prepared:
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
     for model, people in tables:
         model.bind(presence.Population.from_distinct(people, hierarchies))
-    if subset is not None:  # the input is the population; the subset is released
+    if sample is not None:
+        distinct, subset = dp.sample_of(sample, distinct), None
+    elif subset is not None:  # the input is the population; the subset is released
         distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
     ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
                                       sensitive_hierarchies=sensitive_hierarchies)
     for model in spec.models:
         model.validate(ft.n_records, ft.domains)
-    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, subset)
+    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, subset, sample)
 
 
 # -- algorithms ----------------------------------------------------------------------------
@@ -403,9 +418,14 @@ def prepare(data, spec: Spec) -> Prepared:
 def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed: str,
                  progress: ProgressCallback | None) -> Outcome:
     """Search the generalization lattice, then apply the chosen node to every row."""
+    from blendin.lattice import Checker
     from blendin.search import find
 
     spec, ft = prepared.spec, prepared.ft
+    if prepared.sample is not None:  # SafePub chooses its node itself
+        levels = dp.find_dp(prepared.sample, Checker(ft, spec.models, 1.0),
+                            prepared.sample.records_in_input)
+        return full_domain_outcome(prepared, levels)
     solution = find(ft, spec.models, max_suppression=spec.max_suppression, metric=metric,
                     algorithm=algorithm, policy=spec.policy, weights=spec.weights or None,
                     progress=progress)

@@ -35,6 +35,7 @@ from blendin.models.diversity import (
     entropies,
     recursive_levels,
 )
+from blendin.models.dp import DifferentialPrivacy, safepub_beta, safepub_delta, safepub_k
 from blendin.models.k import KAnonymity
 from blendin.models.kmap import KMAP_ESTIMATORS, KMap, derived_k
 from blendin.models.likeness import LIKENESS_VARIANTS, BetaLikeness, DeltaDisclosure
@@ -51,6 +52,7 @@ __all__ = [
     "DISTANCES", "ESTIMATORS", "MODELS", "RELATIVE_TOLERANCE", "TOLERANCE", "AverageRisk",
     "KMAP_ESTIMATORS", "KMap", "LIKENESS_VARIANTS", "BetaLikeness", "DeltaDisclosure",
     "PopulationUniqueness", "derived_k", "DeltaPresence", "Population", "PopulationModel",
+    "DifferentialPrivacy", "safepub_beta", "safepub_delta", "safepub_k",
     "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels", "violating",
@@ -71,12 +73,15 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     BetaLikeness.key: (BetaLikeness, ("attribute", "beta"), ("variant",)),
     DeltaDisclosure.key: (DeltaDisclosure, ("attribute", "delta"), ()),
     DeltaPresence.key: (DeltaPresence, ("dmin", "dmax", "subset"), ()),
+    DifferentialPrivacy.key: (DifferentialPrivacy, ("epsilon", "delta"),
+                              ("generalization_budget", "seed", "degree", "steps")),
 }
 
 _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
              "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05",
              "beta": "beta = 3", "delta": "delta = 2", "dmin": "dmin = 0",
-             "dmax": "dmax = 0.5", "subset": 'subset = "released"'}
+             "dmax": "dmax = 0.5", "subset": 'subset = "released"',
+             "epsilon": "epsilon = 2"}
 
 
 def model_from_toml(table: Mapping) -> PrivacyModel:
@@ -90,7 +95,8 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     (threshold), ``population-uniqueness`` (threshold, estimator, population or
     sampling_fraction), ``k-map`` (k, estimator, population or sampling_fraction,
     significance), ``beta-likeness`` (attribute, beta, variant = "enhanced" | "basic"),
-    ``delta-disclosure`` (attribute, delta), ``delta-presence`` (dmin, dmax, subset).
+    ``delta-disclosure`` (attribute, delta), ``delta-presence`` (dmin, dmax, subset),
+    ``differential-privacy`` (epsilon, delta, generalization_budget, seed, degree, steps).
 
     >>> model_from_toml({"model": "distinct-l-diversity", "attribute": "dx", "l": 3})
     DistinctLDiversity(attribute='dx', l=3)
