@@ -572,7 +572,8 @@ def test_every_model_is_registered():
     assert set(MODELS) == {"k-anonymity", "distinct-l-diversity", "entropy-l-diversity",
                            "recursive-cl-diversity", "t-closeness", "average-risk",
                            "sample-uniqueness", "population-uniqueness", "k-map",
-                           "beta-likeness", "delta-disclosure", "delta-presence"}
+                           "beta-likeness", "delta-disclosure", "delta-presence",
+                           "differential-privacy"}
     assert str(DistinctLDiversity("dx", 3)) == "distinct-l-diversity of 'dx' (l = 3)"
 
 
