@@ -81,7 +81,7 @@ _EXAMPLES = {"k": "k = 5", "attribute": 'attribute = "diagnosis"', "l": "l = 3",
              "c": "c = 3", "t": "t = 0.2", "threshold": "threshold = 0.05",
              "beta": "beta = 3", "delta": "delta = 2", "dmin": "dmin = 0",
              "dmax": "dmax = 0.5", "subset": 'subset = "released"',
-             "epsilon": "epsilon = 2"}
+             "epsilon": "epsilon = 2", ("differential-privacy", "delta"): "delta = 1e-6"}
 
 
 def model_from_toml(table: Mapping) -> PrivacyModel:
@@ -127,7 +127,8 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     if missing:
         raise BlendinError(
             f"privacy model {name!r} is missing {', '.join(missing)}",
-            fix="add " + ", ".join(_EXAMPLES.get(k, f"{k} = ...") for k in missing),
+            fix="add " + ", ".join(_EXAMPLES.get((name, k), _EXAMPLES.get(k, f"{k} = ..."))
+                                   for k in missing),
         )
     if "hierarchy" in params and not isinstance(params["hierarchy"], Mapping):
         raise BlendinError(
