@@ -16,7 +16,10 @@ with the same data, hierarchies and parameters (population 100 x the rows; ``bl3
                                                      for the subset of every 10th row
     kmt   k-map, k = 5, against a population table: the data file itself (each class's
           people are its records), compared with ARX's k-anonymity (b)
-    dp, dpdd: not available in blendin yet
+    dp    (epsilon 2, delta 1e-6)-differential privacy by SafePub, the node fixed at half of
+          every hierarchy (ARX's MEDIUM); dpdd: the node chosen by the exponential
+          mechanism (ARX's search budget 0.1 of epsilon = 5%, 300 steps). Both random:
+          the Loss of each tool over ``--seeds`` runs (mean and spread), not nodes.
 
 blendin runs the optimal search under ``arx-loss`` (ARX's default metric) on a frequency
 table built once, then recodes every row (as ``bench_search.py``'s "search+recode"): the
@@ -45,22 +48,26 @@ from bench_search import make_spec, median_time
 from blendin.anonymize import prepare
 from blendin.check import check
 from blendin.io import Source
+from blendin.lattice import Checker
+from blendin.metrics import utility_of_node
 from blendin.models import (
     AverageRisk,
     BetaLikeness,
     DeltaDisclosure,
     DeltaPresence,
+    DifferentialPrivacy,
     KAnonymity,
     KMap,
     PopulationUniqueness,
     SampleUniqueness,
 )
+from blendin.models.dp import find_dp
 from blendin.release import plan, recode_all
 from blendin.search import find
 
 CLASSPATH = Path("/tmp/arx-build/cp.txt")
-#: ArxBench's cases that blendin cannot run yet
-MISSING = ("dp", "dpdd")
+#: the random cases: compared on utility over many runs
+RANDOM = ("dp", "dpdd")
 #: blendin's cases that ArxBench runs under another name (the same release)
 ARX_CASE = {"kmt": "b"}
 #: the 0/1 column of the research subset (case pres): 0-based row index % 10 == 0
@@ -106,6 +113,29 @@ def arx(name: str, case: str, supp: float, runs: int, node: dict | None) -> dict
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def bench_dp(name: str, table: pa.Table, case: str, seeds: int) -> dict:
+    """blendin's and ARX's Loss over ``seeds`` runs of SafePub (``dp``, ``dpdd``)."""
+    ours, times = [], []
+    for seed in range(seeds):
+        model = DifferentialPrivacy(2.0, 1e-6, 0.05 if case == "dpdd" else 0.0, seed=seed)
+        spec = make_spec(name, [model], 1.0)
+        started = time.perf_counter()
+        prepared = prepare(Source(table), spec)
+        levels = find_dp(model, Checker(prepared.ft, [model], 1.0), model.records_in_input)
+        recoding = plan(prepared.ft, levels, [model])
+        recode_all(prepared.batches(), recoding)
+        times.append(time.perf_counter() - started)
+        ours.append(utility_of_node(prepared.ft, levels, recoding.suppressed_tuples)[
+            "arx-loss"])
+    theirs = [float(a["loss"]) for a in (arx(name, case, 1.0, 1, None) for _ in range(seeds))
+              if a is not None and a.get("loss") not in (None, "null")]
+    return {"set": name, "case": case, "supp": 1.0, "seeds": seeds,
+            "seconds": float(np.median(times)), "loss_mean": float(np.mean(ours)),
+            "loss_std": float(np.std(ours)),
+            "arx_loss_mean": float(np.mean(theirs)) if theirs else None,
+            "arx_loss_std": float(np.std(theirs)) if theirs else None, "arx_runs": len(theirs)}
+
+
 def passes_checker(prepared, models, levels: dict) -> bool:
     """Does blendin's independent checker pass the release of ``levels``?"""
     spec, ft = prepared.spec, prepared.ft
@@ -119,9 +149,6 @@ def passes_checker(prepared, models, levels: dict) -> bool:
 
 def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict:
     sensitive = arx_data.SETS[name][2]
-    if case in MISSING:
-        theirs = arx(name, case, 1.0 if case.startswith("dp") else supp, runs, None)
-        return {"set": name, "case": case, "supp": supp, "arx": theirs}
     models = models_of(case, table.num_rows, sensitive, name)
     spec = make_spec(name, models, supp)
     spec.delimiter = ";"  # the population table of kmt is ARX's file
@@ -147,6 +174,16 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
     return row
 
 
+def show_dp(rows: list[dict]) -> None:
+    print(f"{'set':<6} {'case':<5} {'runs':>4} {'blendin ms':>10} {'arx-loss mean ± sd':>20} "
+          f"{'ARX Loss mean ± sd':>20}")
+    for r in rows:
+        theirs = ("-" if r["arx_loss_mean"] is None
+                  else f"{r['arx_loss_mean']:.4f} ± {r['arx_loss_std']:.4f}")
+        print(f"{r['set']:<6} {r['case']:<5} {r['seeds']:>4} {1000 * r['seconds']:>10.1f} "
+              f"{r['loss_mean']:>11.4f} ± {r['loss_std']:.4f} {theirs:>20}")
+
+
 def show(rows: list[dict]) -> None:
     head = (f"{'set':<6} {'case':<5} {'supp':>4} {'blendin ms':>10} {'ARX ms':>8} "
             f"{'ARX/bl':>6} {'arx-loss':>9} {'ARX Loss':>9} {'node':>5} {'ARX ok':>6} "
@@ -156,10 +193,6 @@ def show(rows: list[dict]) -> None:
     for r in rows:
         a = r["arx"] or {}
         arx_ms = a.get("median_ms")
-        if "seconds" not in r:
-            print(f"{r['set']:<6} {r['case']:<5} {r['supp']:>4.0%} {'n/a':>10} "
-                  f"{arx_ms or float('nan'):>8.0f}   (not available in blendin)")
-            continue
         ms = 1000 * r["seconds"]
         ratio = f"{arx_ms / ms:6.1f}" if arx_ms else "     -"
         arx_loss = float(a["loss"]) if a.get("loss") not in (None, "null") else float("nan")
@@ -177,23 +210,27 @@ def main() -> None:
     parser.add_argument("--only", choices=list(arx_data.SETS))
     parser.add_argument("--data", help="the ARX data folder (default ../shared/data)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--seeds", type=int, default=20,
+                        help="runs of the random cases (dp, dpdd) for each tool")
     args = parser.parse_args()
     if args.data:
         arx_data.DATA = Path(args.data)
     if not CLASSPATH.is_file():
         print("ARX is not built (/tmp/arx-build): blendin's figures only", file=sys.stderr)
-    rows = []
+    rows, random_rows = [], []
     started = time.perf_counter()
     for name in [args.only] if args.only else list(arx_data.SETS):
         table = arx_data.read(name)
-        for case in ("b", "r05", "r20", "su01", "pu01", "km5", "kmt", "bl3", "dd2", "pres",
-                     *MISSING):
+        for case in ("b", "r05", "r20", "su01", "pu01", "km5", "kmt", "bl3", "dd2", "pres"):
             for supp in (0.0, 0.05):
-                if case.startswith("dp") and supp:
-                    continue  # SafePub suppresses freely: one run
                 rows.append(bench(name, table, case, supp, args.runs))
                 print(f"  {name} {case} {supp:.0%} done", file=sys.stderr)
+        for case in RANDOM:  # SafePub suppresses freely: one limit
+            random_rows.append(bench_dp(name, table, case, args.seeds))
+            print(f"  {name} {case} done", file=sys.stderr)
     show(rows)
+    show_dp(random_rows)
+    rows += random_rows
     print(f"({time.perf_counter() - started:.0f} s in all, {os.cpu_count()} cores)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))

@@ -79,6 +79,9 @@ MODEL_MEANINGS: dict[str, str] = {
                         "a factor 2^{delta} of its overall share.",
     "delta-presence": "Of the people of the population in every class, a share between "
                       "{dmin} and {dmax} is in the release (no one is surely in or out).",
+    "differential-privacy": "A random sample, generalized, with classes of fewer records "
+                            "than SafePub's k suppressed: ({epsilon}, {delta})-differentially "
+                            "private.",
 }
 
 #: bars of the risk plot: label, attribute of the RiskReport
