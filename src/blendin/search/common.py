@@ -63,6 +63,13 @@ class Solution:
     minimal: tuple[tuple[int, ...], ...] = ()
     lattice_size: int = 0
     seconds: float = 0.0
+    #: proven the best acceptable node (exact searches always; the heuristic when it could
+    #: rule out every other node)
+    optimal: bool = True
+    #: the heuristic's ``(seconds, nodes checked, best figure)`` at each improvement
+    trace: tuple[tuple[float, int, float], ...] = ()
+    #: for ``algorithm="auto"``: which algorithm ran and why
+    reason: str = ""
 
     @property
     def named_levels(self) -> dict[str, int]:
@@ -273,7 +280,8 @@ class Context:
                                               *self.policy_key(c)[1:]))
 
     def solution(self, chosen: Candidate, algorithm: str,
-                 minimal: Sequence[tuple[int, ...]] = ()) -> Solution:
+                 minimal: Sequence[tuple[int, ...]] = (), *, optimal: bool = True,
+                 trace: tuple = ()) -> Solution:
         checked = self.checks
         result = self.checker.check(chosen.levels)  # cached classes: cheap
         return Solution(
@@ -289,6 +297,8 @@ class Context:
             minimal=tuple(minimal),
             lattice_size=self.lattice.size,
             seconds=time.perf_counter() - self.started,
+            optimal=optimal,
+            trace=trace,
         )
 
     def nothing_found(self) -> BlendinError:
