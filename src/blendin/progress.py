@@ -42,8 +42,15 @@ class Progress:
         self.start = time.perf_counter()
         self._last = float("-inf")
         self._width = 0
+        self.best: float | None = None
 
-    def __call__(self, nodes_checked: int, total_nodes: int | None = None) -> None:
+    #: the heuristic search also passes ``best=`` (its best figure so far)
+    shows_best = True
+
+    def __call__(self, nodes_checked: int, total_nodes: int | None = None,
+                 best: float | None = None) -> None:
+        if best is not None:
+            self.best = best
         if not self.enabled:
             return
         now = time.perf_counter()
@@ -51,7 +58,10 @@ class Progress:
         if elapsed < self.delay or now - self._last < self.interval:
             return
         self._last = now
-        self._draw(self.line(nodes_checked, total_nodes, elapsed))
+        text = self.line(nodes_checked, total_nodes, elapsed)
+        if self.best is not None:
+            text += f", best so far {self.best:.4g}"
+        self._draw(text)
 
     @staticmethod
     def line(nodes_checked: int, total_nodes: int | None, elapsed: float) -> str:

@@ -377,19 +377,12 @@ class _Search:
             return False
         nodes = lattice.nodes().astype(np.int64)
         bound = self.bounds(nodes)
-        while True:
-            best = self.best_score
-            open_ = bound < best - tolerance(best) if np.isfinite(best) else \
-                np.ones(len(nodes), bool)
-            checked = np.zeros(len(nodes), bool)
-            checked[[lattice.index(k) for k in self.seen]] = True
-            idx = np.flatnonzero(open_ & ~checked)
-            if len(idx):
-                idx = idx[~self.below_dead(nodes[idx])]
-            if not len(idx):
-                self.proven = self.best is not None
-                return True
-            for j in idx[np.argsort(bound[idx], kind="stable")][:64]:
-                if self.below_dead(nodes[j][None])[0]:
-                    continue
-                self.visit(nodes[j])
+        for j in np.argsort(bound, kind="stable").tolist():
+            if not self.beats(bound[j]):
+                break  # sorted: nothing further can beat the best node either
+            node = nodes[j]
+            if tuple(node.tolist()) in self.seen or self.below_dead(node[None])[0]:
+                continue
+            self.visit(node)
+        self.proven = self.best is not None
+        return True
