@@ -8,6 +8,8 @@ records never suppresses more, and its releases pass the checker.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -282,3 +284,54 @@ def test_recode_suppressed_worked_example():
     assert tail.values.tolist() == [["*", "m"], ["*", "m"], ["*", "f"], ["*", "f"]]
     assert "part 2: 4 suppressed records recovered" in recoded.summary()
     assert recoded.to_dict()["recovered"] == 4
+
+
+# -- spec keys and CLI flags ------------------------------------------------------------------
+
+
+def test_spec_keys_read_and_write_back():
+    toml = {"quasi_identifiers": {"sex": {"flat": True}},
+            "privacy": [{"model": "k-anonymity", "k": 2}],
+            "anonymization": {"algorithm": "heuristic", "time_limit": 3, "max_checks": 500,
+                              "seed": 4, "recode_suppressed": True}}
+    spec = Spec.from_dict(toml)
+    assert (spec.algorithm, spec.time_limit, spec.max_checks, spec.seed,
+            spec.recode_suppressed) == ("heuristic", 3.0, 500, 4, True)
+    again = Spec.from_dict(spec.to_dict())
+    assert (again.time_limit, again.max_checks, again.seed, again.recode_suppressed) == (
+        3.0, 500, 4, True)
+    assert Spec.from_dict({k: v for k, v in toml.items() if k != "anonymization"}).algorithm \
+        == "auto"
+    for key, bad in (("time_limit", -1), ("max_checks", 1.5), ("seed", "x")):
+        with pytest.raises(BlendinError, match=key):
+            Spec.from_dict({**toml, "anonymization": {key: bad}})
+
+
+def test_cli_flags(tmp_path):
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    frame, _ = adult_like()
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[quasi_identifiers]\nage = { csv = "age.csv" }\nsex = { flat = true }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
+                    '[anonymization]\nmax_suppression = 0.3\n')
+    (tmp_path / "age.csv").write_text("\n".join(
+        f"{a};{a[0]}0-{a[0]}9;*" for a in ("31", "35", "52", "44", "67", "78")))
+    out = tmp_path / "out.csv"
+    run = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o", str(out),
+                                    "--algorithm", "heuristic", "--max-checks", "3",
+                                    "--seed", "2", "--recode-suppressed", "--json"])
+    assert run.exit_code == 0, run.output
+    payload = json.loads(run.output)
+    assert payload["algorithm"] == "heuristic" and payload["nodes_checked"] <= 4
+    assert payload["suppressed"] + payload["recovered"] <= 4
+    plain = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
+                                      str(out)])
+    assert "auto: lattice of 6 nodes" in plain.output and "proven optimal: yes" in plain.output
+    bad = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
+                                    str(out), "--time-limit", "-2"])
+    assert bad.exit_code == 2 and "--time-limit" in bad.output
