@@ -270,10 +270,10 @@ class _Search:
         slack = max(1.0, 0.02 * self.limit)
         keep = (predicted_sup <= self.limit + slack) & np.array([self.beats(b) for b in bound])
         nodes, predicted = nodes[keep], predicted[keep]
+        alive = ~self.below_dead(nodes)
+        nodes, predicted = nodes[alive], predicted[alive]
         if not len(nodes):
             return False
-        nodes = nodes[~self.below_dead(nodes)]
-        predicted = predicted[~self.below_dead(x + moves[keep])] if len(nodes) else predicted
         start = self.best
         tried = 0
         for j in np.argsort(predicted, kind="stable"):
