@@ -132,14 +132,19 @@ class Context:
             return self.costs.unsuppressed_all(self.metric, nodes, self.weights)
         cap = np.full(len(nodes), float(len(self.ft.counts)))
         product = np.ones(len(nodes))
-        for i, h in enumerate(self.ft.hierarchies):
-            present = np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
-                                for lv in range(h.height)], dtype=float)
+        for i, present in enumerate(self._present):
             product *= present[nodes[:, i]]
         cap = np.minimum(cap, product)
         if self.metric == "discernibility":
             return np.maximum(self._floor, self.n * float(self.n) / cap)
         return self.n / cap
+
+    @functools.cached_property
+    def _present(self) -> list[np.ndarray]:
+        """Per QI, the distinct values present at each level."""
+        return [np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
+                          for lv in range(h.height)], dtype=float)
+                for i, h in enumerate(self.ft.hierarchies)]
 
     @functools.cached_property
     def _floor(self) -> float:
