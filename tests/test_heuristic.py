@@ -335,3 +335,11 @@ def test_cli_flags(tmp_path):
     bad = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
                                     str(out), "--time-limit", "-2"])
     assert bad.exit_code == 2 and "--time-limit" in bad.output
+
+
+def test_report_shows_both_parts(tmp_path):
+    frame, spec = adult_like()
+    recoded = anonymize(frame, spec, recode_suppressed=True)
+    html = recoded.report(tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Part 2: suppressed records recovered" in html and "Proven optimal" in html
+    assert "age 2, sex 0" in html
