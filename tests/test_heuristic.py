@@ -343,3 +343,9 @@ def test_report_shows_both_parts(tmp_path):
     html = recoded.report(tmp_path / "r.html").read_text(encoding="utf-8")
     assert "Part 2: suppressed records recovered" in html and "Proven optimal" in html
     assert "age 2, sex 0" in html
+
+
+def test_recode_suppressed_is_for_full_domain_searches():
+    frame, spec = adult_like()
+    with pytest.raises(BlendinError, match="recode_suppressed.*mondrian"):
+        anonymize(frame, spec, algorithm="mondrian", recode_suppressed=True)

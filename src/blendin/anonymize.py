@@ -178,7 +178,9 @@ class Result:
     def save_solution(self, path: str | os.PathLike) -> Path:
         """Write the solution as JSON: levels, inline hierarchies, models, limits.
 
-        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else.
+        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else. With
+        recoded suppressed records (``recode_suppressed``) it holds the first part's levels:
+        re-applied, the records that part suppresses stay suppressed.
         """
         if not self.levels:
             raise BlendinError(
@@ -315,6 +317,10 @@ def anonymize(
                                                           recode_suppressed)) if v is not None})
     if overrides:
         spec = dataclasses.replace(spec, **overrides)
+    if spec.recode_suppressed and algorithm not in FULL_DOMAIN:
+        raise BlendinError(
+            f"recode_suppressed applies to full-domain searches, not to {algorithm}",
+            fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
     prepared = prepare(data, spec)
     run = ALGORITHMS.get(algorithm, _full_domain)
     outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
