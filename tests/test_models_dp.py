@@ -176,3 +176,10 @@ def test_toml_round_trip():
     assert model_from_toml(table).to_dict() == table
     with pytest.raises(BlendinError, match="missing epsilon"):
         model_from_toml({"model": "differential-privacy", "delta": 1e-6})
+
+
+def test_report_compares_with_the_sample_drawn(tmp_path):
+    df = data(2000)
+    result = bl.anonymize(df, spec(DifferentialPrivacy(1.0, 1e-5)))  # fresh randomness
+    result.report(tmp_path / "r.html", original=df)
+    assert "differentially private" in (tmp_path / "r.html").read_text()

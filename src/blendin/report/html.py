@@ -214,8 +214,13 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
 
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     spec.validate_columns(source.columns)
+    from blendin.models.dp import DifferentialPrivacy, sampled
+
     subset = subset_column(spec.models, source.columns)
-    if subset is None:
+    drawn = [m for m in spec.models if isinstance(m, DifferentialPrivacy)]
+    if drawn:  # SafePub: the release was made from the sample (the same draw again)
+        table = pa.concat_tables(sampled(source.batches(columns), drawn[0]))
+    elif subset is None:
         table = source.read_all(columns)
     else:  # delta-presence: the release was made from the subset's records
         table = pa.concat_tables(subset_rows(source.batches([*columns, subset]), subset))
