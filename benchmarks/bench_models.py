@@ -61,7 +61,7 @@ from blendin.models import (
     PopulationUniqueness,
     SampleUniqueness,
 )
-from blendin.models.dp import find_dp
+from blendin.models.dp import find_dp, node_score
 from blendin.release import plan, recode_all
 from blendin.search import find
 
@@ -114,26 +114,39 @@ def arx(name: str, case: str, supp: float, runs: int, node: dict | None) -> dict
 
 
 def bench_dp(name: str, table: pa.Table, case: str, seeds: int) -> dict:
-    """blendin's and ARX's Loss over ``seeds`` runs of SafePub (``dp``, ``dpdd``)."""
-    ours, times = [], []
+    """SafePub (``dp``, ``dpdd``) over ``seeds`` runs of each tool: blendin's Loss
+    (``arx-loss``) and score at its node, and ARX's figure (its Loss for ``dp``; for
+    ``dpdd`` ArxBench prints the node's score). ARX's node of run i is also measured on
+    blendin's sample i, so that both choices are compared on the same records."""
+    runs = [a for a in (arx(name, case, 1.0, 1, None) for _ in range(seeds))
+            if a is not None and a.get("levels")]
+    ours, scores, arx_nodes, times = [], [], [], []
     for seed in range(seeds):
         model = DifferentialPrivacy(2.0, 1e-6, 0.05 if case == "dpdd" else 0.0, seed=seed)
         spec = make_spec(name, [model], 1.0)
         started = time.perf_counter()
         prepared = prepare(Source(table), spec)
-        levels = find_dp(model, Checker(prepared.ft, [model], 1.0), model.records_in_input)
+        checker = Checker(prepared.ft, [model], 1.0)
+        levels = find_dp(model, checker, model.records_in_input)
         recoding = plan(prepared.ft, levels, [model])
         recode_all(prepared.batches(), recoding)
         times.append(time.perf_counter() - started)
         ours.append(utility_of_node(prepared.ft, levels, recoding.suppressed_tuples)[
             "arx-loss"])
-    theirs = [float(a["loss"]) for a in (arx(name, case, 1.0, 1, None) for _ in range(seeds))
-              if a is not None and a.get("loss") not in (None, "null")]
+        scores.append(node_score(model, checker, levels, model.records_in_input))
+        if seed < len(runs):
+            theirs = [runs[seed]["levels"][q] for q in prepared.ft.qi_names]
+            suppressed = plan(prepared.ft, theirs, [model]).suppressed_tuples
+            arx_nodes.append(utility_of_node(prepared.ft, theirs, suppressed)["arx-loss"])
+
+    def spread(values) -> tuple[float | None, float | None]:
+        return (float(np.mean(values)), float(np.std(values))) if len(values) else (None, None)
+
     return {"set": name, "case": case, "supp": 1.0, "seeds": seeds,
-            "seconds": float(np.median(times)), "loss_mean": float(np.mean(ours)),
-            "loss_std": float(np.std(ours)),
-            "arx_loss_mean": float(np.mean(theirs)) if theirs else None,
-            "arx_loss_std": float(np.std(theirs)) if theirs else None, "arx_runs": len(theirs)}
+            "seconds": float(np.median(times)), "loss": spread(ours), "score": spread(scores),
+            "arx_node_loss": spread(arx_nodes),
+            "arx_figure": spread([float(a["loss"]) for a in runs]), "arx_runs": len(runs),
+            "arx_ms": float(np.median([a["median_ms"] for a in runs])) if runs else None}
 
 
 def passes_checker(prepared, models, levels: dict) -> bool:
@@ -175,13 +188,16 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
 
 
 def show_dp(rows: list[dict]) -> None:
-    print(f"{'set':<6} {'case':<5} {'runs':>4} {'blendin ms':>10} {'arx-loss mean ± sd':>20} "
-          f"{'ARX Loss mean ± sd':>20}")
+    def pm(pair) -> str:
+        return "-" if pair[0] is None else f"{pair[0]:.4f} ± {pair[1]:.4f}"
+
+    print(f"{'set':<6} {'case':<5} {'runs':>4} {'blendin ms':>10} {'ARX ms':>7} "
+          f"{'blendin arx-loss':>17} {'ARX node, same':>17} {'blendin score':>17} "
+          f"{'ARX Loss / score':>19}")
     for r in rows:
-        theirs = ("-" if r["arx_loss_mean"] is None
-                  else f"{r['arx_loss_mean']:.4f} ± {r['arx_loss_std']:.4f}")
         print(f"{r['set']:<6} {r['case']:<5} {r['seeds']:>4} {1000 * r['seconds']:>10.1f} "
-              f"{r['loss_mean']:>11.4f} ± {r['loss_std']:.4f} {theirs:>20}")
+              f"{r['arx_ms'] or float('nan'):>7.0f} {pm(r['loss']):>17} "
+              f"{pm(r['arx_node_loss']):>17} {pm(r['score']):>17} {pm(r['arx_figure']):>19}")
 
 
 def show(rows: list[dict]) -> None:

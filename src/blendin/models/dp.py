@@ -22,7 +22,8 @@ the predecessors of the current node to the candidates and picks the next node w
 probability proportional to ``exp(eps_step * score / 2)``, ``eps_step`` the search budget
 over ``steps``; ``score`` is ARX's Loss score of sensitivity 1 (records not sampled or
 suppressed lose everything, the others their generalized value's domain share, summed over
-the QIs and divided by ``QIs * (k - 1)``). The release is the visited node of best score.
+the QIs and divided by ``QIs * (k - 1)``). The release is the visited node of best score
+(of two equal, the lower).
 
 Only the k threshold can be verified from the released values (the checker does); the
 sampling and the choice of the node are the mechanism's, reproducible with ``seed``.
@@ -252,26 +253,31 @@ def exponential_choice(scores: np.ndarray, epsilon: float, rng: np.random.Genera
     return int(rng.choice(len(weights), p=weights / weights.sum()))
 
 
+def node_score(model: DifferentialPrivacy, checker, levels: Sequence[int],
+               n_total: int) -> float:
+    """:func:`loss_score` of the node ``levels`` of the sample (``checker`` over it)."""
+    from blendin.metrics import domain_shares
+
+    result = checker.check(tuple(int(v) for v in levels))
+    codes = result.groups.codes
+    shares = [domain_shares(h, lv)[c] for h, lv, c in zip(checker.ft.hierarchies, levels,
+                                                           codes)]
+    return loss_score(shares, result.groups.sizes, ~result.violating, n_total, model.k)
+
+
 def find_dp(model: DifferentialPrivacy, checker, n_total: int) -> tuple[int, ...]:
     """The node SafePub releases: fixed, or chosen by the exponential mechanism walking
     down from the top (module docstring), the visited node of best score."""
-    from blendin.metrics import domain_shares
-
     lattice = checker.lattice
     if not model.generalization_budget:
         return model.fixed_levels(lattice.heights)
-    hierarchies = checker.ft.hierarchies
     rng = model.generator(1)
     epsilon_step = model.epsilon * model.generalization_budget / model.steps
     cache: dict[tuple[int, ...], float] = {}
 
     def score(levels: tuple[int, ...]) -> float:
         if levels not in cache:
-            result = checker.check(levels)
-            codes = result.groups.codes
-            shares = [domain_shares(h, lv)[c] for h, lv, c in zip(hierarchies, levels, codes)]
-            cache[levels] = loss_score(shares, result.groups.sizes, ~result.violating,
-                                       n_total, model.k)
+            cache[levels] = node_score(model, checker, levels, n_total)
         return cache[levels]
 
     pivot = lattice.top
@@ -287,7 +293,8 @@ def find_dp(model: DifferentialPrivacy, checker, n_total: int) -> tuple[int, ...
         nodes = list(candidates)
         pivot = nodes[exponential_choice(np.array([candidates[n] for n in nodes]),
                                          epsilon_step, rng)]
-        if candidates[pivot] > best_score:
+        if candidates[pivot] > best_score or (  # ties to the lower node, as ARX
+                candidates[pivot] == best_score and sum(pivot) < sum(best)):
             best, best_score = pivot, candidates[pivot]
     return best
 
