@@ -146,6 +146,8 @@ def test_exponential_mechanism():
 @pytest.mark.parametrize(("make", "message"), [
     (lambda: DifferentialPrivacy(0, 1e-6), "epsilon must be > 0"),
     (lambda: DifferentialPrivacy(-1, 1e-6), "epsilon must be > 0"),
+    (lambda: DifferentialPrivacy(8, 1e-6), "epsilon must be between 0.001 and 5"),
+    (lambda: DifferentialPrivacy(1e-4, 1e-6), "epsilon must be between"),
     (lambda: DifferentialPrivacy(1, 0), r"delta must be in \(0, 1\)"),
     (lambda: DifferentialPrivacy(1, 1e-6, 1.0), "generalization_budget must be below 1"),
     (lambda: DifferentialPrivacy(1, 1e-6, -0.1), "generalization_budget must be in"),

@@ -63,16 +63,50 @@ def _log_factorials(n: int) -> np.ndarray:
     return _LOG_FACTORIALS
 
 
+#: the epsilons SafePub is offered for (see DifferentialPrivacy._check)
+EPSILON_RANGE = (0.001, 5.0)
+
+#: terms of a binomial tail summed at once (past the mean they fall at least geometrically)
+_WINDOW = 256
+
+
 def _binomial_tail(n: int, start: int, beta: float) -> float:
-    """P(X >= start) for X ~ Binomial(n, beta), summed exactly in log space."""
+    """P(X >= start) for X ~ Binomial(n, beta), summed in log space; ``start`` lies above
+    the mean, so the terms fall fast and a window of them holds the sum (the whole tail
+    when the window's last term still counts)."""
     if start > n:
         return 0.0
     logf = _log_factorials(n)
-    j = np.arange(max(start, 0), n + 1)
-    log_pmf = logf[n] - logf[j] - logf[n - j] + j * math.log(beta) + (n - j) * math.log1p(
-        -beta)
-    top = log_pmf.max()
-    return float(math.exp(top) * np.exp(log_pmf - top).sum())
+    stop = min(n, start + _WINDOW)
+    while True:
+        j = np.arange(max(start, 0), stop + 1)
+        log_pmf = (logf[n] - logf[j] - logf[n - j] + j * math.log(beta)
+                   + (n - j) * math.log1p(-beta))
+        top = log_pmf.max()
+        if stop == n or log_pmf[-1] < top - 80:  # e^-80: nothing left to add
+            return float(math.exp(top) * np.exp(log_pmf - top).sum())
+        stop = n
+
+
+class _Tails:
+    """``a_n`` of one epsilon, computed once each (the search for k asks many times)."""
+
+    def __init__(self, epsilon: float) -> None:
+        self.beta = safepub_beta(epsilon)
+        power = math.exp(epsilon)
+        self.gamma = (power - 1.0 + self.beta) / power
+        self.rate = self.gamma * math.log(self.gamma / self.beta) - (self.gamma - self.beta)
+        self.values: dict[int, float] = {}
+
+    def __call__(self, n: int) -> float:
+        value = self.values.get(n)
+        if value is None:
+            value = self.values[n] = _binomial_tail(n, int(math.floor(n * self.gamma)) + 1,
+                                                    self.beta)
+        return value
+
+
+_TAILS: dict[float, _Tails] = {}
 
 
 def safepub_delta(k: int, epsilon: float) -> float:
@@ -82,15 +116,16 @@ def safepub_delta(k: int, epsilon: float) -> float:
     >>> safepub_delta(131, 2.0) < 1e-6 < safepub_delta(130, 2.0)
     True
     """
-    beta = safepub_beta(epsilon)
-    power = math.exp(epsilon)
-    gamma = (power - 1.0 + beta) / power
-    n = max(int(math.ceil(k / gamma - 1.0)), 1)
-    rate = gamma * math.log(gamma / beta) - (gamma - beta)
+    tails = _TAILS.get(epsilon)
+    if tails is None:
+        if len(_TAILS) > 16:
+            _TAILS.clear()
+        tails = _TAILS[epsilon] = _Tails(epsilon)
+    n = max(int(math.ceil(k / tails.gamma - 1.0)), 1)
     delta, bound = -math.inf, math.inf
     while delta <= bound:  # every later term is below the bound c_n
-        delta = max(delta, _binomial_tail(n, int(math.floor(n * gamma)) + 1, beta))
-        bound = math.exp(-n * rate)
+        delta = max(delta, tails(n))
+        bound = math.exp(-n * tails.rate)
         n += 1
     return delta
 
@@ -159,6 +194,12 @@ class DifferentialPrivacy(PrivacyModel):
         if self.epsilon <= 0:
             raise BlendinError(f"{self.key}: epsilon must be > 0, got {self.epsilon!r}",
                                fix=fix)
+        if not EPSILON_RANGE[0] <= self.epsilon <= EPSILON_RANGE[1]:
+            # beyond, SafePub's k runs into the thousands (2045 at 5) or its derivation
+            # into millions of terms (below 0.001)
+            raise BlendinError(
+                f"{self.key}: epsilon must be between {EPSILON_RANGE[0]:g} and "
+                f"{EPSILON_RANGE[1]:g} for SafePub, got {self.epsilon!r}", fix=fix)
         _real(self.key, "delta", self.delta, "e.g. delta = 1e-6")
         if not 0 < self.delta < 1:
             raise BlendinError(f"{self.key}: delta must be in (0, 1), got {self.delta!r}",
