@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_tuples
+from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
@@ -181,12 +181,32 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
-    source = _source(data, spec, delimiter, encoding)
+    from blendin.engines import engine_for
+
+    engine = engine_for(data)
+    source = (_source(data, spec, delimiter, encoding) if engine.name == "embedded"
+              else engine.source(data, spec))
     spec.validate_columns(source.columns, released=True)
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    distinct = engine.distinct(source, columns, spec.missing)
+    return check_regrouped(distinct, spec, source.columns, show_values=show_values)
+
+
+def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
+                    show_values: bool = False) -> CheckReport:
+    """The checker's verdict on a table regrouped by an engine: ``distinct`` holds its
+    distinct (QI, sensitive) text tuples with their counts (column ``COUNT``), ``columns``
+    are the table's columns (an identifier among them fails the check).
+
+    >>> from blendin.models import KAnonymity
+    >>> flat = Hierarchy.from_rows([["x", "*"]])
+    >>> spec = Spec(quasi_identifiers={"age": flat}, models=[KAnonymity(2)])
+    >>> regrouped = pa.table({"age": ["20-29", "*"], COUNT: [3, 1]})
+    >>> check_regrouped(regrouped, spec, ["age"]).passed
+    True
+    """
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
-    columns = list(dict.fromkeys([*qis, *sensitive]))
-    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     kept = ~_all_suppressed(distinct, qis)
@@ -196,7 +216,7 @@ def check(
     results, ok = _evaluate(spec.models, classes, records, domains)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
                          show_values=show_values)
-    present = [c for c in spec.identifiers if c in source.columns]
+    present = [c for c in spec.identifiers if c in columns]
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
     return CheckReport(
         passed=all(r.passed for r in results) and not present,

@@ -1,25 +1,30 @@
-"""Applying a full-domain solution to rows: the release.
+"""A full-domain solution planned on the frequency table: what to recode and suppress.
 
 A full-domain solution is one generalization level per quasi-identifier. Applying it is one
 gather per QI (ground code -> label at the chosen level), plus removing (or blanking to ``*``)
 the records of the classes that still violate a privacy model at that node. Those classes are
-named by their generalized key, so every chunk of a large file is recoded on its own.
+named by their generalized key, so every chunk of a large file is recoded on its own: the
+engines do that (:mod:`blendin.engines.kernels`); this module plans it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
+from blendin.engines.kernels import (  # noqa: F401  (rows are recoded by the engines)
+    SUPPRESSION_MODES,
+    recode,
+    recode_all,
+    recode_all_marked,
+    recode_marked,
+)
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, as_text, combine_keys
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.frequency import Classes, FrequencyTable, combine_keys
+from blendin.hierarchy.core import Hierarchy
 from blendin.models import PrivacyModel
-
-SUPPRESSION_MODES = ("drop", "keep")
 
 
 class ClassKeyer:
@@ -150,86 +155,6 @@ def plan(
         int(ft.counts[tuple_bad].sum()), tuple_bad, classes.sizes[~bad], tuple(identifiers),
         missing,
     )
-
-
-def _label_column(hierarchy: Hierarchy, level: int, codes: np.ndarray,
-                  blank: np.ndarray | None) -> pa.Array:
-    """Labels of generalized ``codes`` as a string column; rows in ``blank`` become ``*``."""
-    labels = [str(v) for v in hierarchy.labels[level]]
-    codes = codes.astype(np.int32)
-    if blank is not None and blank.any():
-        if SUPPRESSED in labels:
-            star = labels.index(SUPPRESSED)
-        else:
-            star = len(labels)
-            labels.append(SUPPRESSED)
-        codes = np.where(blank, np.int32(star), codes)
-    dictionary = pa.array(labels, type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.string())
-
-
-def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
-           suppressed: str = "drop") -> pa.Table:
-    """Apply ``recoding`` to one chunk of rows (vectorized: one gather per QI).
-
-    Identifiers are removed, QIs replaced by their labels, the records of suppressed classes
-    dropped (``"drop"``) or kept with ``*`` in every QI (``"keep"``); other columns are kept
-    as they are and in their order.
-    """
-    if suppressed not in SUPPRESSION_MODES:
-        raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
-                           fix="use suppressed='drop' (remove records) or 'keep' (show *)")
-    marked, removed = recode_marked(batch, recoding)
-    if suppressed == "drop" and removed.any():
-        return marked.filter(pa.array(~removed))
-    return marked
-
-
-def recode_marked(batch: pa.Table | pa.RecordBatch,
-                  recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
-    """The chunk recoded with suppressed records kept as ``*``, and which rows those are."""
-    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-    generalized = {}
-    for name, hierarchy, level in zip(recoding.qi_names, recoding.hierarchies,
-                                      recoding.levels):
-        ground = hierarchy.encode(as_text(table.column(name), recoding.missing), name)
-        generalized[name] = hierarchy.codes[level][ground]
-    matrix = (np.stack([generalized[n] for n in recoding.qi_names], axis=1)
-              if recoding.qi_names else np.zeros((table.num_rows, 0), dtype=np.int32))
-    removed = recoding.suppressed_rows(matrix)
-    columns, names = [], []
-    positions = dict(zip(recoding.qi_names, range(len(recoding.qi_names))))
-    for name in table.column_names:
-        if name in recoding.identifiers:
-            continue
-        if name in positions:
-            i = positions[name]
-            column = _label_column(recoding.hierarchies[i], recoding.levels[i],
-                                   generalized[name], removed)
-        else:
-            column = table.column(name)
-        columns.append(column)
-        names.append(name)
-    return pa.table(columns, names=names), removed
-
-
-def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
-               suppressed: str = "drop") -> pa.Table:
-    """Recode every chunk and put the release together (one table)."""
-    parts = [recode(b, recoding, suppressed) for b in batches]
-    if not parts:
-        raise BlendinError("the table has no rows", fix="give a table with at least one row")
-    return pa.concat_tables(parts)
-
-
-def recode_all_marked(batches: Iterable[pa.Table | pa.RecordBatch],
-                      recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
-    """Every chunk recoded with suppressed records as ``*``, and the mask of those rows."""
-    parts = [recode_marked(b, recoding) for b in batches]
-    if not parts:
-        raise BlendinError("the table has no rows", fix="give a table with at least one row")
-    return (pa.concat_tables([t for t, _ in parts]),
-            np.concatenate([m for _, m in parts]))
 
 
 def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[int, ...]:
