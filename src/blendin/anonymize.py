@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from blendin.engines.kernels import FullDomainRecoder, MondrianRecoder, RowColumns
 from blendin.errors import BlendinError, preview
-from blendin.frequency import FrequencyTable, distinct_tuples
+from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
@@ -37,7 +38,6 @@ from blendin.release import (
     SUPPRESSION_MODES,
     Recoding,
     plan,
-    recode_all_marked,
 )
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -83,12 +83,17 @@ class Result:
     sensitive_hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     #: what a saved solution re-applied to this data showed (None for a fresh search)
     applied_from: str | None = None
+    #: the file the release was written to by anonymize(output=...), if any
+    written: Path | None = None
 
     @property
     def table(self) -> pa.Table:
-        """The release as a pyarrow Table (what is written to files)."""
-        from blendin.io import to_arrow
+        """The release as a pyarrow Table (what is written to files); a release streamed to
+        a file is read back from it."""
+        from blendin.io import Source, to_arrow
 
+        if self.data is None and self.written is not None:
+            return Source(self.written).read_all()
         return to_arrow(self.data)
 
     @property
@@ -199,6 +204,8 @@ class Result:
         from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
 
+        if self.written is not None and Path(path).resolve() == self.written.resolve():
+            return self.written  # streamed there after the check
         table = self.table
         styler = None
         if str(path).lower().endswith(".xlsx"):
@@ -226,26 +233,28 @@ def _fmt(value) -> str:
 
 @dataclass(eq=False)
 class Prepared:
-    """The data reduced for the search: source, hierarchies, frequency table."""
+    """The data reduced for the search: source, hierarchies, frequency table, and the
+    engine that reads and writes the rows."""
 
     source: Source
     spec: Spec
     hierarchies: dict[str, Hierarchy]
     sensitive_hierarchies: dict[str, Hierarchy]
     ft: FrequencyTable
+    engine: Any = None
 
 
 @dataclass(eq=False)
 class Outcome:
-    """What an algorithm produced: the release and its description.
+    """What an algorithm produced: how to recode the rows, and the figures.
 
-    ``marked`` is the release with every record, the suppressed ones showing ``*`` in each
-    QI; ``removed`` marks those rows. The checker verifies ``marked`` (so t-closeness
+    ``recoder`` (:mod:`blendin.engines.kernels`) turns a batch of source rows into the
+    release with every record, the suppressed ones showing ``*`` in each QI, and the mask of
+    those rows. The engine applies it; the checker verifies every record (so t-closeness
     compares against the distribution of all records, as the search did).
     """
 
-    marked: pa.Table
-    removed: np.ndarray
+    recoder: Callable[[pa.Table], tuple[pa.Table, np.ndarray]]
     levels: dict[str, int]
     nodes_checked: int
     solution: Any
@@ -265,6 +274,10 @@ def anonymize(
     group_column: str | None = None,
     original_row: str | None = None,
     index_base: int = 1,
+    output: str | os.PathLike | None = None,
+    output_delimiter: str = ",",
+    escape_formulas: bool = False,
+    engine=None,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -278,6 +291,14 @@ def anonymize(
     anyone who holds the source can then link every released row back, so it is for internal
     use only. ``index_base`` is the number of the first class and the first row: 1 (as a
     spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
+
+    With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
+    once the checker has passed; a CSV or Parquet release is written batch by batch as it is
+    made, so a file path in and out holds no whole table in memory (``result.data`` is then
+    None and ``result.table`` reads the file back). ``output_delimiter`` and
+    ``escape_formulas`` are as in :meth:`Result.write`. ``engine`` is ``"embedded"`` (the
+    default), ``"spark"`` (the default for a pyspark DataFrame) or an engine object (see
+    :mod:`blendin.engines`).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -299,7 +320,7 @@ def anonymize(
     algorithm = algorithm or spec.algorithm or "optimal"
     metric = metric or spec.metric or "loss"
     _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
-    prepared = prepare(data, spec)
+    prepared = prepare(data, spec, engine)
     for added in (group_column, original_row):
         if added is not None and added in prepared.source.columns:
             raise BlendinError(f"the input already has a column {added!r}, the name asked "
@@ -308,12 +329,13 @@ def anonymize(
     with progress_callback(progress) as callback:
         outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)
-    outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
-                                      group_column=group_column, original_row=original_row,
-                                      index_base=index_base)
-    release, report = verify(outcome, spec, suppressed)
-    return Result(
-        data=from_arrow(release, data),
+    rows = RowColumns(list(spec.quasi_identifiers), group_column=group_column,
+                      original_row=original_row, index_base=index_base)
+    streamed = _streamed(output)
+    release, report = verify(prepared, outcome, spec, suppressed, rows=rows, output=streamed,
+                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
+    result = Result(
+        data=None if release.data is None else from_arrow(release.data, data),
         levels=outcome.levels,
         utility=outcome.utility,
         classes=int(len(outcome.class_sizes)),
@@ -330,7 +352,27 @@ def anonymize(
         hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed,
         sensitive_hierarchies=prepared.sensitive_hierarchies,
+        written=release.path,
     )
+    return _written(result, output, output_delimiter, escape_formulas)
+
+
+def _streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
+    """``output`` when the release can be written batch by batch (CSV, Parquet)."""
+    from blendin.engines.embedded import STREAMED_SUFFIXES
+    from blendin.io import _suffix
+
+    if output is None or _suffix(Path(output)) not in STREAMED_SUFFIXES:
+        return None
+    return output
+
+
+def _written(result: Result, output, delimiter: str, escape_formulas: bool) -> Result:
+    """Write an in-memory release to ``output`` (Excel) when it was not streamed there."""
+    if output is not None and result.written is None:
+        result.written = result.write(output, delimiter=delimiter,
+                                      escape_formulas=escape_formulas)
+    return result
 
 
 FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
@@ -352,26 +394,28 @@ def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
                            fix=f"use one of {', '.join(dict.fromkeys(choices))}")
 
 
-def prepare(data, spec: Spec) -> Prepared:
-    """Spec and columns checked, rows reduced to distinct tuples, hierarchies built, the
-    frequency table encoded, the models' feasibility checked."""
+def prepare(data, spec: Spec, engine=None) -> Prepared:
+    """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
+    built, the frequency table encoded, the models' feasibility checked."""
+    from blendin.engines import engine_for
+
     spec.validate()
-    source = data if isinstance(data, Source) else Source(
-        data, delimiter=spec.delimiter, encoding=spec.encoding)
+    engine = engine_for(data, engine)
+    source = engine.source(data, spec)
     spec.validate_columns(source.columns)
     types = source.types()
     for name, builder in spec.quasi_identifiers.items():
         if hasattr(builder, "check_type"):  # codes read as numbers, say
             builder.check_type(types[name], name)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
-    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
+    distinct = engine.distinct(source, columns, spec.missing)
     hierarchies = spec.build_hierarchies(distinct)
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
     ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
                                       sensitive_hierarchies=sensitive_hierarchies)
     for model in spec.models:
         model.validate(ft.n_records, ft.domains)
-    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft)
+    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine)
 
 
 # -- algorithms ----------------------------------------------------------------------------
@@ -410,11 +454,10 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     recoding = plan(ft, levels, spec.models, identifiers=spec.identifiers,
                     missing=spec.missing)
     _within_limit(recoding, ft, spec, saved)
-    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, recoding.suppressed_tuples, weights=spec.weights or None).items()}
-    return Outcome(marked, removed, named, nodes_checked, solution,
+    return Outcome(FullDomainRecoder(recoding), named, nodes_checked, solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)
 
 
@@ -444,12 +487,10 @@ def _mondrian(prepared: Prepared, *, algorithm: str, metric: str, suppressed: st
     spec, ft = prepared.spec, prepared.ft
     p = m.mondrian(ft, spec.models, relaxed=spec.relaxed, sets=spec.sets,
                    max_suppression=spec.max_suppression)
-    table = prepared.source.read_all()
-    marked = m.mondrian_release(table, ft, p, identifiers=spec.identifiers,
-                                missing=spec.missing)
-    removed = m.group_of_rows(table, ft, p, spec.missing) < 0
+    # the partitions are found on the frequency table; releasing them is a per-batch lookup
+    recoder = MondrianRecoder(ft, p, identifiers=spec.identifiers, missing=spec.missing)
     utility = {k: _plain(v) for k, v in m.mondrian_utility(ft, p).items() if k != "groups"}
-    return Outcome(marked, removed, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
+    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
 
 
 #: algorithms that are not a full-domain lattice search; everything else goes to find()
@@ -495,23 +536,28 @@ def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
 # -- verification --------------------------------------------------------------------------
 
 
-def verify(outcome: Outcome, spec: Spec, suppressed: str):
-    """Run the independent checker on the release; refuse what it rejects.
+def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
+           rows: RowColumns | None = None, output: str | os.PathLike | None = None,
+           output_delimiter: str = ",", escape_formulas: bool = False):
+    """Release through the engine, run the independent checker on the released values, and
+    commit only what it passes (a written file is renamed into place only then).
 
     The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
-    as suppressed, not as a class); the release returned drops them when ``suppressed`` is
+    as suppressed, not as a class); the release drops them when ``suppressed`` is
     ``"drop"``, which leaves exactly the classes the checker verified.
     """
-    from blendin.check import check
+    from blendin.check import check_regrouped
 
-    report = check(outcome.marked, spec)
-    if not report.passed:
-        raise BlendinError(
-            f"the release failed the independent check, so it was not released:\n{report}",
-            fix="this is a bug in blendin; please report it with the spec")
-    release = outcome.marked
-    if suppressed == "drop" and outcome.removed.any():
-        release = release.filter(pa.array(~outcome.removed))
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    with prepared.engine.release(prepared.source, outcome.recoder, check_columns=columns,
+                                 missing=spec.missing, suppressed=suppressed, row_columns=rows,
+                                 output=output, delimiter=output_delimiter,
+                                 escape_formulas=escape_formulas) as release:
+        report = check_regrouped(release.regrouped, spec, release.columns)
+        if not report.passed:
+            raise BlendinError(
+                f"the release failed the independent check, so it was not released:\n{report}",
+                fix="this is a bug in blendin; please report it with the spec")
     return release, report
 
 
@@ -676,7 +722,9 @@ def _built_only(hierarchies: Mapping[str, Any]) -> dict:
 
 def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str = "drop",
                    delimiter: str | None = None, encoding: str | None = None,
-                   unknown: str = "error") -> Result:
+                   unknown: str = "error", output: str | os.PathLike | None = None,
+                   output_delimiter: str = ",", escape_formulas: bool = False,
+                   engine=None) -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
@@ -687,6 +735,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     suppressed; when that is within the saved limit the release is verified and returned,
     and when it is over the limit a BlendinError says so and nothing is released: the spec
     does not hold on this data with this solution, so it must be anonymized afresh.
+    ``output``, ``output_delimiter``, ``escape_formulas`` and ``engine`` are as in
+    :func:`anonymize`.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.intervals import intervals
@@ -706,13 +756,15 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         used.encoding = encoding
     saved_levels = _saved_levels(payload)
     levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
-    prepared = prepare(data, used)
+    prepared = prepare(data, used, engine)
     _check_levels(saved_levels, prepared.hierarchies)
     outcome = _saved_outcome(prepared, levels)
-    release, report = verify(outcome, used, suppressed)
+    release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
+                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
-    return Result(
-        data=from_arrow(release, data), levels=outcome.levels,
+    result = Result(
+        data=None if release.data is None else from_arrow(release.data, data),
+        levels=outcome.levels, written=release.path,
         utility=outcome.utility, classes=int(len(outcome.class_sizes)),
         min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
         suppressed=outcome.suppressed, records=prepared.ft.n_records, nodes_checked=0,
@@ -720,6 +772,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         solution=payload, spec=used, hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed, applied_from=origin,
         sensitive_hierarchies=prepared.sensitive_hierarchies)
+    return _written(result, output, output_delimiter, escape_formulas)
 
 
 def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
@@ -742,11 +795,11 @@ def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
         suppressed_records=int(ft.counts[tuple_bad].sum()), suppressed_tuples=tuple_bad,
         class_sizes=sizes)
     _within_limit(recoding, ft, spec, True)
-    marked, removed = recode_all_marked(prepared.source.batches(), recoding)
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, tuple_bad, weights=spec.weights or None).items()}
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
-    return Outcome(marked, removed, named, 0, None, recoding.suppressed_records, sizes, utility)
+    return Outcome(FullDomainRecoder(recoding), named, 0, None, recoding.suppressed_records,
+                   sizes, utility)
 
 
 def _unknown_tuples(prepared: Prepared) -> np.ndarray:

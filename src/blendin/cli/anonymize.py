@@ -189,7 +189,8 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         result = anonymize(data, spec, algorithm=algorithm, metric=metric,
                            suppressed=suppressed, progress=progress,
                            group_column=group_column, original_row=original_row,
-                           index_base=index_base)
+                           index_base=index_base, output=output,
+                           output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             solution=solution, report=report, original=data, escape_formulas=escape_formulas,
             report_options=report_options)
@@ -241,6 +242,7 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
                        force=force, output_delimiter=output_delimiter)
     spec = Spec.from_toml(spec_path) if spec_path else None
     result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
-                            encoding=encoding, unknown=unknown)
+                            encoding=encoding, unknown=unknown, output=output,
+                            output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             escape_formulas=escape_formulas)
