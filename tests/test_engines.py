@@ -27,8 +27,8 @@ from blendin.models import DistinctLDiversity, KAnonymity
 from blendin.spec import Spec
 
 SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
-#: bytes of CSV per batch: a 3,000-row file is read in dozens of batches
-TINY = 4096
+#: a 3,000-row file read in blocks of 4 KiB and released in batches of 200 rows
+TINY = EmbeddedEngine(block_size=4096, batch_rows=200)
 
 
 def age_hierarchy(ages):
@@ -60,7 +60,7 @@ def rows(table: pa.Table) -> collections.Counter:
 def test_streamed_release_equals_the_in_memory_one(case, tmp_path, algorithm, suppressed):
     path, spec = case
     out = tmp_path / "release.parquet"
-    streamed = anonymize(Source(path, block_size=TINY), spec, algorithm=algorithm,
+    streamed = anonymize(path, spec, engine=TINY, algorithm=algorithm,
                          suppressed=suppressed, output=out)
     whole = anonymize(Source(path).read_all(), spec, algorithm=algorithm, suppressed=suppressed)
     assert streamed.data is None and streamed.written == out
@@ -78,7 +78,7 @@ def test_streamed_release_equals_the_in_memory_one(case, tmp_path, algorithm, su
 def test_streamed_csv_is_byte_for_byte_the_written_table(case, tmp_path):
     path, spec = case
     out = tmp_path / "release.csv"
-    anonymize(Source(path, block_size=TINY), spec, output=out, output_delimiter=";",
+    anonymize(path, spec, engine=TINY, output=out, output_delimiter=";",
               escape_formulas=True)
     whole = anonymize(Source(path).read_all(), spec)
     expected = write_table(whole.data, tmp_path / "expected.csv", delimiter=";",
@@ -94,7 +94,7 @@ def test_added_columns_numbered_across_batches(case, tmp_path):
             out = tmp_path / f"{algorithm}{base}.parquet"
             options = dict(algorithm=algorithm, group_column="group", original_row="row",
                            index_base=base, suppressed="keep")
-            anonymize(Source(path, block_size=TINY), spec, output=out, **options)
+            anonymize(path, spec, engine=TINY, output=out, **options)
             whole = anonymize(Source(path).read_all(), spec, **options)
             assert pq.read_table(out).equals(whole.data)
 
@@ -103,7 +103,7 @@ def test_apply_streams_too(case, tmp_path):
     path, spec = case
     first = anonymize(path, spec)
     out = tmp_path / "applied.parquet"
-    applied = apply_solution(Source(path, block_size=TINY), first, output=out)
+    applied = apply_solution(path, first, output=out, engine=TINY)
     assert pq.ParquetFile(out).metadata.num_row_groups > 5
     assert pq.read_table(out).equals(first.data) and applied.data is None
 
@@ -134,7 +134,7 @@ def test_checker_failure_leaves_no_file_and_no_temporary(case, tmp_path, monkeyp
     monkeypatch.setattr(check_module, "check_regrouped", failing)
     out = tmp_path / "release.parquet"
     with pytest.raises(BlendinError, match="independent check"):
-        anonymize(Source(path, block_size=TINY), spec, output=out)
+        anonymize(path, spec, engine=TINY, output=out)
     assert seen and not out.exists() and not leftovers(tmp_path)
 
 
@@ -151,7 +151,7 @@ def test_failure_mid_write_keeps_the_old_file(case, tmp_path, monkeypatch):
 
     monkeypatch.setattr(BatchWriter, "write", breaking)
     with pytest.raises(OSError):
-        anonymize(Source(path, block_size=TINY), spec, output=out)
+        anonymize(path, spec, engine=TINY, output=out)
     assert out.read_text() == "old\n" and not leftovers(tmp_path)
 
 

@@ -184,8 +184,8 @@ def check(
     from blendin.engines import engine_for
 
     engine = engine_for(data)
-    source = (_source(data, spec, delimiter, encoding) if engine.name == "embedded"
-              else engine.source(data, spec))
+    source = (_source(data, spec, delimiter, encoding, engine.block_size)
+              if engine.name == "embedded" else engine.source(data, spec))
     spec.validate_columns(source.columns, released=True)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     distinct = engine.distinct(source, columns, spec.missing)
@@ -233,12 +233,13 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     )
 
 
-def _source(data, spec: Spec, delimiter: str | None, encoding: str | None) -> Source:
+def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
+            block_size: int) -> Source:
     if isinstance(data, Source):
         return data
     if isinstance(data, str | os.PathLike):
         return Source(data, delimiter=delimiter or spec.delimiter,
-                      encoding=encoding or spec.encoding)
+                      encoding=encoding or spec.encoding, block_size=block_size)
     return Source(data)
 
 

@@ -22,10 +22,16 @@ from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter, distinct_tuples
 from blendin.engines.kernels import RowColumns
 from blendin.errors import BlendinError
-from blendin.io import BLOCK_SIZE, Source
+from blendin.io import Source
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
 STREAMED_SUFFIXES = (".csv", ".parquet")
+#: bytes of CSV parsed per block: Arrow's reader reads up to 32 blocks ahead, so this
+#: bounds the memory reading takes (1 MiB blocks read as fast as 64 MiB ones)
+READ_BLOCK = 1 << 20
+#: rows recoded, written and counted per batch: small blocks are put together to this size,
+#: as every call into Arrow or NumPy has a fixed cost
+BATCH_ROWS = 1 << 18
 
 Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
 
@@ -33,8 +39,9 @@ Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
 class EmbeddedEngine:
     """Rows in batches through pyarrow and NumPy, in this process.
 
-    ``block_size`` is the bytes of CSV parsed per batch (a Parquet batch holds
-    ``block_size // 64`` rows): it bounds the memory a batch takes.
+    ``block_size`` is the bytes of CSV parsed per block (a Parquet block holds
+    ``block_size // 64`` rows); blocks are put together into batches of about
+    ``batch_rows`` rows. Both bound the memory a run takes, whatever the number of rows.
 
     >>> import pandas as pd
     >>> engine = EmbeddedEngine()
@@ -45,8 +52,9 @@ class EmbeddedEngine:
 
     name = "embedded"
 
-    def __init__(self, block_size: int = BLOCK_SIZE) -> None:
+    def __init__(self, block_size: int = READ_BLOCK, batch_rows: int = BATCH_ROWS) -> None:
         self.block_size = block_size
+        self.batch_rows = batch_rows
 
     def source(self, data, spec=None) -> Source:
         """The input as a :class:`~blendin.io.Source` (a file read in batches, or a frame)."""
@@ -59,7 +67,20 @@ class EmbeddedEngine:
 
     def distinct(self, source: Source, columns: Sequence[str], missing: str = "") -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts, batch by batch."""
-        return distinct_tuples(source.batches(columns), columns, missing)
+        return distinct_tuples(self.batches(source, columns), columns, missing)
+
+    def batches(self, source: Source, columns: Sequence[str] | None = None
+                ) -> Iterator[pa.Table]:
+        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``)."""
+        group, rows = [], 0
+        for batch in source.batches(columns):
+            group.append(batch)
+            rows += batch.num_rows
+            if rows >= self.batch_rows:
+                yield pa.Table.from_batches(group)
+                group, rows = [], 0
+        if group:
+            yield pa.Table.from_batches(group)
 
     @contextmanager
     def release(self, source: Source, recoder: Recoder, *, check_columns: Sequence[str],
@@ -93,10 +114,9 @@ class EmbeddedEngine:
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
-    @staticmethod
-    def _recoded(source: Source, recoder: Recoder, row_columns: RowColumns | None,
+    def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
                  counter: DistinctCounter) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        for batch in source.batches():
+        for batch in self.batches(source):
             marked, removed = recoder(batch)
             if row_columns is not None and row_columns.active:
                 marked = row_columns(marked)

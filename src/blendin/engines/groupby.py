@@ -9,22 +9,47 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, as_text
+from blendin.frequency import COUNT, as_text, combine_keys
 
 #: rows handed to one call of Arrow's group-by
-GROUP_ROWS = 1 << 20
+GROUP_ROWS = 1 << 19
+
+
+class _Vocabulary:
+    """The distinct texts of one column seen so far, each with a stable code (0, 1, ...)."""
+
+    def __init__(self) -> None:
+        self.values = pa.array([], pa.string())
+
+    def codes(self, column: pa.Array) -> np.ndarray:
+        """Code of every value of a text column (new values get the next codes)."""
+        encoded = pc.dictionary_encode(column)
+        local = encoded.dictionary
+        known = pc.index_in(local, value_set=self.values)
+        if known.null_count:
+            new = pc.filter(local, pc.is_null(known))
+            start = len(self.values)
+            self.values = pa.concat_arrays([self.values, new.cast(pa.string())])
+            fresh = np.cumsum(known.is_null().to_numpy(zero_copy_only=False)) - 1 + start
+            known = pa.array(np.where(known.is_null().to_numpy(zero_copy_only=False), fresh,
+                                      known.fill_null(0).to_numpy(zero_copy_only=False)))
+        mapping = np.asarray(known.to_numpy(zero_copy_only=False), dtype=np.int32)
+        return mapping[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 class DistinctCounter:
     """A streaming group-by: add batches, get the distinct tuples of ``columns`` counted.
 
-    Batches are coalesced into calls of about ``GROUP_ROWS`` rows (Arrow's group-by has a
-    fixed cost per call that dominates on small batches); partial results are merged
-    whenever they hold more rows than the last merge left, so memory follows the number of
-    distinct tuples, not of rows.
+    Each column's texts are dictionary-encoded against a vocabulary that grows as values
+    appear, so a batch becomes a small integer matrix; batches are coalesced into about
+    ``group_rows`` rows and merged into the running distinct tuples by one int64 key per
+    tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
+    follows the number of distinct tuples, not of rows.
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -38,50 +63,48 @@ class DistinctCounter:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
-        self.pending: list[pa.Table] = []
+        self.vocabularies = [_Vocabulary() for _ in self.columns]
+        self.tuples = np.zeros((0, len(self.columns)), np.int32)
+        self.counts = np.zeros(0, np.int64)
+        self.pending: list[np.ndarray] = []
         self.pending_rows = 0
-        self.partials: list[pa.Table] = []
-        self.partial_rows = 0
-        self.merged_rows = 0
         self.rows = 0
 
     def add(self, batch: pa.Table | pa.RecordBatch) -> None:
-        if not batch.num_rows:
+        n = batch.num_rows
+        if not n:
             return
-        self.pending.append(pa.table({c: as_text(batch.column(c), self.missing)
-                                      for c in self.columns}))
-        self.pending_rows += batch.num_rows
-        self.rows += batch.num_rows
+        codes = np.empty((n, len(self.columns)), np.int32)
+        for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies)):
+            text = as_text(batch.column(name), self.missing).combine_chunks()
+            codes[:, j] = vocabulary.codes(text)
+        self.pending.append(codes)
+        self.pending_rows += n
+        self.rows += n
         if self.pending_rows >= self.group_rows:
-            self._group_pending()
-
-    def _group_pending(self) -> None:
-        if not self.pending:
-            return
-        table = pa.concat_tables(self.pending)
-        self.pending, self.pending_rows = [], 0
-        partial = table.group_by(self.columns).aggregate([([], "count_all")])
-        self.partials.append(partial.rename_columns([*self.columns, COUNT]))
-        self.partial_rows += partial.num_rows
-        if len(self.partials) > 1 and self.partial_rows > max(2 * self.merged_rows,
-                                                               self.group_rows):
             self._merge()
 
     def _merge(self) -> None:
-        merged = pa.concat_tables(self.partials)
-        if len(self.partials) > 1:
-            merged = merged.group_by(self.columns).aggregate([(COUNT, "sum")])
-            merged = merged.rename_columns([*self.columns, COUNT])
-        self.partials = [merged]
-        self.partial_rows = self.merged_rows = merged.num_rows
+        if not self.pending:
+            return
+        stacked = np.concatenate([self.tuples, *self.pending])
+        weights = np.concatenate([self.counts, np.ones(self.pending_rows, np.int64)])
+        self.pending, self.pending_rows = [], 0
+        radices = [max(len(v.values), 1) for v in self.vocabularies]
+        key = combine_keys(stacked, radices)
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        self.counts = np.bincount(inverse.reshape(-1), weights=weights,
+                                  minlength=len(first)).astype(np.int64)
+        self.tuples = stacked[first]
 
     def result(self) -> pa.Table:
         """The distinct tuples with their counts (column ``COUNT``)."""
-        self._group_pending()
-        if not self.partials:
-            raise BlendinError("the table has no rows", fix="give a table with at least one row")
         self._merge()
-        return self.partials[0]
+        if not self.rows:
+            raise BlendinError("the table has no rows", fix="give a table with at least one row")
+        columns = {name: vocabulary.values.take(pa.array(self.tuples[:, j]))
+                   for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
+        return pa.table({**columns, COUNT: pa.array(self.counts)})
 
 
 def distinct_tuples(
