@@ -1,0 +1,141 @@
+"""What the app shows of a loaded table: per column its kind, distinct values and the share of
+records whose value is unique, and a suggested role and hierarchy with the reason for each.
+
+The suggestions are guesses for a person to confirm, never decisions: every one is editable
+in the page. Counting is one Arrow ``value_counts`` per column, no loop over rows.
+
+>>> import pyarrow as pa
+>>> table = pa.table({"ssn": ["1", "2", "3", "4"], "dob": ["1970-01-02"] * 4,
+...                   "diagnosis": ["a", "b", "a", "c"]})
+>>> [(c.name, c.role) for c in profile(table)]
+[('ssn', 'identifier'), ('dob', 'quasi-identifier'), ('diagnosis', 'sensitive')]
+>>> profile(table)[0].reason
+'ssn: names a person directly: identifier'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+ROLES = ("identifier", "quasi-identifier", "sensitive", "insensitive")
+
+#: share of unique values above which a column is taken for an identifier
+IDENTIFIER_SHARE = 0.9
+
+#: (pattern on the column name, role, reason); first match wins
+NAME_RULES: tuple[tuple[str, str, str], ...] = (
+    (r"(^|_)(name|first_?name|last_?name|surname|ssn|email|e_?mail|phone|mobile|"
+     r"passport|mrn|patient_?id|person_?id|address|street)($|_)",
+     "identifier", "{name}: names a person directly: identifier"),
+    (r"(dob|birth|geburt)", "quasi-identifier", "date of birth: quasi-identifier"),
+    (r"(^|_)(zip|zipcode|zip_?code|postcode|postal|postal_?code|plz|county|city|town|region|"
+     r"district|state)($|_)",
+     "quasi-identifier", "place of residence: quasi-identifier"),
+    (r"(^|_)(age|sex|gender|ethnicity|race|marital|education|occupation|job|"
+     r"nationality|native|country|religion)($|_)",
+     "quasi-identifier", "{name}: a demographic trait, often public: quasi-identifier"),
+    (r"(diagnos|disease|icd|condition|treatment|drug|medication|salary|income|"
+     r"wage|outcome|party|hiv|result)",
+     "sensitive", "{name}: health, money or belief: sensitive"),
+)
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INT = re.compile(r"^-?\d+$")
+_NUM = re.compile(r"^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+@dataclass
+class ColumnProfile:
+    """One column: its kind, distinct count, unique share and the suggested role/hierarchy."""
+
+    name: str
+    kind: str
+    distinct: int
+    unique_share: float
+    role: str
+    reason: str
+    hierarchy: dict = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+
+def kind_of(values: pa.Array) -> str:
+    """``date``, ``code`` (digits of one width, some with leading zeros, as ZIP codes),
+    ``integer``, ``number`` or ``text``: what every (non-empty) value looks like.
+
+    >>> kind_of(pa.array(["02138", "02139"])), kind_of(pa.array(["1.5", "2"]))
+    ('code', 'number')
+    """
+    text = pc.cast(values, pa.string()).filter(pc.not_equal(pc.cast(values, pa.string()), ""))
+    if len(text) == 0:
+        return "text"
+    for kind, pattern in (("date", _DATE), ("integer", _INT), ("number", _NUM)):
+        if pc.all(pc.match_substring_regex(text, pattern.pattern)).as_py():
+            if kind == "integer" and _fixed_width_code(text):
+                return "code"
+            return kind
+    return "text"
+
+
+def _fixed_width_code(text: pa.Array) -> bool:
+    """Digit strings of one width with leading zeros (ZIP codes), not counts."""
+    lengths = pc.utf8_length(text)
+    same = pc.min_max(lengths)
+    return (same["min"].as_py() == same["max"].as_py()
+            and pc.any(pc.starts_with(text, "0")).as_py())
+
+
+def profile(table: pa.Table) -> list[ColumnProfile]:
+    """Profile every column of ``table`` (values compared as text, as the library reads them)."""
+    rows = max(table.num_rows, 1)
+    out = []
+    for name in table.column_names:
+        column = pc.cast(table.column(name), pa.string())
+        counts = pc.value_counts(column.combine_chunks())
+        sizes = counts.field("counts")
+        distinct = len(counts)
+        unique_share = pc.sum(pc.equal(sizes, 1)).as_py() / rows
+        kind = kind_of(counts.field("values"))
+        role, reason = suggest_role(name, kind, distinct, unique_share, rows)
+        examples = [str(v) for v in counts.field("values")[:4].to_pylist()]
+        out.append(ColumnProfile(name, kind, distinct, unique_share, role, reason,
+                                 suggest_hierarchy(kind, distinct), examples))
+    return out
+
+
+def suggest_role(name: str, kind: str, distinct: int, unique_share: float,
+                 rows: int) -> tuple[str, str]:
+    """The likely role of a column and why.
+
+    >>> suggest_role("record", "text", 998, 0.998, 1000)
+    ('identifier', 'unique in 99.8% of rows: likely an identifier')
+    >>> suggest_role("colour", "text", 3, 0.0, 1000)[0]
+    'insensitive'
+    """
+    key = re.sub(r"[^a-z0-9]+", "_", name.lower())
+    for pattern, role, reason in NAME_RULES:
+        if re.search(pattern, key):
+            return role, reason.format(name=name)
+    if unique_share >= IDENTIFIER_SHARE and rows > 1:
+        return "identifier", f"unique in {100 * unique_share:.1f}% of rows: likely an identifier"
+    if kind == "date":
+        return "quasi-identifier", "a date: may be known to others, quasi-identifier"
+    return "insensitive", "no rule matched: kept as it is (change it if others know it)"
+
+
+def suggest_hierarchy(kind: str, distinct: int) -> dict:
+    """A starting hierarchy (as a spec TOML table) for a column of this kind.
+
+    >>> suggest_hierarchy("date", 900), suggest_hierarchy("integer", 80)
+    ({'dates': ['month', 'year', 'decade']}, {'intervals': [5, 10, 20]})
+    """
+    if kind == "date":
+        return {"dates": ["month", "year", "decade"]}
+    if kind == "code":
+        return {"masking": True}
+    if kind in ("integer", "number") and distinct > 10:
+        return {"intervals": [5, 10, 20]}
+    return {"flat": True}

@@ -1,0 +1,178 @@
+"""Sessions, loaded tables and background jobs of the app.
+
+Each browser tab gets its own session (its id is in the page's address, not in a cookie, so
+two tabs never share one). Every file a session keeps (uploads, sample tables, downloads) is
+in a private folder (mode 0700) under the app's own temporary folder, which is removed when
+the app stops. Nothing here logs values.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from blendin.app.profile import ColumnProfile
+
+
+class Cancelled(Exception):
+    """Raised from the progress callback to stop a search the user cancelled."""
+
+
+@dataclass(eq=False)
+class Job:
+    """Work running in a background thread, with progress and a cancel flag."""
+
+    what: str
+    checked: int = 0
+    total: int | None = None
+    step: str = "preparing"
+    started: float = field(default_factory=time.monotonic)
+    done: bool = False
+    finished: float | None = None
+    error: str | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def progress(self, checked: int, total: int | None = None) -> None:
+        """The ``progress(nodes_checked, total)`` callback of :func:`blendin.anonymize`."""
+        if self.cancel.is_set():
+            raise Cancelled
+        self.checked, self.total, self.step = checked, total, "searching"
+
+    def stop_if_cancelled(self, *_) -> None:
+        """A progress callback that only listens for Cancel (keeps the job's own step)."""
+        if self.cancel.is_set():
+            raise Cancelled
+
+    @property
+    def share(self) -> float | None:
+        if self.done:
+            return 1.0
+        return min(self.checked / self.total, 1.0) if self.total else None
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or time.monotonic()) - self.started
+
+
+@dataclass(eq=False)
+class Run:
+    """One finished anonymization: its spec, result and the figures around it."""
+
+    number: int
+    spec: Any
+    result: Any
+    risk_before: Any = None
+    risk_after: Any = None
+    attack_before: Any = None
+    attack_after: Any = None
+    tradeoff: list[dict] = field(default_factory=list)
+    #: what the page shows of this run, made once (the plots are costly)
+    view: dict | None = None
+
+
+@dataclass(eq=False)
+class Loaded:
+    """A table in the session: the file the library reads and what the page shows of it."""
+
+    label: str
+    path: Path
+    table: pa.Table
+    columns: list[ColumnProfile]
+    #: whether the page offers the input itself for download (sample tables only)
+    downloadable: bool = False
+    #: how the file is read: the spec's [input] encoding and delimiter, when not the default
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Session:
+    """What one browser tab has loaded, chosen and run."""
+
+    id: str
+    folder: Path
+    data: Loaded | None = None
+    external: Loaded | None = None
+    roles: dict[str, str] = field(default_factory=dict)
+    hierarchies: dict[str, dict] = field(default_factory=dict)
+    weights: dict[str, float] = field(default_factory=dict)
+    models: list[dict] = field(default_factory=list)
+    limits: dict[str, Any] = field(default_factory=dict)
+    runs: list[Run] = field(default_factory=list)
+    job: Job | None = None
+    message: str | None = None
+    error: str | None = None
+    #: the section the message or error belongs to (shown there)
+    where: str = "load"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def file(self, name: str) -> Path:
+        """A path in the session's private folder."""
+        return self.folder / name
+
+    def start(self, what: str, work: Callable[[Job], None]) -> Job:
+        """Run ``work(job)`` in a daemon thread; errors land in ``job.error`` as one line."""
+        from blendin.errors import BlendinError
+
+        job = Job(what)
+        self.job = job
+
+        def target() -> None:
+            try:
+                work(job)
+            except Cancelled:
+                job.error = "cancelled: nothing was released"
+            except BlendinError as error:
+                job.error = f"error: {error}"
+            except Exception as error:  # noqa: BLE001 (shown in the page, never logged)
+                job.error = f"error: {type(error).__name__}: {error}"
+            finally:
+                job.finished = time.monotonic()
+                job.done = True
+
+        threading.Thread(target=target, daemon=True, name=f"blendin-{what}").start()
+        return job
+
+
+class Store:
+    """All sessions of one app, and the private temporary folder that holds their files."""
+
+    def __init__(self) -> None:
+        self._root: Path | None = None
+        self.sessions: dict[str, Session] = {}
+
+    @property
+    def root(self) -> Path:
+        """The app's private folder, made with the first session (an app that serves no
+        page leaves nothing behind)."""
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="blendin-app-"))
+            self._root.chmod(0o700)
+        return self._root
+
+    def new(self) -> Session:
+        sid = secrets.token_urlsafe(12)
+        folder = self.root / sid
+        folder.mkdir(mode=0o700)
+        session = Session(sid, folder)
+        self.sessions[sid] = session
+        return session
+
+    def get(self, sid: str) -> Session | None:
+        return self.sessions.get(sid)
+
+    def close(self) -> None:
+        """Cancel running jobs and remove every file the app kept."""
+        for session in self.sessions.values():
+            if session.job is not None:
+                session.job.cancel.set()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)

@@ -1,0 +1,198 @@
+"""What the page shows, gathered from the session and the library's reports."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from blendin.app import workflow
+from blendin.app.profile import ROLES
+from blendin.app.state import Run, Session
+
+
+def context(session: Session) -> dict:
+    """Everything ``page.html`` renders."""
+    data = session.data
+    job = session.job
+    done = job is not None and job.done  # read before the runs (see job.html)
+    out = {"job_done": done, "session": session,
+           "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
+           "roles": ROLES, "builders": workflow.BUILDERS, "catalog": workflow.model_catalog(),
+           "choices": workflow.choices(), "job": job, "runs": list(session.runs)}
+    if data is None:
+        return out
+    out["preview"] = workflow.preview(data)
+    qis = [c for c, r in session.roles.items() if r == "quasi-identifier"]
+    out["qis"] = qis
+    out["sensitive"] = [c for c, r in session.roles.items() if r == "sensitive"]
+    out["hierarchy_forms"] = {q: workflow.builder_fields(session.hierarchies.get(q)
+                                                          or {"flat": True}) for q in qis}
+    out["spec_problem"] = _spec_problem(session)
+    runs = out["runs"]
+    if runs:
+        out["last"] = describe(runs[-1], session)
+        out["described"] = {r.number: describe(r, session) for r in runs}
+    return out
+
+
+def _spec_problem(session: Session) -> str | None:
+    """Why the current choices cannot run, in the spec's words (None when they can)."""
+    from blendin.errors import BlendinError
+
+    try:
+        workflow.build_spec(session)
+    except BlendinError as error:
+        return f"{error}"
+    return None
+
+
+def describe(run: Run, session: Session) -> dict:
+    """The figures of one run, verdict first (made once per run and trade-off)."""
+    if run.view is not None and run.view["tradeoff"] is run.tradeoff:
+        return run.view
+    result = run.result
+    report = result.check
+    heights = result.heights
+    levels = [{"column": q, "level": lvl, "height": heights.get(q, 0),
+               "share": lvl / (heights[q] - 1) if heights.get(q, 0) > 1 else 0.0,
+               "label": _level_label(result, q, lvl),
+               "distinct_before": _distinct(session.data.table, q),
+               "distinct_after": _distinct(result.table, q)}
+              for q, lvl in result.levels.items()]
+    if not result.levels:  # Mondrian: no single level per column
+        levels = [{"column": q, "level": None, "height": None, "label": "local recoding",
+                   "share": None,
+                   "distinct_before": _distinct(session.data.table, q),
+                   "distinct_after": _distinct(result.table, q)}
+                  for q in result.spec.quasi_identifiers]
+    out = {
+        "number": run.number,
+        "passed": report.passed,
+        "models": report.models,
+        "records": result.records,
+        "suppressed": result.suppressed,
+        "suppressed_share": result.suppressed / max(result.records, 1),
+        "max_suppression": result.spec.max_suppression,
+        "classes": result.classes,
+        "min_class": result.min_class_size,
+        "levels": levels,
+        "utility": {k: float(v) for k, v in result.utility.items()},
+        "algorithm": result.algorithm,
+        "metric": result.metric,
+        "seconds": result.seconds,
+        "nodes": result.nodes_checked,
+        "spec_models": "; ".join(str(m) for m in result.spec.models),
+        "risk": _risk_rows(run.risk_before, run.risk_after),
+        "attack": _attack_rows(run.attack_before, run.attack_after),
+        "tradeoff": run.tradeoff,
+        "tradeoff_svg": tradeoff_svg(run.tradeoff) if run.tradeoff else None,
+        "sizes_png": _sizes_png(run),
+        "solution": bool(result.levels),
+    }
+    run.view = out
+    return out
+
+
+def _level_label(result, column: str, level: int) -> str:
+    hierarchy = result.hierarchies.get(column)
+    if hierarchy is None or level >= hierarchy.height:
+        return ""
+    labels = list(dict.fromkeys(str(v) for v in hierarchy.label_array(level)))
+    return ", ".join(labels[:4]) + (f" … ({len(labels)} in all)" if len(labels) > 4 else "")
+
+
+def _distinct(table, column: str) -> int | None:
+    import pyarrow.compute as pc
+
+    if column not in table.column_names:
+        return None
+    return int(pc.count_distinct(table.column(column)).as_py())
+
+
+def _risk_rows(before, after) -> list[dict]:
+    if before is None:
+        return []
+
+    def get(report, pick):
+        return None if report is None else pick(report)
+
+    rows = [
+        ("classes", lambda r: r.classes, "num"),
+        ("smallest class", lambda r: int(r.sizes.min()) if len(r.sizes) else None, "num"),
+        ("sample uniques", lambda r: r.sample_uniques, "num"),
+        ("highest prosecutor risk", lambda r: r.prosecutor.highest, "pct"),
+        ("average prosecutor risk", lambda r: r.prosecutor.average, "pct"),
+        (f"records above risk {before.threshold:g}", lambda r: r.prosecutor.records_at_risk,
+         "pct"),
+        ("marketer risk", lambda r: r.marketer, "pct"),
+    ]
+    return [{"label": label, "before": get(before, pick), "after": get(after, pick),
+             "format": fmt} for label, pick, fmt in rows]
+
+
+def _attack_rows(before, after) -> list[dict]:
+    if before is None:
+        return []
+    rows = [("external people", lambda a: a.external),
+            ("re-identified (match exactly 1 record)", lambda a: a.reidentified),
+            (f"hidden among {before.k} or more", lambda a: a.hidden),
+            ("release records singled out", lambda a: a.records_reidentified)]
+    for name in before.learned:
+        rows.append((f"{name} learned with certainty",
+                     lambda a, n=name: a.learned.get(n, 0)))
+    return [{"label": label, "before": pick(before),
+             "after": None if after is None else pick(after)} for label, pick in rows]
+
+
+def _sizes_png(run: Run) -> str | None:
+    from blendin.report.plots import class_sizes
+
+    if run.risk_after is None:
+        return None
+    before = run.risk_before.sizes if run.risk_before is not None else None
+    return class_sizes(run.risk_after.sizes, before, k=workflow.k_of(run.spec))
+
+
+def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str:
+    """Loss and suppressed share against k, as a small inline SVG (no script, no fonts).
+
+    >>> svg = tradeoff_svg([{"k": 2, "loss": 0.1, "suppressed": 0.0},
+    ...                     {"k": 10, "loss": 0.4, "suppressed": 0.02}])
+    >>> svg.startswith("<svg") and svg.count("<circle") == 4
+    True
+    """
+    from markupsafe import escape
+
+    done = [p for p in points if p.get("loss") is not None]
+    if not done:
+        return ""
+    left, right, top, bottom = 48, 36, 16, 36
+    ks = np.log([p["k"] for p in done])
+    span = max(float(ks.max() - ks.min()), 1e-9)
+
+    def x(k: float) -> float:
+        return left + (math.log(k) - float(ks.min())) / span * (width - left - right)
+
+    def y(v: float) -> float:
+        return top + (1 - min(max(v, 0.0), 1.0)) * (height - top - bottom)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="loss and suppression against k" class="plot">']
+    for v in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+                     f'class="grid"/><text x="{left - 6}" y="{y(v) + 4:.1f}" '
+                     f'text-anchor="end">{100 * v:.0f}%</text>')
+    for p in done:
+        parts.append(f'<text x="{x(p["k"]):.1f}" y="{height - 14}" text-anchor="middle">'
+                     f'k={escape(str(p["k"]))}</text>')
+    for key, css in (("loss", "loss"), ("suppressed", "supp")):
+        coords = " ".join(f"{x(p['k']):.1f},{y(p[key]):.1f}" for p in done)
+        parts.append(f'<polyline points="{coords}" class="{css}"/>')
+        parts.extend(f'<circle cx="{x(p["k"]):.1f}" cy="{y(p[key]):.1f}" r="3.5" '
+                     f'class="{css}"><title>k={p["k"]}: {key} {100 * p[key]:.1f}%</title>'
+                     f'</circle>' for p in done)
+    parts.append(f'<text x="{left + 10}" y="{top + 12}" class="loss">information loss</text>'
+                 f'<text x="{left + 10}" y="{top + 28}" class="supp">records suppressed</text>'
+                 '</svg>')
+    return "".join(parts)

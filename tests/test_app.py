@@ -1,0 +1,366 @@
+"""The app without a browser: its HTTP answers, the upload limit, the spec it writes, and the
+figures it shows computed again through the library."""
+
+from __future__ import annotations
+
+import html
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+uvicorn = pytest.importorskip("uvicorn")
+
+import warnings  # noqa: E402
+
+from click.testing import CliRunner  # noqa: E402
+
+with warnings.catch_warnings():  # starlette's notice about its httpx transport
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+import blendin as bl  # noqa: E402
+from blendin.app import create_app, profile, workflow  # noqa: E402
+from blendin.app.server import parse_size  # noqa: E402
+
+
+def _session(client: TestClient) -> str:
+    response = client.get("/", follow_redirects=False)
+    assert response.status_code == 303
+    return response.headers["location"].rstrip("/")
+
+
+def _wait(app, sid: str, seconds: float = 60):
+    session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+    deadline = time.monotonic() + seconds
+    while not session.job.done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.job.done
+    return session
+
+
+@pytest.fixture
+def app():
+    return create_app(upload_limit=parse_size("150MB"))
+
+
+def test_a_run_shows_what_the_library_finds_with_the_same_spec(app, tmp_path):
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        form = {"m0:k": "5", "m1:attribute": "diagnosis", "m1:l": "2",
+                "max_suppression": "0.05", "action": "run"}
+        assert client.post(f"{sid}/models", data=form).status_code == 200
+        session = _wait(app, sid)
+        assert session.job.error is None
+        page = client.get(f"{sid}/").text
+        spec_text = client.get(f"{sid}/run/1/download/spec").text
+        data = tmp_path / "hospital.csv"
+        data.write_bytes(client.get(f"{sid}/input/data").content)
+        release = client.get(f"{sid}/run/1/download/.csv").content
+    spec_path = tmp_path / "spec.toml"
+    spec_path.write_text(spec_text)
+    spec = bl.Spec.from_toml(spec_path)
+    result = bl.anonymize(str(data), spec)
+    # the verdict comes first, and says what the independent checker says
+    assert page.index('id="verdict"') < page.index('id="levels"')
+    check = bl.check(result.data, spec)
+    assert check.passed and "PASSED" in page
+    assert f"{result.suppressed:,} (" in page
+    for column, level in result.levels.items():
+        assert re.search(rf"<td>{column}</td><td>{level} of ", page)
+    # the risk table: the same figures as bl.risk on the input and on the release
+    before = bl.risk(str(data), list(spec.quasi_identifiers))
+    after = bl.risk(result.data, list(spec.quasi_identifiers))
+    row = re.search(r"<td>sample uniques</td><td>([\d,]+)</td><td>([\d,]+)</td>", page)
+    assert row.groups() == (f"{before.sample_uniques:,}", f"{after.sample_uniques:,}")
+    for label, pick in (("highest prosecutor risk", lambda r: r.prosecutor.highest),
+                        ("average prosecutor risk", lambda r: r.prosecutor.average),
+                        ("marketer risk", lambda r: r.marketer)):
+        assert (f"<td>{label}</td><td>{100 * pick(before):.1f}%</td>"
+                f"<td>{100 * pick(after):.1f}%</td>") in page
+    # the linking attack with the voter list: everyone hidden after, many found before
+    attack = re.search(r"re-identified \(match exactly 1 record\)</td><td>([\d,]+)</td>"
+                       r"<td>([\d,]+)</td>", page)
+    patients, voters = bl.datasets.linking_tables(1000, 3000, seed=0)
+    on = [q for q in spec.quasi_identifiers if q in voters.columns]
+    naive = bl.attack(patients.drop(columns=["name", "ssn"]), voters, on=on)
+    assert attack.group(1) == f"{naive.reidentified:,}" and attack.group(2) == "0"
+    written = tmp_path / "release.csv"
+    result.write(written)
+    assert written.read_bytes() == release
+
+
+def test_upload_limit_refuses_a_2gb_upload_clearly_and_takes_100mb(app, tmp_path):
+    # a real server: the refusal is sent before the 2 GB body is read
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    try:
+        import httpx
+
+        base = f"http://127.0.0.1:{port}"
+        sid = httpx.get(base + "/", follow_redirects=True).url.path.rstrip("/")
+        with socket.create_connection(("127.0.0.1", port)) as raw:
+            raw.sendall((f"POST {sid}/load/upload HTTP/1.1\r\nHost: x\r\n"
+                         "Content-Type: multipart/form-data; boundary=b\r\n"
+                         f"Content-Length: {2 * 1024 ** 3}\r\n\r\n--b\r\n").encode())
+            answer = b""
+            while chunk := raw.recv(65536):
+                answer += chunk
+            answer = answer.decode()
+        assert answer.startswith("HTTP/1.1 413")
+        assert "the upload is 2.0 GB, above the limit of 150.0 MB" in answer
+        assert "--max-upload" in answer
+
+        rows = "".join(f"{i},{20 + i % 60},021{i % 50:02d},dx{i % 7}\n" for i in range(10_000))
+        big = tmp_path / "big.csv"
+        with big.open("wb") as handle:
+            handle.write(b"id,age,zip,diagnosis\n")
+            block = rows.encode()
+            while handle.tell() < 100 * 1024 ** 2:
+                handle.write(block)
+        with big.open("rb") as handle:
+            response = httpx.post(base + sid + "/load/upload", files={"file": handle},
+                                  data={"target": "data"}, timeout=120, follow_redirects=True)
+        assert response.status_code == 200, response.text[:500]
+        records = re.search(r'id="records">([\d,]+)<', response.text).group(1)
+        lines = big.read_bytes().count(b"\n") - 1
+        assert records == f"{lines:,}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_each_session_has_its_own_private_folder_removed_at_close(app):
+    store = app.state.store
+    with TestClient(app) as client:
+        first, second = _session(client), _session(client)
+        assert first != second
+        client.post(f"{first}/load/sample", data={"sample": "people"})
+        assert "people.csv" in client.get(f"{first}/").text
+        assert "people.csv" not in client.get(f"{second}/").text
+        folder = store.sessions[first.rsplit("/", 1)[-1]].folder
+        assert folder.is_dir() and oct(folder.stat().st_mode & 0o777) == "0o700"
+        assert folder.parent == store.root
+        assert oct(store.root.stat().st_mode & 0o777) == "0o700"
+    assert not folder.parent.exists()  # the lifespan closed the store
+
+
+def test_invalid_choices_are_explained_before_running(app):
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        # l above the number of diagnoses: the model says so, in the spec's words
+        form = {"m0:k": "5", "m1:attribute": "diagnosis", "m1:l": "99", "action": "save",
+                "max_suppression": "0.05"}
+        page = html.unescape(client.post(f"{sid}/models", data=form).text)
+        assert "Cannot run yet: distinct-l-diversity: l = 99 but 'diagnosis' has only" in page
+        form.update({"m1:l": "2", "max_suppression": "2"})
+        page = client.post(f"{sid}/models", data=form).text
+        assert "max_suppression must be a fraction between 0 and 1" in page
+        form.update({"max_suppression": "0.05", "action": "run", "algorithm": "mondrian"})
+        client.post(f"{sid}/models", data=form)
+        session = _wait(app, sid)
+        assert session.job.error is None
+        # a Mondrian release has no levels to save: no solution link
+        page = client.get(f"{sid}/").text
+        assert "download/solution" not in page and "download/spec" in page
+
+
+def test_models_and_algorithms_come_from_the_library(monkeypatch, app):
+    from blendin import models, spec
+
+    class Fake(bl.KAnonymity):
+        """A model added to the registry."""
+
+    monkeypatch.setitem(models.MODELS, "fake-model", (Fake, ("k", "beta"), ()))
+    monkeypatch.setattr(spec, "ALGORITHMS", (*spec.ALGORITHMS, "auto"))
+    catalog = workflow.model_catalog()
+    assert catalog["fake-model"]["required"] == ("k", "beta")
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        page = client.get(f"{sid}/").text
+        assert "<option>fake-model</option>" in page and "<option >auto</option>" in page
+        client.post(f"{sid}/models", data={"action": "add", "new_model": "fake-model"})
+        page = client.get(f"{sid}/").text
+        assert 'name="m2:beta"' in page
+
+
+def test_hierarchy_preview_shows_the_levels_of_the_real_values(app):
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        html = client.post(f"{sid}/hierarchy/zip", data={"kind": "masking", "masking": ""},
+                           headers={"HX-Request": "true"}).text
+        assert "6 levels over 24 distinct values" in html
+        assert re.search(r"<td>021\d\d</td><td>021\d\*</td><td>021\*\*</td>", html)
+        html = client.post(f"{sid}/hierarchy/zip", data={"kind": "intervals", "intervals": "x"},
+                           headers={"HX-Request": "true"}).text
+        assert 'class="error"' in html
+
+
+def test_profile_suggests_roles_with_reasons():
+    table = bl.to_arrow(bl.datasets.hospital(300, seed=4))
+    columns = {c.name: c for c in profile.profile(table)}
+    assert columns["ssn"].role == "identifier"
+    assert columns["dob"].role == "quasi-identifier"
+    assert columns["dob"].reason == "date of birth: quasi-identifier"
+    assert columns["zip"].kind == "code" and columns["zip"].hierarchy == {"masking": True}
+    assert columns["diagnosis"].role == "sensitive"
+    # the unique share is the share of records whose value occurs once
+    counts = table.column("dob").to_pandas().value_counts()
+    assert columns["dob"].unique_share == pytest.approx((counts == 1).sum() / table.num_rows)
+    assert columns["dob"].distinct == len(counts)
+
+
+def test_builder_tables_read_back_as_the_spec_reads_them():
+    for kind, fields in (("intervals", {"intervals": "5, 10", "bottom": "0"}),
+                         ("masking", {"masking": "5", "char": "#"}),
+                         ("dates", {"dates": "month, year", "format": "%Y-%m-%d"}),
+                         ("tree", {"tree": '{"a": ["x", "y"]}'}), ("flat", {})):
+        table = workflow.builder_table(kind, fields)
+        assert bl.builder_from_toml(table).to_toml() == table
+        assert workflow.builder_table(*workflow.builder_fields(table)) == table
+
+
+def test_cli_refuses_a_missing_file_and_warns_off_loopback(monkeypatch):
+    from blendin.cli import main
+
+    result = CliRunner().invoke(main, ["app", "nope.csv", "--no-browser"])
+    assert result.exit_code == 2
+    assert "file 'nope.csv' does not exist" in result.output
+
+    ran = {}
+
+    def fake_run(self, sockets):
+        ran["port"] = sockets[0].getsockname()[1]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
+    result = CliRunner().invoke(main, ["app", "--no-browser", "--host", "0.0.0.0"])
+    assert result.exit_code == 0, result.output
+    assert "warning: listening on 0.0.0.0" in result.output
+    assert f":{ran['port']}/" in result.output and "stopped" in result.output
+
+
+def test_encoding_and_delimiter_chosen_on_upload_go_into_the_spec(app):
+    rows = "city;diagnosis\n" + "".join(f"{c};d{i % 3}\n" for i, c in
+                                        enumerate(["Zürich", "Genève", "Köln"] * 4))
+    with TestClient(app) as client:
+        sid = _session(client)
+        response = client.post(f"{sid}/load/upload", files={"file": ("t.csv", rows.encode(
+            "latin-1"))}, data={"target": "data", "encoding": "latin-1", "delimiter": ";"})
+        assert "Zürich" in response.text
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        session.roles["city"] = "quasi-identifier"
+        toml = workflow.build_spec(session).to_toml()
+    assert '[input]\ndelimiter = ";"\nencoding = "latin-1"' in toml
+
+
+def test_new_anonymization_keys_of_the_spec_get_a_field(monkeypatch, app):
+    from blendin import spec
+
+    keys = (*spec.SECTIONS["anonymization"], "budget")
+    monkeypatch.setitem(spec.SECTIONS, "anonymization", keys)
+    assert "budget" in workflow.choices()["extra_limits"]
+    assert workflow.choices()["switches"] == ("relaxed", "sets")
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"budget": "500", "sets": "1", "action": "save"})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.limits["budget"] == 500 and session.limits["sets"] is True
+        assert 'name="budget" value="500"' in client.get(f"{sid}/").text
+
+
+def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
+    data = tmp_path / "visits.csv"
+    data.write_text("age,sex,diagnosis\n" + "".join(
+        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(200)))
+    with TestClient(create_app(data)) as client:
+        for _ in range(2):
+            page = client.get("/").text
+            assert "visits.csv" in page and 'id="records">200<' in page
+
+
+def test_an_arx_hierarchy_file_is_used_and_named_in_the_spec(app, tmp_path):
+    rows = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
+                                             ("Divorced", "Has married"),
+                                             ("Widowed", "Has married"),
+                                             ("Never married", "Never married")))
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/hierarchy/marital_status/file",
+                    files={"file": ("marital.csv", rows.encode())})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.hierarchies["marital_status"] == {
+            "csv": "hierarchies/marital_status.csv"}
+        spec = workflow.build_spec(session)
+        html = client.post(f"{sid}/hierarchy/marital_status", data={"kind": "csv"},
+                           headers={"HX-Request": "true"}).text
+    assert 'marital_status = { csv = "hierarchies/marital_status.csv" }' in spec.to_toml()
+    assert "<td>Divorced</td><td>Has married</td><td>*</td>" in html
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".parquet"])
+def test_excel_and_parquet_uploads(app, tmp_path, suffix):
+    frame = bl.datasets.hospital(60, seed=2)
+    path = tmp_path / f"visits{suffix}"
+    bl.write_table(bl.to_arrow(frame), path)
+    with TestClient(app) as client:
+        sid = _session(client)
+        page = client.post(f"{sid}/load/upload", files={"file": (path.name, path.read_bytes())},
+                           data={"target": "data"}).text
+        assert 'id="records">60<' in page
+        # Excel becomes CSV (the file the spec applies to), offered for download
+        assert ("/input/data" in page) == (suffix == ".xlsx")
+        assert frame.zip.iloc[0] in page  # leading zeros kept: values are text
+
+
+def test_an_unexpected_error_names_only_its_type(monkeypatch, app):
+    def broken(session):
+        raise RuntimeError("patient Jane Doe, 1961-07-31")
+
+    monkeypatch.setattr("blendin.app.views._spec_problem", broken)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "people"})
+        response = client.get(f"{sid}/")
+    assert response.status_code == 500
+    assert "RuntimeError" in response.text and "Jane" not in response.text
+
+
+def test_tradeoff_points_are_the_releases_of_each_k(app):
+    from blendin.app.state import Job
+
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "5", "m1:attribute": "diagnosis",
+                                           "m1:l": "2", "max_suppression": "0.05",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        run = session.runs[-1]
+        workflow.tradeoff(session, run, Job("trade-off"))
+        page = client.get(f"{sid}/").text
+        assert [p["k"] for p in run.tradeoff] == list(workflow.TRADEOFF_KS)
+        for point in run.tradeoff[::3]:
+            spec = bl.Spec.from_dict(run.spec.to_dict(), base_dir=session.folder)
+            spec.models = [bl.KAnonymity(point["k"]), *spec.models[1:]]
+            result = bl.anonymize(str(session.data.path), spec)
+            assert point["loss"] == pytest.approx(result.utility["loss"])
+            assert point["suppressed"] == pytest.approx(result.suppressed / result.records)
+            assert f"<td>{point['k']}</td><td>{100 * point['loss']:.1f}%</td>" in page
