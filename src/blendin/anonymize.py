@@ -201,11 +201,17 @@ class Result:
         text (never a formula); ``escape_formulas`` guards a CSV the same way (see
         :func:`blendin.io.write_table`).
         """
+        from blendin.engines import is_spark
         from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
 
         if self.written is not None and Path(path).resolve() == self.written.resolve():
             return self.written  # streamed there after the check
+        if is_spark(self.data) and not str(path).lower().endswith(".xlsx"):
+            from blendin.engines.spark import SparkEngine
+
+            return SparkEngine(self.data.sparkSession).write(
+                self.data, path, delimiter=delimiter, escape_formulas=escape_formulas)
         table = self.table
         styler = None
         if str(path).lower().endswith(".xlsx"):
@@ -335,7 +341,7 @@ def anonymize(
     release, report = verify(prepared, outcome, spec, suppressed, rows=rows, output=streamed,
                              output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     result = Result(
-        data=None if release.data is None else from_arrow(release.data, data),
+        data=_like_input(release.data, data),
         levels=outcome.levels,
         utility=outcome.utility,
         classes=int(len(outcome.class_sizes)),
@@ -355,6 +361,20 @@ def anonymize(
         written=release.path,
     )
     return _written(result, output, output_delimiter, escape_formulas)
+
+
+def _like_input(release, data):
+    """The release as the kind of table the input was (a Spark release of a pandas frame,
+    say, comes back as pandas); None when it was written to a file instead."""
+    from blendin.engines import is_spark
+
+    if release is None:
+        return None
+    if is_spark(release):
+        if is_spark(data):
+            return release
+        release = release.toArrow()
+    return from_arrow(release, data)
 
 
 def _streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
@@ -763,7 +783,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
                              output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     result = Result(
-        data=None if release.data is None else from_arrow(release.data, data),
+        data=_like_input(release.data, data),
         levels=outcome.levels, written=release.path,
         utility=outcome.utility, classes=int(len(outcome.class_sizes)),
         min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
