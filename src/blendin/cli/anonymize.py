@@ -78,7 +78,8 @@ def _report_options(report: str | None, external: str | None, on: str | None,
 
 
 _COMMON = [
-    click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+    # a folder is refused unless --engine spark (which writes one): see cli/paths.py
+    click.option("-o", "--output", required=True, type=click.Path(),
                  help="Where to write the release: .csv, .parquet or .xlsx."),
     click.option("--suppressed", type=click.Choice(["drop", "keep"]), default="drop",
                  show_default=True,
@@ -210,10 +211,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.spec import Spec
 
     report_options = _report_options(report, external, external_on, population)
+    chosen = _engine(engine, spark_master, spark_conf)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external}, output,
                        force=force, output_delimiter=output_delimiter, solution=solution,
                        report=report, engine=engine)
-    chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path)
     if solution and (algorithm or spec.algorithm) == "mondrian":
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
@@ -284,9 +285,9 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     from blendin.anonymize import apply_solution
     from blendin.spec import Spec
 
+    chosen = _engine(engine, spark_master, spark_conf)
     _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path}, output,
                        force=force, output_delimiter=output_delimiter, engine=engine)
-    chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path) if spec_path else None
     result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
                             encoding=encoding, unknown=unknown, output=output,
