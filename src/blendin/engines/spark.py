@@ -185,19 +185,35 @@ class SparkEngine:
     def distinct(self, source: SparkSource, columns: Sequence[str],
                  missing: str = "") -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected."""
-        from pyspark.sql.types import StringType, StructField, StructType
-
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
-        text = StructType([StructField(c, StringType(), False) for c in columns])
-        df = source.df.select(*columns).mapInArrow(_AsText(columns, missing), text)
-        table = df.groupBy(*columns).count().toArrow()
+        table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
         if table.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with a header and at least one row")
         counts = table.column("count").cast(pa.int64())
         return pa.table({**{c: table.column(c).cast(pa.string()) for c in columns},
                          COUNT: counts})
+
+    @staticmethod
+    def _as_text(df, columns: Sequence[str], missing: str):
+        """The columns as text, as :func:`blendin.frequency.as_text` makes it: text columns
+        by a Spark expression (null, and empty text when ``missing`` is set, become
+        ``missing``), and when any other type is among them all of them by ``as_text``
+        itself on the executors, so that numbers are spelt as the embedded engine spells
+        them."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        kinds = dict(df.dtypes)
+        if all(kinds[c] == "string" for c in columns):
+            def text(c):
+                value = F.col(c) if missing == "" else F.nullif(F.col(c), F.lit(""))
+                return F.coalesce(value, F.lit(missing)).alias(c)
+
+            return df.select(*(text(c) for c in columns))
+        schema = StructType([StructField(c, StringType(), False) for c in columns])
+        return df.select(*columns).mapInArrow(_AsText(columns, missing), schema)
 
     # -- releasing -------------------------------------------------------------------------
 
