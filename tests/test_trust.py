@@ -637,12 +637,12 @@ def test_demo_out_is_not_replaced_without_force(tmp_path):
 
 
 def test_cli_reports_os_errors_on_one_line(files, monkeypatch):
-    import blendin.io as io_module
+    from blendin.engines.embedded import BatchWriter
 
-    def full(table, path, **kw):
-        raise OSError(28, "No space left on device", str(path))
+    def full(self, table):  # the release is streamed to its temporary file batch by batch
+        raise OSError(28, "No space left on device", str(self.temp))
 
-    monkeypatch.setattr(io_module, "_write_csv", full)
+    monkeypatch.setattr(BatchWriter, "write", full)
     folder, data, spec = files
     result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
     assert result.exit_code == 2
