@@ -92,9 +92,14 @@ class DistinctCounter:
         self.pending, self.pending_rows = [], 0
         radices = [max(len(v.values), 1) for v in self.vocabularies]
         key = combine_keys(stacked, radices)
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        self.counts = np.bincount(inverse.reshape(-1), weights=weights,
-                                  minlength=len(first)).astype(np.int64)
+        # a hash table, not a sort: linear in the rows (pandas' factorize on int64 keys)
+        from pandas import factorize
+
+        inverse, uniques = factorize(key)
+        first = np.empty(len(uniques), np.int64)
+        first[inverse[::-1]] = np.arange(len(key) - 1, -1, -1)
+        self.counts = np.bincount(inverse, weights=weights,
+                                  minlength=len(uniques)).astype(np.int64)
         self.tuples = stacked[first]
 
     def result(self) -> pa.Table:
