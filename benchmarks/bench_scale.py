@@ -135,16 +135,20 @@ def measure(command: list[str]) -> tuple[float, float, str]:
 
 def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
     data, spec = prepare(rows, fmt)
-    out = data.parent / "release.parquet"
     floor_s, floor_mib, _ = measure([sys.executable, "-c", FLOOR, str(data)])
-    blendin = [sys.executable, "-c", "from blendin.cli import main; main()", "anonymize",
-               str(data), "--spec", str(spec), "-o", str(out), "--force", "--json"]
+
+    def blendin(engine: str) -> list[str]:
+        out = data.parent / f"release-{engine}.parquet"  # a file, or Spark's folder
+        return [sys.executable, "-c", "from blendin.cli import main; main()", "anonymize",
+                str(data), "--spec", str(spec), "-o", str(out), "--force", "--json",
+                "--engine", engine]
+
     row = {"rows": rows, "format": fmt, "floor_s": floor_s, "floor_mib": floor_mib}
-    seconds, mib, text = measure(blendin)
+    seconds, mib, text = measure(blendin("embedded"))
     levels = json.loads(text)["levels"]
     row.update(embedded_s=seconds, embedded_mib=mib, levels=levels)
     if spark:
-        seconds, mib, text = measure(blendin + ["--engine", "spark", "--spark-master", master,
+        seconds, mib, text = measure(blendin("spark") + ["--spark-master", master,
                                                 "--spark-conf", "spark.ui.enabled=false",
                                                 "--spark-conf", "spark.driver.memory=4g"])
         row.update(spark_s=seconds, spark_mib=mib, spark_same=json.loads(text)["levels"]

@@ -23,7 +23,7 @@ default; :class:`~blendin.engines.spark.SparkEngine` runs the same steps on a Sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,6 @@ class Release:
     #: batches written (or made), and rows released
     batches: int = 0
     rows: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def is_spark(data) -> bool:
