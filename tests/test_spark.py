@@ -109,6 +109,10 @@ def test_files_in_and_out_renamed_after_the_check(spark, tmp_path):
     assert result.written == out and result.data is None and out.is_dir()
     assert multiset(pq.read_table(out)) == multiset(anonymize(df, spec).data)
     assert check(spark.read.parquet(str(out)), spec).passed  # check on a Spark DataFrame
+    parts = tmp_path / "people_parts.parquet"  # a folder of part files, as Spark writes
+    spark.createDataFrame(df).write.parquet(str(parts))
+    again = anonymize(str(parts), spec, engine=SparkEngine(spark))
+    assert multiset(again.data) == multiset(result.table)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     first = anonymize(df, spec)
     applied = apply_solution(str(data), first, output=tmp_path / "applied.csv",

@@ -93,6 +93,11 @@ class Result:
         from blendin.io import Source, to_arrow
 
         if self.data is None and self.written is not None:
+            if self.written.is_dir():  # Spark's folder of part files
+                import pyarrow.dataset as ds
+
+                kind = "parquet" if self.written.suffix.lower() == ".parquet" else "csv"
+                return ds.dataset(self.written, format=kind).to_table()
             return Source(self.written).read_all()
         return to_arrow(self.data)
 

@@ -137,7 +137,7 @@ def _common(command):
 
 
 @main.command("anonymize")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
 @click.option("--algorithm", default=None,
@@ -256,7 +256,7 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 
 
 @main.command("apply")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @click.option("--solution", required=True, type=click.Path(dir_okay=False),
               help="A solution saved by blendin anonymize --save-solution.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),

@@ -168,12 +168,15 @@ class SparkEngine:
 
         delimiter = getattr(spec, "delimiter", None)
         encoding = getattr(spec, "encoding", None) or "utf-8"
-        local = "://" not in path
+        local, kind = "://" not in path, None
+        if local and Path(path).is_dir():  # a folder of part files, as Spark writes them
+            kind = "csv" if path.rstrip("/").lower().endswith(".csv") else "parquet"
+            path, local = Path(path).resolve().as_uri(), False
         if local:  # the same checks and delimiter sniffing as the embedded engine
             header = Source(path, delimiter=delimiter, encoding=encoding)
             kind, delimiter = header.kind, header.delimiter
             path = Path(path).resolve().as_uri()
-        else:
+        if kind is None:  # a remote path: its name tells
             kind = "parquet" if path.rstrip("/").lower().endswith((".parquet", ".pq")) else "csv"
         if kind == "parquet":
             df = self.spark.read.parquet(path)
