@@ -73,7 +73,7 @@ def multiset(frame) -> collections.Counter:
     return collections.Counter(map(tuple, frame.astype(str).values.tolist()))
 
 
-@pytest.mark.parametrize("algorithm", ["optimal", "exhaustive", "binary", "datafly",
+@pytest.mark.parametrize("algorithm", ["auto", "optimal", "exhaustive", "binary", "datafly",
                                        "mondrian"])
 def test_same_node_and_same_release_as_embedded(spark, algorithm):
     df = table()

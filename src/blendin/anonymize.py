@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from blendin.engines.kernels import FullDomainRecoder, MondrianRecoder, RowColumns
+from blendin.engines.kernels import (
+    FullDomainRecoder,
+    MondrianRecoder,
+    PartsRecoder,
+    RowColumns,
+)
 from blendin.errors import BlendinError, preview
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
@@ -38,6 +43,7 @@ from blendin.release import (
     SUPPRESSION_MODES,
     Recoding,
     plan,
+    plan_part,
 )
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -85,6 +91,15 @@ class Result:
     applied_from: str | None = None
     #: the file the release was written to by anonymize(output=...), if any
     written: Path | None = None
+    #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
+    requested_algorithm: str = ""
+    #: why auto chose the algorithm that ran
+    algorithm_reason: str = ""
+    #: the node is proven the best acceptable one (None where that does not apply)
+    proven_optimal: bool | None = None
+    #: with recode_suppressed: the further parts, each {"levels", "records"} (records
+    #: released at that node out of those the first part suppressed)
+    recoded_parts: list[dict] = field(default_factory=list)
 
     @property
     def table(self) -> pa.Table:
@@ -142,7 +157,17 @@ class Result:
             "applied_from": self.applied_from,
             "minimal": minimal_nodes(self),
             "fully_generalized": fully_generalized(self),
+            "requested_algorithm": self.requested_algorithm or self.algorithm,
+            "algorithm_reason": self.algorithm_reason,
+            "proven_optimal": self.proven_optimal,
+            "recoded_parts": [dict(p) for p in self.recoded_parts],
+            "recovered": self.recovered,
         }
+
+    @property
+    def recovered(self) -> int:
+        """Records the first part suppressed that the recoded parts release."""
+        return sum(int(p["records"]) for p in self.recoded_parts)
 
     def summary(self) -> str:
         """A few lines saying what was done, for people."""
@@ -151,10 +176,19 @@ class Result:
             "mondrian partitioning" if self.algorithm == "mondrian"
             else f"{self.algorithm} search, metric {self.metric}")
         lines.append(f"anonymized {self.records:,} records ({what})")
+        if self.algorithm_reason:
+            lines.append(f"{self.requested_algorithm or 'auto'}: {self.algorithm_reason}")
+        if self.proven_optimal is not None and not self.applied_from:
+            lines.append("proven optimal: " + ("yes" if self.proven_optimal else
+                                               "no (best node found within the budget)"))
         if self.levels:
             heights = self.heights
             parts = [f"{q} {lvl}/{heights[q] - 1}" for q, lvl in self.levels.items()]
             lines.append("levels: " + ", ".join(parts))
+        for i, part in enumerate(self.recoded_parts, start=2):
+            levels = ", ".join(f"{q} {lvl}" for q, lvl in part["levels"].items())
+            lines.append(f"part {i}: {part['records']:,} suppressed records recovered at "
+                         f"levels {levels}")
         share = 100 * self.suppressed / self.records if self.records else 0.0
         how = "removed" if self.suppressed_mode == "drop" else "kept with * in every QI"
         lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
@@ -174,7 +208,9 @@ class Result:
     def save_solution(self, path: str | os.PathLike) -> Path:
         """Write the solution as JSON: levels, inline hierarchies, models, limits.
 
-        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else.
+        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else. With
+        recoded suppressed records (``recode_suppressed``) it holds the first part's levels:
+        re-applied, the records that part suppresses stay suppressed.
         """
         if not self.levels:
             raise BlendinError(
@@ -272,6 +308,8 @@ class Outcome:
     suppressed: int
     class_sizes: np.ndarray
     utility: dict[str, float]
+    #: further parts of a release with recode_suppressed ({"levels", "records"} each)
+    parts: list[dict] = field(default_factory=list)
 
 
 def anonymize(
@@ -289,6 +327,10 @@ def anonymize(
     output_delimiter: str = ",",
     escape_formulas: bool = False,
     engine=None,
+    time_limit: float | None | bool = False,
+    max_checks: int | None | bool = False,
+    seed: int | None = None,
+    recode_suppressed: bool | None = None,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -302,6 +344,9 @@ def anonymize(
     anyone who holds the source can then link every released row back, so it is for internal
     use only. ``index_base`` is the number of the first class and the first row: 1 (as a
     spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
+    ``time_limit`` (seconds), ``max_checks`` and ``seed`` override the spec's budget
+    of the heuristic (None: no limit); ``recode_suppressed`` the spec's choice to release the
+    suppressed records at a coarser node of their own (full-domain searches).
 
     With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
     once the checker has passed; a CSV or Parquet release is written batch by batch as it is
@@ -328,9 +373,19 @@ def anonymize(
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
-    algorithm = algorithm or spec.algorithm or "optimal"
+    algorithm = algorithm or spec.algorithm or "auto"
     metric = metric or spec.metric or "loss"
     _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    overrides = {k: v for k, v in (("time_limit", time_limit), ("max_checks", max_checks))
+                 if v is not False}
+    overrides.update({k: v for k, v in (("seed", seed), ("recode_suppressed",
+                                                          recode_suppressed)) if v is not None})
+    if overrides:
+        spec = dataclasses.replace(spec, **overrides)
+    if spec.recode_suppressed and algorithm not in FULL_DOMAIN:
+        raise BlendinError(
+            f"recode_suppressed applies to full-domain searches, not to {algorithm}",
+            fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
     prepared = prepare(data, spec, engine)
     for added in (group_column, original_row):
         if added is not None and added in prepared.source.columns:
@@ -345,6 +400,8 @@ def anonymize(
     streamed = _streamed(output)
     release, report = verify(prepared, outcome, spec, suppressed, rows=rows, output=streamed,
                              output_delimiter=output_delimiter, escape_formulas=escape_formulas)
+    found = outcome.solution
+    ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
     result = Result(
         data=_like_input(release.data, data),
         levels=outcome.levels,
@@ -355,7 +412,7 @@ def anonymize(
         records=prepared.ft.n_records,
         nodes_checked=outcome.nodes_checked,
         seconds=time.perf_counter() - start,
-        algorithm=algorithm,
+        algorithm=ran,
         metric=metric,
         check=report,
         solution=outcome.solution,
@@ -364,6 +421,10 @@ def anonymize(
         suppressed_mode=suppressed,
         sensitive_hierarchies=prepared.sensitive_hierarchies,
         written=release.path,
+        requested_algorithm=algorithm,
+        algorithm_reason=getattr(found, "reason", ""),
+        proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
+        recoded_parts=outcome.parts,
     )
     return _written(result, output, output_delimiter, escape_formulas)
 
@@ -400,7 +461,7 @@ def _written(result: Result, output, delimiter: str, escape_formulas: bool) -> R
     return result
 
 
-FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
+FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
 
 
 def as_spec(spec) -> Spec:
@@ -454,7 +515,8 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
     spec, ft = prepared.spec, prepared.ft
     solution = find(ft, spec.models, max_suppression=spec.max_suppression, metric=metric,
                     algorithm=algorithm, policy=spec.policy, weights=spec.weights or None,
-                    progress=progress)
+                    progress=progress, time_limit=spec.time_limit,
+                    max_checks=spec.max_checks, seed=spec.seed)
     levels = solution.levels
     if levels is None:
         raise BlendinError(
@@ -463,8 +525,43 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
             fix="allow more suppression (max_suppression), give the hierarchies more "
             "levels, or relax the models")
     checked = int(solution.nodes_checked)
+    if spec.recode_suppressed:
+        return _recoded_outcome(prepared, tuple(levels), metric=metric,
+                                nodes_checked=checked, solution=solution)
     return full_domain_outcome(prepared, tuple(levels), nodes_checked=checked,
                                solution=solution)
+
+
+def _recoded_outcome(prepared: Prepared, levels: tuple[int, ...], *, metric: str,
+                     nodes_checked: int, solution: Any) -> Outcome:
+    """The release at ``levels`` with its suppressed records recoded at nodes of their own
+    where they form valid classes (search/remainder.py); the union is checked as a whole."""
+    from blendin.search.remainder import Part, parts_utility, recode_remainder
+
+    spec, ft = prepared.spec, prepared.ft
+    main = plan(ft, levels, spec.models, identifiers=spec.identifiers, missing=spec.missing)
+    _within_limit(main, ft, spec, False)
+    first = Part(levels, ~main.suppressed_tuples)
+    # each round searches the (small) remainder with the heuristic for a second at most
+    budget = 1.0 if spec.time_limit is None else min(1.0, spec.time_limit / 4)
+    parts = recode_remainder(ft, first, spec.models, metric=metric,
+                             weights=spec.weights or None, time_limit=budget,
+                             max_checks=spec.max_checks, seed=spec.seed)
+    if not parts:
+        return full_domain_outcome(prepared, levels, nodes_checked=nodes_checked,
+                                   solution=solution)
+    left, recodings = main.suppressed_tuples.copy(), []
+    for part in parts:
+        recodings.append(plan_part(ft, part.levels, left, part.tuples,
+                                   identifiers=spec.identifiers, missing=spec.missing))
+        left &= ~part.tuples
+    metrics, sizes = parts_utility(ft, [first, *parts], weights=spec.weights or None)
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
+                  "records": p.records(ft)} for p in parts]
+    return Outcome(PartsRecoder(main, recodings), named, nodes_checked, solution,
+                   int(ft.counts[left].sum()), sizes,
+                   {k: _plain(v) for k, v in metrics.items()}, described)
 
 
 def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,

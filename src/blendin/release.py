@@ -20,6 +20,7 @@ from blendin.engines.kernels import (  # noqa: F401  (rows are recoded by the en
     recode_all,
     recode_all_marked,
     recode_marked,
+    recode_parts_marked,
 )
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, combine_keys
@@ -161,3 +162,34 @@ def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[
         raise BlendinError(f"no level given for quasi-identifier(s) {missing}",
                            fix="give one level per quasi-identifier")
     return tuple(int(levels[q]) for q in qi_names)
+
+
+def plan_part(ft: FrequencyTable, levels: Sequence[int], left: np.ndarray,
+              released: np.ndarray, *, identifiers: Sequence[str] = (),
+              missing: str = "") -> Recoding:
+    """The recoding of a further part of a release: of the tuples ``left`` by the earlier
+    parts, those ``released`` go out at node ``levels``; the others' classes (whole
+    classes at that node, among ``left``) are keyed as suppressed.
+
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> import pandas as pd
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"a": [1, 2, 3]}), {"a": h})
+    >>> part = plan_part(ft, [1], np.array([True, True, True]), np.array([True, True, False]))
+    >>> part.suppressed_records, part.class_sizes.tolist()
+    (1, [2])
+    """
+    levels = tuple(int(v) for v in levels)
+    generalized = ft.generalized(levels)[left]
+    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
+    keyer = ClassKeyer(radices, generalized)
+    out = ~released[left]
+    keys = np.unique(keyer(generalized)[out])
+    kept_key = keyer(generalized)[~out]
+    _, class_of = np.unique(kept_key, return_inverse=True)
+    sizes = np.bincount(class_of.reshape(-1), weights=ft.counts[left][~out]).astype(np.int64)
+    suppressed = np.zeros(len(ft.counts), bool)
+    suppressed[np.flatnonzero(left)[out]] = True
+    return Recoding(tuple(ft.qi_names), tuple(ft.hierarchies), levels, keyer, keys,
+                    int(ft.counts[suppressed].sum()), suppressed, sizes, tuple(identifiers),
+                    missing)

@@ -127,6 +127,57 @@ def recode_all_marked(batches: Iterable[pa.Table | pa.RecordBatch],
             np.concatenate([m for _, m in parts]))
 
 
+def recode_parts_marked(batch: pa.Table | pa.RecordBatch, main: Recoding,
+                        parts: Sequence[Recoding]) -> tuple[pa.Table, np.ndarray]:
+    """Like :func:`recode_marked` for a release in parts: the rows ``main`` suppresses go
+    to the first part, those it suppresses to the next, and so on; what the last part
+    suppresses shows ``*``."""
+    table = as_table(batch)
+    ground = {name: h.encode(as_text(table.column(name), main.missing), name)
+              for name, h in zip(main.qi_names, main.hierarchies)}
+
+    def at(recoding: Recoding) -> np.ndarray:
+        cols = [h.codes[lv][ground[n]] for n, h, lv in zip(
+            recoding.qi_names, recoding.hierarchies, recoding.levels)]
+        return np.stack(cols, axis=1) if cols else np.zeros((table.num_rows, 0), np.int32)
+
+    matrix = at(main)
+    removed = main.suppressed_rows(matrix)
+    columns = {n: _label_column(h, lv, matrix[:, i], None) for i, (n, h, lv) in enumerate(
+        zip(main.qi_names, main.hierarchies, main.levels))}
+    for part in parts:
+        if not removed.any():
+            break
+        codes = at(part)
+        still = removed & part.suppressed_rows(codes)
+        back = pa.array(removed & ~still)
+        for i, (n, h, lv) in enumerate(zip(part.qi_names, part.hierarchies, part.levels)):
+            columns[n] = pc.if_else(back, _label_column(h, lv, codes[:, i], None), columns[n])
+        removed = still
+    star = pa.scalar(SUPPRESSED, pa.string())
+    names, out = [], []
+    for name in table.column_names:
+        if name in main.identifiers:
+            continue
+        column = table.column(name)
+        if name in columns:
+            column = pc.if_else(pa.array(removed), star, columns[name])
+        names.append(name)
+        out.append(column)
+    return pa.table(out, names=names), removed
+
+
+class PartsRecoder:
+    """A release in parts (the suppressed records of one node recoded at further nodes):
+    ``recoder(batch) -> (marked, removed)``, see :func:`recode_parts_marked`."""
+
+    def __init__(self, main: Recoding, parts: Sequence[Recoding]) -> None:
+        self.main, self.parts = main, list(parts)
+
+    def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
+        return recode_parts_marked(batch, self.main, self.parts)
+
+
 class FullDomainRecoder:
     """A full-domain node applied to one batch: ``recoder(batch) -> (marked, removed)``."""
 
