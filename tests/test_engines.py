@@ -200,3 +200,14 @@ def test_csv_writer_refuses_nested_columns(tmp_path):
             pytest.raises(BlendinError, match="nested"):
         writer.write(pa.table({"a": [[1, 2]]}))
     assert pcsv  # the CSV writer module is pyarrow's
+
+
+def test_recoded_parts_stream_too(case, tmp_path):
+    path, spec = case
+    spec.max_suppression = 0.3
+    spec.models = [KAnonymity(60)]
+    out = tmp_path / "parts.parquet"
+    streamed = anonymize(path, spec, engine=TINY, output=out, recode_suppressed=True)
+    whole = anonymize(Source(path).read_all(), spec, recode_suppressed=True)
+    assert pq.read_table(out).equals(whole.data)
+    assert whole.recoded_parts and streamed.recoded_parts == whole.recoded_parts

@@ -99,6 +99,15 @@ def test_t_closeness_kept_records_and_pandas_in(spark):
     assert ours.levels == embedded.levels and multiset(ours.data) == multiset(embedded.data)
 
 
+def test_recoded_parts_on_spark(spark):
+    df = table(seed=3)
+    spec = spec_for(df, models=[KAnonymity(10)], max_suppression=0.05)
+    ours = anonymize(spark.createDataFrame(df), spec, recode_suppressed=True)
+    embedded = anonymize(df, spec, recode_suppressed=True)
+    assert len(embedded.recoded_parts) == 2 and ours.recoded_parts == embedded.recoded_parts
+    assert multiset(ours.data) == multiset(embedded.data)
+
+
 def test_files_in_and_out_renamed_after_the_check(spark, tmp_path):
     df = table()
     spec = spec_for(df)
