@@ -6,6 +6,7 @@ blendin's own ARX reader, which is what a user would call.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +18,9 @@ import pyarrow.csv as pcsv
 from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.core import Hierarchy
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: the data folder; BLENDIN_DATA names another (e.g. from a worktree nested elsewhere)
+DATA = Path(os.environ.get("BLENDIN_DATA") or Path(__file__).resolve().parents[2] / "shared"
+            / "data")
 
 #: name -> (data file, quasi-identifiers, sensitive attribute)
 SETS = {
