@@ -12,9 +12,14 @@ from hypothesis import strategies as st
 from test_search_tables import Table, tables
 
 from blendin.errors import BlendinError
+from blendin.hierarchy.arx import from_csv
+from blendin.hierarchy.builders import restrict
+from blendin.hierarchy.core import Hierarchy
 from blendin.metrics import (
     CellCosts,
+    arx_loss,
     class_metrics,
+    domain_shares,
     normalized_weights,
     utility_of_node,
 )
@@ -26,6 +31,7 @@ def brute_metrics(t: Table, levels, suppressed_tuples: set, weights) -> dict[str
     n, q = len(t.records), len(names)
     total_w = sum(weights)
     loss = ncp = prec = bits = 0.0
+    arx_sums = [0.0] * q
     freq = [Counter(r[i] for r in t.records) for i in range(q)]
     kept_classes: Counter = Counter()
     n_sup = 0
@@ -37,6 +43,7 @@ def brute_metrics(t: Table, levels, suppressed_tuples: set, weights) -> dict[str
             rows, lv, w = t.rows[name], levels[i], weights[i]
             height = len(rows[0])
             if sup:
+                arx_sums[i] += 1.0
                 loss += w
                 ncp += w
                 prec += w
@@ -45,6 +52,7 @@ def brute_metrics(t: Table, levels, suppressed_tuples: set, weights) -> dict[str
             label = t.label(i, rec[i], lv)
             gen.append(label)
             covered = [r[0] for r in rows if r[lv] == label]
+            arx_sums[i] += len(covered) / len(rows)
             if name in t.numbers:
                 nums = t.numbers[name]
                 span = max(nums.values()) - min(nums.values())
@@ -69,7 +77,20 @@ def brute_metrics(t: Table, levels, suppressed_tuples: set, weights) -> dict[str
         "height": sum(w * lv for w, lv in zip(weights, levels)),
         "discernibility": sum(s * s for s in kept_classes.values()) + n * n_sup,
         "aecs": n / (len(kept_classes) + (1 if n_sup else 0)),
+        "arx-loss": brute_arx_loss(arx_sums, n, [len(t.rows[nm]) for nm in names], weights),
     }
+
+
+def brute_arx_loss(sums, n, domains, weights) -> float:
+    """ARX's Loss (MetricMDNMLoss, gs-factor 0.5, geometric mean) from its definition."""
+    top = max(weights)
+    product = 1.0
+    for total, d, w in zip(sums, domains, weights):
+        low = n / d
+        norm = max((total - low) / (n - low), 0.0) if n > low else 0.0
+        norm = math.floor(norm * 1e10) / 1e10
+        product *= (norm * w / top + 1.0) ** (1.0 / len(sums))
+    return product - 1.0
 
 
 @settings(max_examples=150, deadline=None)
@@ -100,12 +121,13 @@ def test_unsuppressed_totals_match_node_figures(t):
     w = np.ones(len(t.names))
     nodes = np.array(np.meshgrid(*[np.arange(h.height) for h in ft.hierarchies],
                                  indexing="ij")).reshape(len(t.names), -1).T
-    for metric in ("loss", "gcp", "precision", "entropy", "height"):
+    for metric in ("loss", "gcp", "precision", "entropy", "height", "arx-loss"):
         bulk = costs.unsuppressed_all(metric, nodes, w)
         for node, value in zip(nodes, bulk):
             full = utility_of_node(ft, node, costs=costs)[metric]
             assert value == pytest.approx(full, rel=1e-9, abs=1e-9)
-            assert costs.unsuppressed(metric, node, w) == pytest.approx(full, abs=1e-9)
+            if metric != "arx-loss":
+                assert costs.unsuppressed(metric, node, w) == pytest.approx(full, abs=1e-9)
 
 
 def test_class_metrics_by_hand():
@@ -126,3 +148,32 @@ def test_weights_are_checked():
     with pytest.raises(BlendinError, match="'age'"):
         normalized_weights(["age"], {"age": -1})
     assert normalized_weights(["a", "b"], {"a": 1, "b": 1}).tolist() == [1.0, 1.0]
+
+
+def test_arx_loss_by_hand():
+    # one QI, domain of 4 values (a, b in the data, c, d only in the hierarchy file):
+    # level 1 groups {a, b, c} and {d}; 3 records, 1 suppressed
+    whole = Hierarchy.from_rows([["a", "abc"], ["b", "abc"], ["c", "abc"], ["d", "d"]])
+    h = restrict(whole, np.array(["a", "b"], dtype=object), "x", "")
+    assert h.domain_size == 4 and h.domain_leaves[1].tolist() == [3]
+    assert domain_shares(h, 1).tolist() == [0.75]
+    # kept: 2 records at "abc" (share 3/4 each); suppressed: 1 (costs 1)
+    # A = 2 * 0.75 + 1 = 2.5; L = (2.5 - 3/4) / (3 - 3/4) = 7/9
+    m = class_metrics(np.array([2]), n_records=3, n_suppressed=1, arx_share=np.array([[0.75]]),
+                      domain_sizes=np.array([4]))
+    assert m["arx-loss"] == pytest.approx(7 / 9)
+    # two QIs at 0 and 1: the geometric mean of 1 + L, minus 1
+    assert arx_loss(np.array([3 / 4, 3.0]), 3, np.array([4, 4])) == pytest.approx(
+        math.sqrt(2) - 1)
+    # weights scale to a maximum of 1: the second QI's weight halves its loss
+    assert arx_loss(np.array([3.0, 3.0]), 3, np.array([4, 4]), np.array([2, 1])) == (
+        pytest.approx(math.sqrt(2 * 1.5) - 1))
+
+
+def test_arx_loss_counts_repeated_rows_of_a_file_as_arx_does(tmp_path):
+    path = tmp_path / "x.csv"
+    path.write_text("1;1-2;*\n2;1-2;*\n2;1-2;*\n3;3;*\n")  # "2" listed twice
+    h = from_csv(path).build(np.array(["1", "2", "3"], dtype=object), "x")
+    assert h.domain_size == 4
+    assert h.domain_leaves[0].tolist() == [1, 2, 1]
+    assert domain_shares(h, 1).tolist() == [0.75, 0.25]

@@ -570,7 +570,9 @@ def test_to_dict_carries_the_hierarchy_table():
 
 def test_every_model_is_registered():
     assert set(MODELS) == {"k-anonymity", "distinct-l-diversity", "entropy-l-diversity",
-                           "recursive-cl-diversity", "t-closeness"}
+                           "recursive-cl-diversity", "t-closeness", "average-risk",
+                           "sample-uniqueness", "population-uniqueness", "k-map",
+                           "beta-likeness", "delta-disclosure"}
     assert str(DistinctLDiversity("dx", 3)) == "distinct-l-diversity of 'dx' (l = 3)"
 
 

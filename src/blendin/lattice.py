@@ -261,9 +261,11 @@ class Checker:
         self.lattice = Lattice(ft.heights)
         self._flag = "monotone_with_suppression" if self.limit > 0 else "monotone"
         # monotone models first (a failure there is proof for the specializations), and
-        # within each, cheap models (class sizes only) before those needing histograms
-        self._order = sorted(self.models, key=lambda m: (
-            not getattr(m, self._flag), m.attribute is not None))
+        # within each, cheap models (class sizes only) before those needing histograms;
+        # models of the whole release last, on the classes the others keep, in the order
+        # given (as release.plan applies them: see models.violating)
+        self._order = sorted(self.models, key=lambda m: (m.release, False, False) if m.release
+                             else (False, not getattr(m, self._flag), m.attribute is not None))
         self.attrs = sorted({m.attribute for m in self.models if m.attribute is not None})
         #: acceptable nodes have acceptable generalizations (so unacceptable ones have
         #: unacceptable specializations)
@@ -409,7 +411,14 @@ class Checker:
             if settled is None and not flagged:
                 settled = ~holds  # what the monotone models alone suppress
                 floor = int(sizes[settled].sum())
-            if model.attribute is None:
+            if model.release:
+                # a release-wide bound: its suppression proves nothing per class below
+                counting = False
+                live = np.flatnonzero(holds)
+                budget = self.limit - int(sizes[~holds].sum())
+                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains),
+                                            budget=budget)]
+            elif model.attribute is None:
                 failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
                                                                       self.ft.domains)))
             else:

@@ -20,6 +20,13 @@ cost of its generalized value (a "cell"); suppressed records count as fully gene
 - ``discernibility``: sum of |E|^2 over kept classes plus n for each suppressed record.
 - ``aecs``: average equivalence class size, records / classes, where the suppressed records
   (all ``*``, as they appear in the release) form one class of their own.
+- ``arx-loss``: ARX's default quality model ("Loss", gs-factor 0.5, geometric mean), so that
+  a node ARX would choose is the node chosen here. Per QI, a kept cell costs the share of the
+  hierarchy's domain it covers (leaves under its label / leaves of the hierarchy as given,
+  values absent from the data included), a suppressed cell costs 1; with ``A`` the sum over
+  records and ``D`` the domain size, ``L = (A - n/D) / (n - n/D)`` (0 at the ground level, 1
+  when all is ``*``), cut to 10 decimals as ARX does; the figure is
+  ``prod_i (1 + w_i L_i)^(1/q) - 1`` with the weights scaled to a maximum of 1.
 
 QI weights (``{qi: weight}``) scale each QI's share in loss, gcp, precision, entropy and
 height; they are normalized to a mean of 1, so equal weights change nothing.
@@ -51,10 +58,51 @@ METRICS: dict[str, str] = {
     "height": "sum of generalization levels",
     "discernibility": "sum of squared class sizes, n per suppressed record",
     "aecs": "average equivalence class size (suppressed records form one class)",
+    "arx-loss": "ARX's Loss: geometric mean over QIs of the domain share lost, 0..1",
 }
 
 #: metrics that are sums of per-QI costs of the cells (the rest need class sizes)
 CELL_METRICS = ("loss", "gcp", "precision", "entropy", "height")
+
+
+#: ARX keeps 10 decimals of each QI's normalized loss (Metric.round)
+_ARX_DIGITS = 1e10
+
+
+def arx_loss(aggregates, n_records: int, domain_sizes, weights=None):
+    """ARX's Loss from, per QI, the sum over records of each cell's domain share (1 for a
+    suppressed cell); ``aggregates`` is (QIs,) or (nodes, QIs). See the module docstring.
+
+    >>> round(arx_loss(np.array([10.0, 4.0]), 10, np.array([4, 2])), 6)  # all *, ground
+    0.414214
+    """
+    agg = np.asarray(aggregates, dtype=float)
+    d = np.asarray(domain_sizes, dtype=float)
+    n = float(n_records)
+    low = n / d
+    span = n - low
+    norm = np.divide(agg - low, span, out=np.zeros(np.broadcast_shapes(agg.shape, d.shape)),
+                     where=span > 0)
+    norm = np.floor(np.maximum(norm, 0.0) * _ARX_DIGITS) / _ARX_DIGITS
+    q = agg.shape[-1]
+    if q == 0:
+        return np.zeros(agg.shape[:-1]) if agg.ndim > 1 else 0.0
+    w = np.ones(q) if weights is None else np.asarray(weights, dtype=float)
+    w = w / w.max() if w.max() > 0 else np.ones(q)
+    out = np.prod(np.power(norm * w + 1.0, 1.0 / q), axis=-1) - 1.0
+    return out if agg.ndim > 1 else float(out)
+
+
+def domain_shares(h: Hierarchy, level: int) -> np.ndarray:
+    """Per label of ``level``: the share of the hierarchy's domain it covers (arx-loss)."""
+    if h.domain_leaves is not None and h.domain_size:
+        return np.asarray(h.domain_leaves[level], dtype=float) / float(h.domain_size)
+    return np.bincount(h.codes[level], minlength=len(h.labels[level])) / float(len(h.ground))
+
+
+def domain_size(h: Hierarchy) -> int:
+    """The number of ground values of the hierarchy as given (arx-loss's D)."""
+    return int(h.domain_size or len(h.ground))
 
 
 def check_metric(metric: str) -> str:
@@ -164,6 +212,9 @@ class CellCosts:
     ground_bits: np.ndarray
     totals: Mapping[str, tuple[np.ndarray, ...]]
     n_records: int
+    #: per QI and level, each label's domain share (arx-loss), and per QI the domain size
+    arx_share: tuple[tuple[np.ndarray, ...], ...] = ()
+    domain_sizes: np.ndarray | None = None
 
     @classmethod
     def of(cls, ft: FrequencyTable) -> CellCosts:
@@ -177,8 +228,8 @@ class CellCosts:
     @classmethod
     def _compute(cls, ft: FrequencyTable) -> CellCosts:
         freqs = ground_frequencies(ft)
-        loss, ncp, log_mass, share, bits = [], [], [], [], []
-        totals: dict[str, list[np.ndarray]] = {m: [] for m in CELL_METRICS}
+        loss, ncp, log_mass, share, bits, arx_share = [], [], [], [], [], []
+        totals: dict[str, list[np.ndarray]] = {m: [] for m in (*CELL_METRICS, "arx-loss")}
         n = float(ft.n_records)
         for h, f in zip(ft.hierarchies, freqs):
             h_loss, h_ncp, h_mass = [], [], []
@@ -206,15 +257,20 @@ class CellCosts:
             totals["entropy"].append(
                 np.array([f @ h_mass[lv][h.codes[lv]] - g_bits for lv in per_level]))
             totals["height"].append(np.arange(h.height, dtype=float))
+            h_arx = tuple(domain_shares(h, lv) for lv in per_level)
+            arx_share.append(h_arx)
+            totals["arx-loss"].append(np.array([f @ h_arx[lv][h.codes[lv]] for lv in per_level]))
         return cls(
             tuple(loss), tuple(ncp), tuple(log_mass), tuple(share), np.array(bits),
-            {m: tuple(v) for m, v in totals.items()}, int(n),
+            {m: tuple(v) for m, v in totals.items()}, int(n), tuple(arx_share),
+            np.array([domain_size(h) for h in ft.hierarchies], dtype=float),
         )
 
     def cells(self, levels: Sequence[int], codes: np.ndarray) -> dict[str, np.ndarray]:
         """Per-class per-QI cell costs for classes with ``codes`` (classes, QIs) at ``levels``."""
         out = {}
-        for name, table in (("loss", self.loss), ("ncp", self.ncp), ("log_mass", self.log_mass)):
+        for name, table in (("loss", self.loss), ("ncp", self.ncp), ("log_mass", self.log_mass),
+                            ("arx_share", self.arx_share)):
             cols = [table[i][lv][codes[:, i]] for i, lv in enumerate(levels)]
             out[name] = np.stack(cols, axis=1) if cols else np.zeros((len(codes), 0))
         share = np.array([self.share[i][lv] for i, lv in enumerate(levels)], dtype=float)
@@ -226,8 +282,16 @@ class CellCosts:
         raw = sum(w * self.totals[metric][i][lv] for i, (lv, w) in enumerate(zip(levels, weights)))
         return finish_cell_metric(metric, float(raw), self.n_records, len(levels))
 
+    def arx_aggregates(self, nodes: np.ndarray) -> np.ndarray:
+        """(nodes, QIs) arx-loss sums with nothing suppressed (nodes: (m, QIs) levels)."""
+        cols = [self.totals["arx-loss"][i][nodes[:, i]] for i in range(nodes.shape[1])]
+        return np.stack(cols, axis=1) if cols else np.zeros((len(nodes), 0))
+
     def unsuppressed_all(self, metric: str, nodes: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """:meth:`unsuppressed` for many nodes at once (nodes: (m, QIs) levels)."""
+        if metric == "arx-loss":  # grows with every QI's sum: a bound too
+            return arx_loss(self.arx_aggregates(nodes), self.n_records, self.domain_sizes,
+                            weights)
         raw = np.zeros(len(nodes))
         for i, w in enumerate(weights):
             raw += w * self.totals[metric][i][nodes[:, i]]
@@ -253,6 +317,8 @@ def class_metrics(
     ground_bits: np.ndarray | None = None,
     levels: Sequence[int] | None = None,
     weights: np.ndarray | None = None,
+    arx_share: np.ndarray | None = None,
+    domain_sizes: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Metrics of a release given its kept classes (the generic form, e.g. for Mondrian).
 
@@ -262,7 +328,8 @@ def class_metrics(
     ``entropy`` needs ``log_mass`` and ``ground_bits`` (per QI, sum over all records of log2
     of their ground value's frequency); ``height`` needs ``levels``. ``n_suppressed`` records
     are counted as fully generalized. ``weights`` (QIs,) should have a mean of 1
-    (:func:`normalized_weights`).
+    (:func:`normalized_weights`). ``arx-loss`` needs ``arx_share`` (each cell's domain share)
+    and ``domain_sizes`` (per QI).
 
     >>> class_metrics(np.array([3, 1]), n_records=5, n_suppressed=1)
     {'discernibility': 15.0, 'aecs': 1.6666666666666667}
@@ -270,7 +337,8 @@ def class_metrics(
     sizes = np.asarray(sizes, dtype=float)
     n = float(n_records)
     out: dict[str, float] = {}
-    q = next((a.shape[1] for a in (loss, ncp, share, log_mass) if a is not None), None)
+    q = next((np.shape(a)[1] for a in (loss, ncp, share, log_mass, arx_share) if a is not None),
+             None)
     if q is None and levels is not None:
         q = len(levels)
     w = np.ones(q or 0) if weights is None else np.asarray(weights, dtype=float)
@@ -284,6 +352,9 @@ def class_metrics(
         out["entropy"] = kept + sup - float(np.asarray(ground_bits) @ w)
     if levels is not None:
         out["height"] = float(np.asarray(levels, dtype=float) @ w)
+    if arx_share is not None and domain_sizes is not None:
+        sums = sizes @ np.asarray(arx_share, dtype=float) + n_suppressed
+        out["arx-loss"] = arx_loss(sums, n_records, domain_sizes, w)
     out["discernibility"] = float(sizes @ sizes + n * n_suppressed)
     n_classes = len(sizes) + (1 if n_suppressed else 0)
     out["aecs"] = n / n_classes if n_classes else 0.0
@@ -324,5 +395,5 @@ def utility_of_node(
     return class_metrics(
         sizes, n_records=ft.n_records, n_suppressed=n_sup, loss=cells["loss"], ncp=cells["ncp"],
         share=cells["share"], log_mass=cells["log_mass"], ground_bits=costs.ground_bits,
-        levels=levels, weights=w,
+        levels=levels, weights=w, arx_share=cells["arx_share"], domain_sizes=costs.domain_sizes,
     )

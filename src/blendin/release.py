@@ -17,7 +17,7 @@ import pyarrow as pa
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, as_text, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
-from blendin.models import PrivacyModel
+from blendin.models import PrivacyModel, violating
 
 SUPPRESSION_MODES = ("drop", "keep")
 
@@ -114,10 +114,7 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
         grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
         histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
-    ok = np.ones(n_classes, dtype=bool)
-    for model in models:
-        ok &= np.asarray(model.holds(classes), dtype=bool)
-    return ~ok, class_of_tuple, classes
+    return violating(classes, models), class_of_tuple, classes
 
 
 def plan(

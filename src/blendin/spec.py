@@ -24,7 +24,8 @@ from blendin.hierarchy import Hierarchy, HierarchyBuilder
 from blendin.models import PrivacyModel
 
 ALGORITHMS = ("optimal", "exhaustive", "binary", "datafly", "mondrian")
-METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height")
+METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height",
+           "arx-loss")
 
 #: the keys each TOML section accepts (None: any column name)
 SECTIONS: dict[str, tuple[str, ...] | None] = {

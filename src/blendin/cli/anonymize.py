@@ -106,7 +106,7 @@ def _common(command):
               help="Search algorithm (default: the spec's, else optimal).")
 @click.option("--metric", default=None,
               type=click.Choice(["loss", "gcp", "discernibility", "aecs", "precision",
-                                 "entropy", "height"]),
+                                 "entropy", "height", "arx-loss"]),
               help="Utility metric the search minimizes (default: the spec's, else loss).")
 @click.option("--save-solution", "solution", default=None, type=click.Path(dir_okay=False),
               help="Also save the chosen levels and hierarchies as JSON, for blendin apply.")

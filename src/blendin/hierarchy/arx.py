@@ -152,7 +152,20 @@ def read_hierarchy(path: str | Path, delimiter: str | None = None,
     """The whole hierarchy a file holds (categorical; see FromCsv for numbers and dates)."""
     rows, lines, _ = read_rows(path, delimiter, encoding)
     table, _ = check_rows(rows, lines, str(path))
-    return Hierarchy.from_rows(table.tolist(), name=str(path))
+    return _counted(Hierarchy.from_rows(table.tolist(), name=str(path)), rows)
+
+
+def _counted(hierarchy: Hierarchy, rows: list[list[str]]) -> Hierarchy:
+    """The hierarchy remembering the rows of the file under each label: ARX's domain, a
+    repeated row counted again, as ARX's Loss counts it (see metrics, arx-loss)."""
+    raw = np.array(rows, dtype=object).astype(str)
+    leaves = []
+    for level in range(hierarchy.height):
+        labels, counts = np.unique(raw[:, level], return_counts=True)
+        known = dict(zip(labels.tolist(), counts.tolist()))
+        leaves.append(np.array([known[label] for label in
+                                hierarchy.labels[level].astype(str)], np.int64))
+    return dataclasses.replace(hierarchy, domain_leaves=tuple(leaves), domain_size=len(raw))
 
 
 def with_kind(hierarchy: Hierarchy, kind: str | None, name: str, missing: str) -> Hierarchy:

@@ -11,6 +11,7 @@ the index, in ``labels[level]``, of the label that ground value ``g`` takes at `
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,10 @@ class Hierarchy:
     codes: np.ndarray
     kind: str = "categorical"
     numbers: np.ndarray | None = None
+    #: when cut down to the data's values: per level, the ground values of the hierarchy as
+    #: given under each label, and their number (ARX's Loss measures shares of that domain)
+    domain_leaves: tuple[np.ndarray, ...] | None = None
+    domain_size: int | None = None
 
     @property
     def height(self) -> int:
@@ -280,7 +285,26 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
         table = np.concatenate([table, branch])
         if numbers is not None:
             numbers = np.append(numbers, np.nan)
-    return Hierarchy.from_rows(table.tolist(), kind=hierarchy.kind, numbers=numbers, name=name)
+    cut = Hierarchy.from_rows(table.tolist(), kind=hierarchy.kind, numbers=numbers, name=name)
+    return _with_domain(cut, hierarchy)
+
+
+def _with_domain(cut: Hierarchy, whole: Hierarchy) -> Hierarchy:
+    """``cut`` remembering how many of ``whole``'s ground values each of its labels covers
+    (ground values ``whole`` lacks, such as an added missing label, count too)."""
+    added = ~isin_text(cut.ground.astype(str), whole.ground.astype(str))
+    leaves = []
+    for level in range(cut.height):
+        if whole.domain_leaves is not None:
+            counts = np.asarray(whole.domain_leaves[level], dtype=np.int64)
+        else:
+            counts = np.bincount(whole.codes[level], minlength=len(whole.labels[level]))
+        known = dict(zip(whole.labels[level].astype(str), counts.tolist()))
+        extra = np.bincount(cut.codes[level][added], minlength=len(cut.labels[level]))
+        leaves.append(np.array([known.get(label, 0) for label in
+                                cut.labels[level].astype(str)], np.int64) + extra)
+    size = (whole.domain_size or len(whole.ground)) + int(added.sum())
+    return dataclasses.replace(cut, domain_leaves=tuple(leaves), domain_size=size)
 
 
 def format_args(*args: object, **kwargs: object) -> str:

@@ -66,6 +66,17 @@ MODEL_MEANINGS: dict[str, str] = {
                               "most frequent on, together.",
     "t-closeness": "In every class the distribution of {attribute} is within {t} of its "
                    "distribution over all records ({distance} distance).",
+    "average-risk": "The average re-identification risk of the released records (1 / class "
+                    "size) is at most {threshold}.",
+    "sample-uniqueness": "At most {threshold} of the released records are alone in their "
+                         "class.",
+    "population-uniqueness": "At most {threshold} of the population is estimated to be "
+                             "unique on the released values ({estimator}).",
+    "k-map": "Every class stands for at least {k} people of the population (estimated).",
+    "beta-likeness": "No value of {attribute} is more than {beta} times more frequent, "
+                     "relatively, in a class than overall ({variant}).",
+    "delta-disclosure": "In every class the share of each value of {attribute} is within "
+                        "a factor 2^{delta} of its overall share.",
 }
 
 #: bars of the risk plot: label, attribute of the RiskReport
@@ -163,6 +174,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "utility": _utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
                            _short_threshold_note(spec, threshold)),
+        "risk_models": _risk_models(result.check, spec.models),
         "threshold": _number(threshold),
         "threshold_note": threshold_note,
         "population": _number(population) if population is not None else None,
@@ -439,7 +451,20 @@ def _meaning(key: str, params: dict) -> str:
 
 
 #: the parameter a model's figure is compared with
-BOUNDS = {"k-anonymity": "k", "t-closeness": "t"}
+BOUNDS = {"k-anonymity": "k", "t-closeness": "t", "average-risk": "threshold",
+          "sample-uniqueness": "threshold", "population-uniqueness": "threshold",
+          "beta-likeness": "beta", "delta-disclosure": "delta"}
+
+
+def _risk_models(report, models: Sequence) -> list[str]:
+    """The risk bounds the release was made to, as the checker measured them on it, e.g.
+    ``average risk 3.1% ≤ 5%``."""
+    lines = []
+    for m, model in zip(getattr(report, "models", []), models):
+        if getattr(model, "release", False):
+            sign = "≤" if m.passed else ">"
+            lines.append(f"{m.figure_name} {_pct(m.figure)} {sign} {_pct(model.threshold)}")
+    return lines
 
 
 def _required(model, params: dict) -> str:

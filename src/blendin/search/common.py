@@ -15,6 +15,7 @@ from blendin.lattice import Checker, NodeCheck
 from blendin.metrics import (
     CELL_METRICS,
     CellCosts,
+    arx_loss,
     check_metric,
     class_metrics,
     finish_cell_metric,
@@ -121,7 +122,7 @@ class Context:
         classes give AECS >= n / c and, by Cauchy-Schwarz, sum |E|^2 >= n^2 / c (suppression
         only adds to both).
         """
-        if self.metric in CELL_METRICS:
+        if self.metric in (*CELL_METRICS, "arx-loss"):
             return self.costs.unsuppressed_all(self.metric, nodes, self.weights)
         cap = np.full(len(nodes), float(len(self.ft.counts)))
         product = np.ones(len(nodes))
@@ -150,6 +151,8 @@ class Context:
         if self.metric == "aecs":
             n_classes = int((~bad).sum()) + (1 if result.n_suppressed else 0)
             return self.n / n_classes
+        if self.metric == "arx-loss":
+            return self._arx_loss(result)
         base = self.costs.unsuppressed(self.metric, result.levels, self.weights)
         if not result.n_suppressed or self.metric == "height":
             return float(base)
@@ -175,6 +178,17 @@ class Context:
         raw = float((sizes * per_class).sum())
         return raw if metric == "entropy" else float(
             finish_cell_metric(metric, raw, self.n, len(self.weights)))
+
+    def _arx_loss(self, result: NodeCheck) -> float:
+        """arx-loss of a checked node: a suppressed record's cells cost 1, not their share."""
+        sums = self.costs.arx_aggregates(np.asarray([result.levels]))[0]
+        bad = np.flatnonzero(result.violating)
+        if len(bad):
+            sizes = np.take(result.groups.weights, bad)
+            codes = result.groups.codes_of(bad)
+            for i, lv in enumerate(result.levels):
+                sums[i] += sizes @ (1.0 - np.take(self.costs.arx_share[i][lv], codes[i]))
+        return float(arx_loss(sums, self.n, self.costs.domain_sizes, self.weights))
 
     def settled(self, result: NodeCheck) -> float:
         """Records suppressed at this node and every specialization, at least
@@ -213,7 +227,7 @@ class Context:
         a generalization (a record suppressed costs more at a finer node)."""
         if self.metric in CELL_METRICS:
             return bound + max(penalty, records * floor)
-        if not records:
+        if not records or self.metric == "arx-loss":
             return bound
         if self.metric == "discernibility":
             # a suppressed record costs n instead of its tuple's count (at most the largest)
@@ -234,7 +248,8 @@ class Context:
             groups.sizes[keep], n_records=self.n, n_suppressed=result.n_suppressed,
             loss=cells["loss"], ncp=cells["ncp"], share=cells["share"],
             log_mass=cells["log_mass"], ground_bits=self.costs.ground_bits,
-            levels=result.levels, weights=self.weights)
+            levels=result.levels, weights=self.weights, arx_share=cells["arx_share"],
+            domain_sizes=self.costs.domain_sizes)
 
     # ---- choosing --------------------------------------------------------------------------
 

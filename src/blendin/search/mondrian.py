@@ -180,6 +180,10 @@ def mondrian(
                            fix="give a share of the records, e.g. 0.02")
     for model in models:
         model.validate(ft.n_records, ft.domains)
+        if not model.local_recoding:
+            raise BlendinError(
+                f"mondrian cannot enforce {model.key}: {model.local_recoding_note}",
+                fix='use a full-domain algorithm (algorithm = "optimal", --algorithm optimal)')
     n = len(ft.counts)
     everything = _classes(ft, np.arange(n), np.zeros(n, np.int64), 1)
     failing = [m for m in models if not m.holds(everything).all()]
