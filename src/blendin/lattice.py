@@ -165,6 +165,30 @@ class Groups:
                 self._pending = None
         return self._hists
 
+    @property
+    def has_hists(self) -> bool:
+        return bool(self._hists) or self._pending is not None
+
+    def base(self):
+        """(triples per attribute, their class -> this node's class, or None when the
+        triples are this node's own): what a coarser node's histograms are summed from.
+
+        The triples are summed here only where that pays: when the node's (class, value)
+        pairs are sure to be at most half as many as the triples (a dense count), or when
+        the node has far fewer classes than the triples' classes. Otherwise the coarser
+        node takes the same triples through the composed class map: a gather the size of
+        the finer node's classes instead of a hash of every triple (most nodes grouped on
+        the way down from the table's tuples are never a source again)."""
+        if self._hists is not None or self._pending is None:
+            return self.hists, None
+        finer, inverse = self._pending
+        n = len(self.sizes)
+        cells = sum(n * (int(v.max()) + 1) for _, v, _ in finer.values() if len(v))
+        triples = sum(len(r) for r, _, _ in finer.values())
+        if 2 * cells <= triples or 8 * n <= len(inverse):
+            return self.hists, None
+        return finer, inverse
+
     def triples(self, attr: str):
         """(class, value, count, through) of ``attr``: the class of a triple is
         ``through[class]`` when ``through`` is not None (histograms not summed yet)."""
@@ -517,7 +541,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
     """Group ``source``'s classes into the classes of the coarser node ``levels``."""
     rad = [radices[i][b] for i, b in enumerate(levels)]
     m = len(source.sizes)
-    has_hists = bool(source.hists)
+    has_hists = source.has_hists
     # QIs with a single value at this level add nothing to the key
     active = [j for j, r in enumerate(rad) if r > 1]
     span = math.prod(rad[j] for j in active)
@@ -565,7 +589,8 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
                 (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
                     first] for i, c in enumerate(codes)))
     if has_hists:
-        groups._pending = (source.hists, inverse)
+        base, through = source.base()
+        groups._pending = (base, inverse if through is None else np.take(inverse, through))
     return groups
 
 
