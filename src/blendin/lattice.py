@@ -40,6 +40,10 @@ _DENSE_FACTOR = 1
 _DENSE_SLACK = 2048
 # sources with more classes than this get an intermediate node grouped (see Checker.groups)
 _LADDER_MIN = 2048
+# a node's histogram triples are summed when its (class, value) cells are at most 1/_SUM_CELLS
+# of the triples, or its classes 1/_SUM_CLASSES of the triples' classes (see Groups.base)
+_SUM_CELLS = 2
+_SUM_CLASSES = 8
 
 
 class Lattice:
@@ -185,7 +189,7 @@ class Groups:
         n = len(self.sizes)
         cells = sum(n * (int(v.max()) + 1) for _, v, _ in finer.values() if len(v))
         triples = sum(len(r) for r, _, _ in finer.values())
-        if 2 * cells <= triples or 8 * n <= len(inverse):
+        if _SUM_CELLS * cells <= triples or _SUM_CLASSES * n <= len(inverse):
             return self.hists, None
         return finer, inverse
 
