@@ -130,6 +130,20 @@ def test_unsuppressed_totals_match_node_figures(t):
                 assert costs.unsuppressed(metric, node, w) == pytest.approx(full, abs=1e-9)
 
 
+@settings(max_examples=60, deadline=None)
+@given(t=tables(min_qis=1), data=st.data())
+def test_arx_loss_bounds_are_arx_loss_of_every_node_exactly(t, data):
+    """The bounds gathered from per-(QI, level) factors equal arx_loss of each node's sums
+    to the last bit (ties between nodes are decided on them), weights included."""
+    ft = t.frequency_table()
+    costs = CellCosts.of(ft)
+    w = np.array([data.draw(st.sampled_from([0.5, 1.0, 2.0])) for _ in t.names])
+    nodes = np.array(np.meshgrid(*[np.arange(h.height) for h in ft.hierarchies],
+                                 indexing="ij")).reshape(len(t.names), -1).T
+    want = arx_loss(costs.arx_aggregates(nodes), costs.n_records, costs.domain_sizes, w)
+    assert np.array_equal(costs.unsuppressed_all("arx-loss", nodes, w), want)
+
+
 def test_class_metrics_by_hand():
     # two kept classes of 2 and 3 records over one QI, 1 record suppressed, n = 6
     m = class_metrics(np.array([2, 3]), n_records=6, n_suppressed=1,
