@@ -109,10 +109,15 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.sensitive}
     histograms = {}
     for name in used:
-        hist = ft.sensitive[name]
-        flat = (class_of_tuple[:, None] * hist.shape[1] + np.arange(hist.shape[1])).ravel()
-        grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
-        histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
+        # summed over the nonzero cells only (a tuple holds few of the values: on fars, 61k
+        # of 1.9M cells, and the whole plan took 13 ms summing them all)
+        width = ft.sensitive[name].shape[1]
+        flat = ft.sensitive[name].reshape(-1)
+        cells = np.flatnonzero(flat != 0)
+        rows, vals = np.divmod(cells, width)
+        grouped = np.bincount(np.take(class_of_tuple, rows) * width + vals,
+                              weights=flat[cells], minlength=n_classes * width)
+        histograms[name] = grouped.astype(np.int64).reshape(n_classes, width)
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
     return violating(classes, models), class_of_tuple, classes
 
