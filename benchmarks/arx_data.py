@@ -6,7 +6,6 @@ blendin's own ARX reader, which is what a user would call.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,11 +17,12 @@ import pyarrow.csv as pcsv
 from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.core import Hierarchy
 
-#: the data folder; BLENDIN_DATA names another (e.g. from a worktree nested elsewhere)
-DATA = Path(os.environ.get("BLENDIN_DATA") or Path(__file__).resolve().parents[2] / "shared"
-            / "data")
+#: ../shared/data next to the repository (or next to a folder holding it, for worktrees)
+DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents[1:4]
+             if (p / "shared" / "data").is_dir()),
+            Path(__file__).resolve().parents[2] / "shared" / "data")
 
-#: name -> (data file, quasi-identifiers, sensitive attribute)
+#: name -> (data file, quasi-identifiers, sensitive attribute or None)
 SETS = {
     "adult": ("adult/adult.csv", ["age", "education", "marital-status", "native-country",
                                   "race", "salary-class", "sex", "workclass"], "occupation"),
@@ -32,6 +32,15 @@ SETS = {
                None),
     "fars": ("fars/fars_int.csv", ["iage", "ideathday", "ideathmon", "ihispanic", "iinjury",
                                    "irace", "isex"], "istatenum"),
+    # every column a QI, no sensitive attribute (the field's heuristic benchmarks)
+    "creditcard": ("creditcard/creditcard_int.csv", [
+        "LIMIT_BAL", "SEX", "EDUCATION", "MARRIAGE", "AGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4",
+        "PAY_5", "PAY_6", "BILL_AMT1", "BILL_AMT2", "BILL_AMT3", "BILL_AMT4", "BILL_AMT5",
+        "BILL_AMT6", "PAY_AMT1", "PAY_AMT2", "PAY_AMT3", "PAY_AMT4", "PAY_AMT5", "PAY_AMT6",
+        "default-payment-next-month"], None),
+    "mach2019": ("mach2019/mach2019_int.csv", [
+        "age", "familysize", "gender", "married", "race", "religion", "Q1A", "Q2A", "Q3A",
+        "Q4A", "Q5A", "Q6A", "Q7A", "Q8A", "Q9A", "Q10A"], None),
 }
 
 

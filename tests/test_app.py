@@ -275,7 +275,7 @@ def test_new_anonymization_keys_of_the_spec_get_a_field(monkeypatch, app):
     keys = (*spec.SECTIONS["anonymization"], "budget")
     monkeypatch.setitem(spec.SECTIONS, "anonymization", keys)
     assert "budget" in workflow.choices()["extra_limits"]
-    assert workflow.choices()["switches"] == ("relaxed", "sets")
+    assert workflow.choices()["switches"] == ("relaxed", "sets", "recode_suppressed")
     with TestClient(app) as client:
         sid = _session(client)
         client.post(f"{sid}/load/sample", data={"sample": "hospital"})

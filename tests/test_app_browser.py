@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,27 +43,30 @@ def shot(page, name: str, *, full: bool = False, locator=None) -> None:
         page.screenshot(path=path, full_page=full)
 
 
-def _app_folders() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("blendin-app-*")}
+def _app_folders(tmp: Path) -> set[str]:
+    return {p.name for p in tmp.glob("blendin-app-*")}
 
 
 @pytest.fixture(scope="module")
-def server():
-    """``blendin app`` on a free port; stopped with Ctrl-C (SIGINT) at the end."""
-    before = _app_folders()
+def server(tmp_path_factory):
+    """``blendin app`` on a free port; stopped with Ctrl-C (SIGINT) at the end. Its temporary
+    folder lives in a folder of its own, so that other runs on the machine cannot mix in."""
+    tmp = tmp_path_factory.mktemp("app-tmp")
     process = subprocess.Popen(
         [sys.executable, "-c", "import sys; from blendin.cli import main; main()", "app",
          "--no-browser", "--max-upload", "50MB"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(tmp)})
     line = process.stdout.readline()
     match = re.search(r"http://\S+/", line)
     assert match, (line, process.stderr.read() if process.poll() is not None else "")
     yield match.group(0)
+    assert _app_folders(tmp), "the uploads went elsewhere than the private folder"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert "stopped" in out
-    assert _app_folders() <= before  # every uploaded file is gone
+    assert _app_folders(tmp) == set()  # every uploaded file is gone
 
 
 @pytest.fixture(scope="module")

@@ -212,8 +212,10 @@ def test_worked_example_policies():
 
 def test_refuses_large_lattices_and_names_the_alternatives():
     ft = worked_table()
-    with pytest.raises(BlendinError, match='"datafly".*"mondrian"'):
-        find(ft, [KAnonymity(2)], max_nodes=5)
+    with pytest.raises(BlendinError, match='"heuristic".*"datafly".*"mondrian"'):
+        find(ft, [KAnonymity(2)], algorithm="optimal", max_nodes=5)
+    auto = find(ft, [KAnonymity(2)], max_nodes=5)
+    assert auto.algorithm == "heuristic" and "lattice of" in auto.reason
     assert find(ft, [KAnonymity(2)], algorithm="datafly", max_nodes=5).levels == (1, 1)
 
 

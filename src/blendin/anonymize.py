@@ -37,7 +37,9 @@ from blendin.release import (
     SUPPRESSION_MODES,
     Recoding,
     plan,
+    plan_part,
     recode_all_marked,
+    recode_parts_marked,
 )
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -83,6 +85,15 @@ class Result:
     sensitive_hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     #: what a saved solution re-applied to this data showed (None for a fresh search)
     applied_from: str | None = None
+    #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
+    requested_algorithm: str = ""
+    #: why auto chose the algorithm that ran
+    algorithm_reason: str = ""
+    #: the node is proven the best acceptable one (None where that does not apply)
+    proven_optimal: bool | None = None
+    #: with recode_suppressed: the further parts, each {"levels", "records"} (records
+    #: released at that node out of those the first part suppressed)
+    recoded_parts: list[dict] = field(default_factory=list)
 
     @property
     def table(self) -> pa.Table:
@@ -132,7 +143,17 @@ class Result:
             "applied_from": self.applied_from,
             "minimal": minimal_nodes(self),
             "fully_generalized": fully_generalized(self),
+            "requested_algorithm": self.requested_algorithm or self.algorithm,
+            "algorithm_reason": self.algorithm_reason,
+            "proven_optimal": self.proven_optimal,
+            "recoded_parts": [dict(p) for p in self.recoded_parts],
+            "recovered": self.recovered,
         }
+
+    @property
+    def recovered(self) -> int:
+        """Records the first part suppressed that the recoded parts release."""
+        return sum(int(p["records"]) for p in self.recoded_parts)
 
     def summary(self) -> str:
         """A few lines saying what was done, for people."""
@@ -141,10 +162,19 @@ class Result:
             "mondrian partitioning" if self.algorithm == "mondrian"
             else f"{self.algorithm} search, metric {self.metric}")
         lines.append(f"anonymized {self.records:,} records ({what})")
+        if self.algorithm_reason:
+            lines.append(f"{self.requested_algorithm or 'auto'}: {self.algorithm_reason}")
+        if self.proven_optimal is not None and not self.applied_from:
+            lines.append("proven optimal: " + ("yes" if self.proven_optimal else
+                                               "no (best node found within the budget)"))
         if self.levels:
             heights = self.heights
             parts = [f"{q} {lvl}/{heights[q] - 1}" for q, lvl in self.levels.items()]
             lines.append("levels: " + ", ".join(parts))
+        for i, part in enumerate(self.recoded_parts, start=2):
+            levels = ", ".join(f"{q} {lvl}" for q, lvl in part["levels"].items())
+            lines.append(f"part {i}: {part['records']:,} suppressed records recovered at "
+                         f"levels {levels}")
         share = 100 * self.suppressed / self.records if self.records else 0.0
         how = "removed" if self.suppressed_mode == "drop" else "kept with * in every QI"
         lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
@@ -164,7 +194,9 @@ class Result:
     def save_solution(self, path: str | os.PathLike) -> Path:
         """Write the solution as JSON: levels, inline hierarchies, models, limits.
 
-        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else.
+        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else. With
+        recoded suppressed records (``recode_suppressed``) it holds the first part's levels:
+        re-applied, the records that part suppresses stay suppressed.
         """
         if not self.levels:
             raise BlendinError(
@@ -252,6 +284,8 @@ class Outcome:
     suppressed: int
     class_sizes: np.ndarray
     utility: dict[str, float]
+    #: further parts of a release with recode_suppressed ({"levels", "records"} each)
+    parts: list[dict] = field(default_factory=list)
 
 
 def anonymize(
@@ -265,6 +299,10 @@ def anonymize(
     group_column: str | None = None,
     original_row: str | None = None,
     index_base: int = 1,
+    time_limit: float | None | bool = False,
+    max_checks: int | None | bool = False,
+    seed: int | None = None,
+    recode_suppressed: bool | None = None,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -278,6 +316,9 @@ def anonymize(
     anyone who holds the source can then link every released row back, so it is for internal
     use only. ``index_base`` is the number of the first class and the first row: 1 (as a
     spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
+    ``time_limit`` (seconds), ``max_checks`` and ``seed`` override the spec's budget
+    of the heuristic (None: no limit); ``recode_suppressed`` the spec's choice to release the
+    suppressed records at a coarser node of their own (full-domain searches).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -296,9 +337,19 @@ def anonymize(
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
-    algorithm = algorithm or spec.algorithm or "optimal"
+    algorithm = algorithm or spec.algorithm or "auto"
     metric = metric or spec.metric or "loss"
     _check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    overrides = {k: v for k, v in (("time_limit", time_limit), ("max_checks", max_checks))
+                 if v is not False}
+    overrides.update({k: v for k, v in (("seed", seed), ("recode_suppressed",
+                                                          recode_suppressed)) if v is not None})
+    if overrides:
+        spec = dataclasses.replace(spec, **overrides)
+    if spec.recode_suppressed and algorithm not in FULL_DOMAIN:
+        raise BlendinError(
+            f"recode_suppressed applies to full-domain searches, not to {algorithm}",
+            fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
     prepared = prepare(data, spec)
     for added in (group_column, original_row):
         if added is not None and added in prepared.source.columns:
@@ -312,6 +363,8 @@ def anonymize(
                                       group_column=group_column, original_row=original_row,
                                       index_base=index_base)
     release, report = verify(outcome, spec, suppressed)
+    found = outcome.solution
+    ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
     return Result(
         data=from_arrow(release, data),
         levels=outcome.levels,
@@ -322,7 +375,7 @@ def anonymize(
         records=prepared.ft.n_records,
         nodes_checked=outcome.nodes_checked,
         seconds=time.perf_counter() - start,
-        algorithm=algorithm,
+        algorithm=ran,
         metric=metric,
         check=report,
         solution=outcome.solution,
@@ -330,10 +383,14 @@ def anonymize(
         hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed,
         sensitive_hierarchies=prepared.sensitive_hierarchies,
+        requested_algorithm=algorithm,
+        algorithm_reason=getattr(found, "reason", ""),
+        proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
+        recoded_parts=outcome.parts,
     )
 
 
-FULL_DOMAIN = ("optimal", "exhaustive", "binary", "datafly")
+FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
 
 
 def as_spec(spec) -> Spec:
@@ -385,7 +442,8 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
     spec, ft = prepared.spec, prepared.ft
     solution = find(ft, spec.models, max_suppression=spec.max_suppression, metric=metric,
                     algorithm=algorithm, policy=spec.policy, weights=spec.weights or None,
-                    progress=progress)
+                    progress=progress, time_limit=spec.time_limit,
+                    max_checks=spec.max_checks, seed=spec.seed)
     levels = solution.levels
     if levels is None:
         raise BlendinError(
@@ -394,8 +452,46 @@ def _full_domain(prepared: Prepared, *, algorithm: str, metric: str, suppressed:
             fix="allow more suppression (max_suppression), give the hierarchies more "
             "levels, or relax the models")
     checked = int(solution.nodes_checked)
+    if spec.recode_suppressed:
+        return _recoded_outcome(prepared, tuple(levels), metric=metric,
+                                nodes_checked=checked, solution=solution)
     return full_domain_outcome(prepared, tuple(levels), nodes_checked=checked,
                                solution=solution)
+
+
+def _recoded_outcome(prepared: Prepared, levels: tuple[int, ...], *, metric: str,
+                     nodes_checked: int, solution: Any) -> Outcome:
+    """The release at ``levels`` with its suppressed records recoded at nodes of their own
+    where they form valid classes (search/remainder.py); the union is checked as a whole."""
+    from blendin.search.remainder import Part, parts_utility, recode_remainder
+
+    spec, ft = prepared.spec, prepared.ft
+    main = plan(ft, levels, spec.models, identifiers=spec.identifiers, missing=spec.missing)
+    _within_limit(main, ft, spec, False)
+    first = Part(levels, ~main.suppressed_tuples)
+    # each round searches the (small) remainder with the heuristic for a second at most
+    budget = 1.0 if spec.time_limit is None else min(1.0, spec.time_limit / 4)
+    parts = recode_remainder(ft, first, spec.models, metric=metric,
+                             weights=spec.weights or None, time_limit=budget,
+                             max_checks=spec.max_checks, seed=spec.seed)
+    if not parts:
+        return full_domain_outcome(prepared, levels, nodes_checked=nodes_checked,
+                                   solution=solution)
+    left, recodings = main.suppressed_tuples.copy(), []
+    for part in parts:
+        recodings.append(plan_part(ft, part.levels, left, part.tuples,
+                                   identifiers=spec.identifiers, missing=spec.missing))
+        left &= ~part.tuples
+    pieces = [recode_parts_marked(b, main, recodings) for b in prepared.source.batches()]
+    marked = pa.concat_tables([t for t, _ in pieces])
+    removed = np.concatenate([m for _, m in pieces])
+    metrics, sizes = parts_utility(ft, [first, *parts], weights=spec.weights or None)
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
+                  "records": p.records(ft)} for p in parts]
+    return Outcome(marked, removed, named, nodes_checked, solution,
+                   int(ft.counts[left].sum()), sizes,
+                   {k: _plain(v) for k, v in metrics.items()}, described)
 
 
 def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,

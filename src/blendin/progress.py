@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 #: what the bar shows, with and without a known total
-BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked [{elapsed}]"
-COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}]"
+BAR = ("{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked "
+       "[{elapsed}{postfix}]")
+COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}{postfix}]"
 
 
 class Progress:
@@ -52,8 +53,15 @@ class Progress:
         self.interval = interval
         self.label = label
         self.bar: Any = None
+        self.best: float | None = None
 
-    def __call__(self, nodes_checked: int, total_nodes: int | None = None) -> None:
+    #: the heuristic search also passes ``best=`` (its best figure so far)
+    shows_best = True
+
+    def __call__(self, nodes_checked: int, total_nodes: int | None = None,
+                 best: float | None = None) -> None:
+        if best is not None:
+            self.best = best
         if not self.enabled:
             return
         if self.bar is None:
@@ -61,6 +69,8 @@ class Progress:
         elif total_nodes != self.bar.total:
             self.bar.total = total_nodes
             self.bar.bar_format = BAR if total_nodes else COUNT
+        if best is not None:
+            self.bar.set_postfix_str(f"best so far {best:.4g}", refresh=False)
         # tqdm redraws at most every ``interval`` seconds, however often this is called
         self.bar.update(nodes_checked - self.bar.n)
 

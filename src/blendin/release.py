@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, as_text, combine_keys
@@ -253,3 +254,74 @@ def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[
         raise BlendinError(f"no level given for quasi-identifier(s) {missing}",
                            fix="give one level per quasi-identifier")
     return tuple(int(levels[q]) for q in qi_names)
+
+
+def plan_part(ft: FrequencyTable, levels: Sequence[int], left: np.ndarray,
+              released: np.ndarray, *, identifiers: Sequence[str] = (),
+              missing: str = "") -> Recoding:
+    """The recoding of a further part of a release: of the tuples ``left`` by the earlier
+    parts, those ``released`` go out at node ``levels``; the others' classes (whole
+    classes at that node, among ``left``) are keyed as suppressed.
+
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> import pandas as pd
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"a": [1, 2, 3]}), {"a": h})
+    >>> part = plan_part(ft, [1], np.array([True, True, True]), np.array([True, True, False]))
+    >>> part.suppressed_records, part.class_sizes.tolist()
+    (1, [2])
+    """
+    levels = tuple(int(v) for v in levels)
+    generalized = ft.generalized(levels)[left]
+    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
+    keyer = ClassKeyer(radices, generalized)
+    out = ~released[left]
+    keys = np.unique(keyer(generalized)[out])
+    kept_key = keyer(generalized)[~out]
+    _, class_of = np.unique(kept_key, return_inverse=True)
+    sizes = np.bincount(class_of.reshape(-1), weights=ft.counts[left][~out]).astype(np.int64)
+    suppressed = np.zeros(len(ft.counts), bool)
+    suppressed[np.flatnonzero(left)[out]] = True
+    return Recoding(tuple(ft.qi_names), tuple(ft.hierarchies), levels, keyer, keys,
+                    int(ft.counts[suppressed].sum()), suppressed, sizes, tuple(identifiers),
+                    missing)
+
+
+def recode_parts_marked(batch: pa.Table | pa.RecordBatch, main: Recoding,
+                        parts: Sequence[Recoding]) -> tuple[pa.Table, np.ndarray]:
+    """Like :func:`recode_marked` for a release in parts: the rows ``main`` suppresses go
+    to the first part, those it suppresses to the next, and so on; what the last part
+    suppresses shows ``*``."""
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    ground = {name: h.encode(as_text(table.column(name), main.missing), name)
+              for name, h in zip(main.qi_names, main.hierarchies)}
+
+    def at(recoding: Recoding) -> np.ndarray:
+        cols = [h.codes[lv][ground[n]] for n, h, lv in zip(
+            recoding.qi_names, recoding.hierarchies, recoding.levels)]
+        return np.stack(cols, axis=1) if cols else np.zeros((table.num_rows, 0), np.int32)
+
+    matrix = at(main)
+    removed = main.suppressed_rows(matrix)
+    columns = {n: _label_column(h, lv, matrix[:, i], None) for i, (n, h, lv) in enumerate(
+        zip(main.qi_names, main.hierarchies, main.levels))}
+    for part in parts:
+        if not removed.any():
+            break
+        codes = at(part)
+        still = removed & part.suppressed_rows(codes)
+        back = pa.array(removed & ~still)
+        for i, (n, h, lv) in enumerate(zip(part.qi_names, part.hierarchies, part.levels)):
+            columns[n] = pc.if_else(back, _label_column(h, lv, codes[:, i], None), columns[n])
+        removed = still
+    star = pa.scalar(SUPPRESSED, pa.string())
+    names, out = [], []
+    for name in table.column_names:
+        if name in main.identifiers:
+            continue
+        column = table.column(name)
+        if name in columns:
+            column = pc.if_else(pa.array(removed), star, columns[name])
+        names.append(name)
+        out.append(column)
+    return pa.table(out, names=names), removed

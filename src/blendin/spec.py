@@ -23,7 +23,7 @@ from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
 from blendin.models import PrivacyModel
 
-ALGORITHMS = ("optimal", "exhaustive", "binary", "datafly", "mondrian")
+ALGORITHMS = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly", "mondrian")
 METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height",
            "arx-loss")
 
@@ -34,7 +34,8 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "quasi_identifiers": None,
     "privacy": None,
     "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
-                      "relaxed", "sets"),
+                      "relaxed", "sets", "time_limit", "max_checks", "seed",
+                      "recode_suppressed"),
 }
 #: the key of a ``[[privacy]]`` table that carries the sensitive attribute's hierarchy
 MODEL_HIERARCHY_KEY = "hierarchy"
@@ -63,7 +64,7 @@ class Spec:
     insensitive: list[str] = field(default_factory=list)
     models: list[PrivacyModel] = field(default_factory=list)
     max_suppression: float = 0.0
-    algorithm: str = "optimal"
+    algorithm: str = "auto"
     metric: str = "loss"
     #: how ties between equally good nodes are broken (search.POLICIES; None: the default)
     policy: str | None = None
@@ -73,6 +74,13 @@ class Spec:
     relaxed: bool = False
     #: Mondrian: show categorical groups as sets of values instead of their common ancestor
     sets: bool = False
+    #: the heuristic's budget: seconds and/or node checks (None: no limit on that one)
+    time_limit: float | None = 10.0
+    max_checks: int | None = None
+    #: the heuristic's random moves (the same seed and budget in checks, the same answer)
+    seed: int = 0
+    #: release the suppressed records at a coarser node of their own where they can be
+    recode_suppressed: bool = False
     #: hierarchies of sensitive attributes (for t-closeness with hierarchical distance)
     sensitive_hierarchies: dict[str, HierarchyBuilder | Hierarchy] = field(default_factory=dict)
     #: input options: delimiter (None: sniffed), text encoding, the label of missing values
@@ -150,12 +158,16 @@ class Spec:
             sensitive=_names(attrs, "sensitive"),
             insensitive=_names(attrs, "insensitive"),
             max_suppression=_number(anon, "max_suppression", 0.0),
-            algorithm=_text(anon, "algorithm", "optimal", "anonymization"),
+            algorithm=_text(anon, "algorithm", "auto", "anonymization"),
             metric=_text(anon, "metric", "loss", "anonymization"),
             policy=_text(anon, "policy", None, "anonymization"),
             weights=_weights(anon),
             relaxed=_flag(anon, "relaxed"),
             sets=_flag(anon, "sets"),
+            time_limit=_number(anon, "time_limit", 10.0),
+            max_checks=_whole(anon, "max_checks", None),
+            seed=_whole(anon, "seed", 0),
+            recode_suppressed=_flag(anon, "recode_suppressed"),
             delimiter=_text(inp, "delimiter", None, "input"),
             encoding=_text(inp, "encoding", "utf-8", "input"),
             missing=_text(inp, "missing", "", "input"),
@@ -201,7 +213,7 @@ class Spec:
         <BLANKLINE>
         [anonymization]
         max_suppression = 0.1
-        algorithm = "optimal"
+        algorithm = "auto"
         metric = "loss"
         """
         chunks = []
@@ -233,7 +245,10 @@ class Spec:
         doc["anonymization"] = {"max_suppression": float(self.max_suppression),
                                 "algorithm": self.algorithm, "metric": self.metric}
         extra = {"policy": self.policy, "weights": dict(self.weights) or None,
-                 "relaxed": self.relaxed or None, "sets": self.sets or None}
+                 "relaxed": self.relaxed or None, "sets": self.sets or None,
+                 "time_limit": None if self.time_limit == 10.0 else self.time_limit,
+                 "max_checks": self.max_checks, "seed": self.seed or None,
+                 "recode_suppressed": self.recode_suppressed or None}
         doc["anonymization"].update({k: v for k, v in extra.items() if v is not None})
         return doc
 
@@ -339,6 +354,7 @@ class Spec:
                 raise BlendinError(
                     f"unknown {key} {value!r}{_did_you_mean(str(value), valid)}",
                     fix=f"use one of: {', '.join(valid)}")
+        self._check_budget()
         for name, weight in self.weights.items():
             if name not in self.quasi_identifiers:
                 raise BlendinError(
@@ -348,6 +364,20 @@ class Spec:
             if not weight > 0:
                 raise BlendinError(f"[anonymization] weight of {name!r} must be > 0, got "
                                    f"{weight!r}", fix=f"e.g. {name} = 1")
+
+    def _check_budget(self) -> None:
+        limit, checks, seed = self.time_limit, self.max_checks, self.seed
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)
+                                  or not limit >= 0):
+            raise BlendinError(f"[anonymization] time_limit must be seconds >= 0, got {limit!r}",
+                               fix="write e.g. time_limit = 10 (--time-limit 10)")
+        if checks is not None and (isinstance(checks, bool) or not isinstance(checks, int)
+                                   or checks < 0):
+            raise BlendinError(f"[anonymization] max_checks must be a whole number >= 0, got "
+                               f"{checks!r}", fix="write e.g. max_checks = 5000 (--max-checks)")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise BlendinError(f"[anonymization] seed must be a whole number, got {seed!r}",
+                               fix="write e.g. seed = 1 (--seed 1)")
 
     def validate_columns(self, column_names: Sequence[str], *, released: bool = False) -> None:
         """Raise BlendinError unless every column the spec names is in ``column_names``.
@@ -536,6 +566,14 @@ def _number(section: Mapping, key: str, default: float) -> float:
         raise BlendinError(f"[anonymization] {key} must be a number, got {value!r}",
                            fix=f"write e.g. {key} = 0.05")
     return float(value)
+
+
+def _whole(section: Mapping, key: str, default: int | None) -> int | None:
+    value = section.get(key, default)
+    if value is not default and (isinstance(value, bool) or not isinstance(value, int)):
+        raise BlendinError(f"[anonymization] {key} must be a whole number, got {value!r}",
+                           fix=f"write e.g. {key} = 1000")
+    return value
 
 
 def _flag(section: Mapping, key: str) -> bool:

@@ -272,7 +272,12 @@ def model_catalog() -> dict[str, dict]:
 #: (e.g. a search budget) gets a plain field
 LIMIT_FIELDS = ("max_suppression", "algorithm", "metric", "policy", "weights")
 #: [anonymization] keys that are switches
-SWITCHES = ("relaxed", "sets")
+SWITCHES = ("relaxed", "sets", "recode_suppressed")
+#: how the page names [anonymization] keys (a key not listed shows as it is)
+LABELS = {"relaxed": "relaxed (Mondrian)", "sets": "sets (Mondrian)",
+          "recode_suppressed": "recode suppressed records (full-domain)",
+          "time_limit": "time limit, s (heuristic)", "max_checks": "node checks (heuristic)",
+          "seed": "seed (heuristic)"}
 
 
 def choices() -> dict[str, tuple]:
@@ -287,7 +292,8 @@ def choices() -> dict[str, tuple]:
     return {"algorithms": tuple(spec.ALGORITHMS), "metrics": tuple(spec.METRICS),
             "policies": tuple(POLICIES), "distances": tuple(DISTANCES),
             "switches": tuple(k for k in extra if k in SWITCHES),
-            "extra_limits": tuple(k for k in extra if k not in SWITCHES)}
+            "extra_limits": tuple(k for k in extra if k not in SWITCHES),
+            "labels": {k: LABELS.get(k, k) for k in extra}}
 
 
 def spec_document(session: Session) -> dict:

@@ -102,8 +102,19 @@ def _common(command):
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
 @click.option("--algorithm", default=None,
-              type=click.Choice(["optimal", "exhaustive", "binary", "datafly", "mondrian"]),
-              help="Search algorithm (default: the spec's, else optimal).")
+              type=click.Choice(["auto", "optimal", "heuristic", "exhaustive", "binary",
+                                 "datafly", "mondrian"]),
+              help="Search algorithm (default: the spec's, else auto: optimal where the "
+              "lattice is small enough, else heuristic).")
+@click.option("--time-limit", default=None, type=click.FloatRange(min=0),
+              help="Seconds the heuristic may search (default: the spec's, else 10).")
+@click.option("--max-checks", default=None, type=click.IntRange(min=0),
+              help="Node checks the heuristic may make (default: the spec's, else no limit).")
+@click.option("--seed", default=None, type=int,
+              help="Seed of the heuristic's random moves (default: the spec's, else 0).")
+@click.option("--recode-suppressed", is_flag=True, default=None,
+              help="Release the suppressed records at a coarser node of their own where "
+              "they form valid classes (the whole release still verified).")
 @click.option("--metric", default=None,
               type=click.Choice(["loss", "gcp", "discernibility", "aecs", "precision",
                                  "entropy", "height", "arx-loss"]),
@@ -143,7 +154,9 @@ def _common(command):
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
                       solution: str | None, report: str | None, policy: str | None,
                       relaxed: bool | None, sets: bool | None, group_column: str | None,
-                      original_row: str | None, index_base: int, external: str | None,
+                      original_row: str | None, index_base: int,
+                      time_limit: float | None, max_checks: int | None, seed: int | None,
+                      recode_suppressed: bool | None, external: str | None,
                       external_on: str | None, population: float | None, output: str,
                       suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                       encoding: str | None, output_delimiter: str, escape_formulas: bool,
@@ -155,6 +168,12 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     writes the release only after the independent checker has verified it. Prints the
     chosen level per quasi-identifier, the records suppressed, the classes, the utility
     figures, the nodes checked and the time.
+
+    The default, --algorithm auto, runs the optimal search where the lattice is small
+    enough and otherwise the anytime heuristic, which keeps the best verified node found
+    within --time-limit / --max-checks; the output says which ran, why, and whether the
+    result is proven optimal. --recode-suppressed releases suppressed records at a coarser
+    node of their own where they form valid classes.
 
     With --algorithm mondrian each group is generalized only as much as it needs (ranges,
     common ancestors, or sets with --sets). An .xlsx output shows each class in its own
@@ -175,14 +194,16 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
                            "recodes each group on its own)",
                            fix="leave out --save-solution, or use a full-domain --algorithm "
-                           "(optimal, exhaustive, binary, datafly)")
+                           "(auto, optimal, heuristic, exhaustive, binary, datafly)")
     if group_column is not None:
         _check_new_column(data, spec, group_column, delimiter, encoding)
     if delimiter is not None:
         spec.delimiter = delimiter
     if encoding is not None:
         spec.encoding = encoding
-    for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets)):
+    for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets),
+                       ("time_limit", time_limit), ("max_checks", max_checks), ("seed", seed),
+                       ("recode_suppressed", recode_suppressed)):
         if value is not None:
             setattr(spec, key, value)
     with Progress(enabled=not quiet) as progress:

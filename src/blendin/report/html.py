@@ -322,6 +322,24 @@ def _released(result) -> list[dict[str, str]]:
     if result.algorithm == "mondrian" and result.classes != _classes(result):
         rows.insert(5, _row("groups", "Mondrian groups", _count(result.classes),
                             "groups with the same released values count as one class"))
+    rows.extend(_search_rows(result))
+    return rows
+
+
+def _search_rows(result) -> list[dict[str, str]]:
+    """Why auto chose the algorithm, whether the node is proven optimal, and the parts
+    that recoded suppressed records."""
+    rows = []
+    if getattr(result, "algorithm_reason", ""):
+        rows.append(_row("auto", "Why this algorithm", result.algorithm_reason))
+    proven = getattr(result, "proven_optimal", None)
+    if proven is not None and result.applied_from is None:
+        rows.append(_row("proven", "Proven optimal", "yes" if proven else "no",
+                         "" if proven else "the best node found within the time budget"))
+    for i, part in enumerate(getattr(result, "recoded_parts", []), start=2):
+        levels = ", ".join(f"{q} {lv}" for q, lv in part["levels"].items())
+        rows.append(_row(f"part{i}", f"Part {i}: suppressed records recovered",
+                         _count(part["records"]), f"released at levels {levels}"))
     return rows
 
 
@@ -340,6 +358,7 @@ def _algorithm(result) -> str:
         return f"saved solution re-applied ({result.applied_from})"
     names = {"optimal": "optimal full-domain search", "exhaustive": "exhaustive search",
              "binary": "binary search on height (Samarati)", "datafly": "Datafly (greedy)",
+             "heuristic": "anytime heuristic (best node found within the budget)",
              "mondrian": "Mondrian (multidimensional, local recoding)"}
     return names.get(result.algorithm, result.algorithm)
 

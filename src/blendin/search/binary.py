@@ -108,4 +108,4 @@ def binary(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
             raise ctx.nothing_found()
     found = [c for c in map(layers.candidate, layers.live(lowest).tolist()) if c is not None]
     chosen = ctx.by_policy(found)
-    return ctx.solution(chosen, "binary", minimal=[c.levels for c in found])
+    return ctx.solution(chosen, "binary", minimal=[c.levels for c in found], optimal=False)

@@ -64,6 +64,13 @@ class Solution:
     minimal: tuple[tuple[int, ...], ...] = ()
     lattice_size: int = 0
     seconds: float = 0.0
+    #: proven the best acceptable node (exact searches always; the heuristic when it could
+    #: rule out every other node)
+    optimal: bool = True
+    #: the heuristic's ``(seconds, nodes checked, best figure)`` at each improvement
+    trace: tuple[tuple[float, int, float], ...] = ()
+    #: for ``algorithm="auto"``: which algorithm ran and why
+    reason: str = ""
 
     @property
     def named_levels(self) -> dict[str, int]:
@@ -126,14 +133,19 @@ class Context:
             return self.costs.unsuppressed_all(self.metric, nodes, self.weights)
         cap = np.full(len(nodes), float(len(self.ft.counts)))
         product = np.ones(len(nodes))
-        for i, h in enumerate(self.ft.hierarchies):
-            present = np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
-                                for lv in range(h.height)], dtype=float)
+        for i, present in enumerate(self._present):
             product *= present[nodes[:, i]]
         cap = np.minimum(cap, product)
         if self.metric == "discernibility":
             return np.maximum(self._floor, self.n * float(self.n) / cap)
         return self.n / cap
+
+    @functools.cached_property
+    def _present(self) -> list[np.ndarray]:
+        """Per QI, the distinct values present at each level."""
+        return [np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
+                          for lv in range(h.height)], dtype=float)
+                for i, h in enumerate(self.ft.hierarchies)]
 
     @functools.cached_property
     def _floor(self) -> float:
@@ -302,7 +314,8 @@ class Context:
                                               *self.policy_key(c)[1:]))
 
     def solution(self, chosen: Candidate, algorithm: str,
-                 minimal: Sequence[tuple[int, ...]] = ()) -> Solution:
+                 minimal: Sequence[tuple[int, ...]] = (), *, optimal: bool = True,
+                 trace: tuple = ()) -> Solution:
         checked = self.checks
         result = self.checker.check(chosen.levels)  # cached classes: cheap
         return Solution(
@@ -318,6 +331,8 @@ class Context:
             minimal=tuple(minimal),
             lattice_size=self.lattice.size,
             seconds=time.perf_counter() - self.started,
+            optimal=optimal,
+            trace=trace,
         )
 
     def nothing_found(self) -> BlendinError:

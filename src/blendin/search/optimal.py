@@ -45,8 +45,9 @@ def too_big(size: int, max_nodes: int) -> BlendinError:
     return BlendinError(
         f"the generalization lattice has {size:,} nodes, more than the {max_nodes:,} an "
         "exact lattice search visits",
-        fix='use algorithm = "datafly" (greedy) or algorithm = "mondrian" (local '
-        "recoding), use fewer quasi-identifiers or hierarchy levels, or raise max_nodes")
+        fix='use algorithm = "auto" or "heuristic" (anytime search within a time limit), '
+        '"datafly" (greedy) or algorithm = "mondrian" (local recoding), use fewer '
+        "quasi-identifiers or hierarchy levels, or raise max_nodes")
 
 
 def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
