@@ -21,6 +21,7 @@ specialization. The searches prune with both.
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ class Lattice:
         return sum(self.top)
 
     def index(self, levels: Sequence[int]) -> int:
-        return sum(int(lv) * s for lv, s in zip(levels, self.strides))
+        return sum(map(operator.mul, map(int, levels), self.strides))
 
     def levels(self, index: int) -> tuple[int, ...]:
         out = []
@@ -360,11 +361,11 @@ class Checker:
         self._cache.move_to_end(index)
         return self._cache[index]
 
-    def _remember(self, groups: Groups) -> None:
+    def _remember(self, groups: Groups, index: int | None = None) -> None:
         weight = groups.weight
         if weight > self.cache_budget:
             return
-        index = self.lattice.index(groups.levels)
+        index = self.lattice.index(groups.levels) if index is None else index
         if index in self._cache:
             return
         while self._cache and self._cache_weight + weight > self.cache_budget:
@@ -410,7 +411,7 @@ class Checker:
                 source = self.groups(step)
         groups = _roll_up(source, levels, self._up, self.radices)
         if remember:
-            self._remember(groups)
+            self._remember(groups, index)
         return groups
 
     # ---- checking -------------------------------------------------------------------------
