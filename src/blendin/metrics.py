@@ -39,6 +39,7 @@ height; they are normalized to a mean of 1, so equal weights change nothing.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -402,10 +403,14 @@ def utility_of_node(
     keep = np.ones(len(ft.counts), bool) if suppressed is None else ~np.asarray(suppressed, bool)
     codes = ft.generalized(levels)[keep]
     radices = [len(h.labels[lv]) for h, lv in zip(ft.hierarchies, levels)]
+    from blendin.release import unique_inverse
+
     key = combine_keys(codes, radices)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    sizes = np.bincount(inverse.reshape(-1), weights=ft.counts[keep], minlength=len(first))
-    cells = costs.cells(levels, codes[first])
+    inverse, n_classes = unique_inverse(key, math.prod(radices))
+    sizes = np.bincount(inverse, weights=ft.counts[keep], minlength=n_classes)
+    member = np.empty(n_classes, np.int64)  # a tuple of each class (all share its codes)
+    member[inverse] = np.arange(len(inverse))
+    cells = costs.cells(levels, codes[member])
     n_sup = int(ft.counts[~keep].sum())
     return class_metrics(
         sizes, n_records=ft.n_records, n_suppressed=n_sup, loss=cells["loss"], ncp=cells["ncp"],

@@ -104,7 +104,7 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
     class id, and the Classes (with the histograms the models use, no others)."""
     radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
     key = combine_keys(ft.generalized(levels), radices)
-    class_of_tuple, n_classes = _unique_inverse(key, math.prod(radices))
+    class_of_tuple, n_classes = unique_inverse(key, math.prod(radices))
     sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.sensitive}
     histograms = {}
@@ -122,10 +122,15 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
     return violating(classes, models), class_of_tuple, classes
 
 
-def _unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+def unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     """``np.unique(key, return_inverse=True)``'s inverse and count of keys, by a dense mark
     and a running count where the key space is small (no sort: 3.9 of plan's 6.4 ms on
-    fars went to np.unique)."""
+    fars went to np.unique).
+
+    >>> inverse, count = unique_inverse(np.array([7, 2, 7, 5]), 8)
+    >>> inverse.tolist(), count
+    ([2, 0, 2, 1], 3)
+    """
     if span <= 2 * len(key) + 4096:
         present = np.zeros(span + 1, bool)
         present[key] = True
