@@ -81,12 +81,16 @@ def arx_loss(aggregates, n_records: int, domain_sizes, weights=None):
     q = agg.shape[-1]
     if q == 0:
         return np.zeros(agg.shape[:-1]) if agg.ndim > 1 else 0.0
-    out = np.prod(_arx_factors(agg, n_records, domain_sizes, weights), axis=-1) - 1.0
+    out = np.prod(arx_factors(agg, n_records, domain_sizes, weights), axis=-1) - 1.0
     return out if agg.ndim > 1 else float(out)
 
 
-def _arx_factors(agg: np.ndarray, n_records: int, domain_sizes, weights) -> np.ndarray:
-    """arx-loss's factor of every aggregate (QIs on the last axis): Loss = prod - 1."""
+def arx_factors(agg: np.ndarray, n_records: int, domain_sizes, weights) -> np.ndarray:
+    """arx-loss's factor of every aggregate (QIs on the last axis): Loss = prod - 1.
+
+    >>> arx_factors(np.array([10.0, 4.0]), 10, np.array([4, 2]), None).round(6).tolist()
+    [1.414214, 1.0]
+    """
     d = np.asarray(domain_sizes, dtype=float)
     n = float(n_records)
     low = n / d
@@ -305,7 +309,7 @@ class CellCosts:
                 return np.zeros(len(nodes))
             table = np.stack([np.resize(t, max(len(u) for u in totals)) for t in totals],
                              axis=1)
-            factors = _arx_factors(table, self.n_records, self.domain_sizes, weights)
+            factors = arx_factors(table, self.n_records, self.domain_sizes, weights)
             gathered = np.stack([factors[nodes[:, i], i] for i in range(q)], axis=1)
             return np.prod(gathered, axis=-1) - 1.0
         raw = np.zeros(len(nodes))

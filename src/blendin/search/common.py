@@ -15,6 +15,7 @@ from blendin.lattice import Checker, NodeCheck
 from blendin.metrics import (
     CELL_METRICS,
     CellCosts,
+    arx_factors,
     arx_loss,
     check_metric,
     class_metrics,
@@ -193,6 +194,8 @@ class Context:
 
     def _arx_loss(self, result: NodeCheck) -> float:
         """arx-loss of a checked node: a suppressed record's cells cost 1, not their share."""
+        if not result.violating.any():  # the factors of every (QI, level) are known
+            return float(np.prod(self._arx_factors[self._qis, result.levels]) - 1.0)
         sums = self._arx_sums[self._qis, result.levels]  # a copy: added to below
         bad = np.flatnonzero(result.violating)
         if len(bad):
@@ -211,6 +214,11 @@ class Context:
         for i, t in enumerate(totals):
             table[i, :len(t)] = t
         return table
+
+    @functools.cached_property
+    def _arx_factors(self) -> np.ndarray:
+        """(QIs, levels) arx-loss factors with nothing suppressed (Loss = product - 1)."""
+        return arx_factors(self._arx_sums.T, self.n, self.costs.domain_sizes, self.weights).T
 
     @functools.cached_property
     def _qis(self) -> np.ndarray:
