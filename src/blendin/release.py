@@ -9,6 +9,7 @@ engines do that (:mod:`blendin.engines.kernels`); this module plans it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -106,21 +107,42 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
                       models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
     """At node ``levels``: a bool per class (True = violates some model), each tuple's
     class id, and the Classes (with the histograms the models use, no others)."""
-    key = combine_keys(ft.generalized(levels), [
-        len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)])
-    uniq, class_of_tuple = np.unique(key, return_inverse=True)
-    class_of_tuple = class_of_tuple.reshape(-1)
-    n_classes = len(uniq)
+    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
+    key = combine_keys(ft.generalized(levels), radices)
+    class_of_tuple, n_classes = unique_inverse(key, math.prod(radices))
     sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.sensitive}
     histograms = {}
     for name in used:
-        hist = ft.sensitive[name]
-        flat = (class_of_tuple[:, None] * hist.shape[1] + np.arange(hist.shape[1])).ravel()
-        grouped = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * hist.shape[1])
-        histograms[name] = grouped.astype(np.int64).reshape(n_classes, hist.shape[1])
+        # summed over the nonzero cells only (a tuple holds few of the values: on fars, 61k
+        # of 1.9M cells, and the whole plan took 13 ms summing them all)
+        width = ft.sensitive[name].shape[1]
+        flat = ft.sensitive[name].reshape(-1)
+        cells = np.flatnonzero(flat != 0)
+        rows, vals = np.divmod(cells, width)
+        grouped = np.bincount(np.take(class_of_tuple, rows) * width + vals,
+                              weights=flat[cells], minlength=n_classes * width)
+        histograms[name] = grouped.astype(np.int64).reshape(n_classes, width)
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
     return violating(classes, models), class_of_tuple, classes
+
+
+def unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """``np.unique(key, return_inverse=True)``'s inverse and count of keys, by a dense mark
+    and a running count where the key space is small (no sort: 3.9 of plan's 6.4 ms on
+    fars went to np.unique).
+
+    >>> inverse, count = unique_inverse(np.array([7, 2, 7, 5]), 8)
+    >>> inverse.tolist(), count
+    ([2, 0, 2, 1], 3)
+    """
+    if span <= 2 * len(key) + 4096:
+        present = np.zeros(span + 1, bool)
+        present[key] = True
+        rank = np.cumsum(present) - 1
+        return np.take(rank, key), int(rank[-1]) + 1 if len(key) else 0
+    uniq, inverse = np.unique(key, return_inverse=True)
+    return inverse.reshape(-1), len(uniq)
 
 
 def plan(
