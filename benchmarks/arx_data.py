@@ -6,6 +6,7 @@ blendin's own ARX reader, which is what a user would call.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import pyarrow.csv as pcsv
 from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.core import Hierarchy
 
-#: ../shared/data next to the repository (or next to a folder holding it, for worktrees)
-DATA = next((p / "shared" / "data" for p in Path(__file__).resolve().parents[1:4]
-             if (p / "shared" / "data").is_dir()),
-            Path(__file__).resolve().parents[2] / "shared" / "data")
+#: the folder BLENDIN_DATA names, else ../shared/data next to the repository (or next to a
+#: folder holding it, for worktrees)
+DATA = (Path(os.environ["BLENDIN_DATA"]) if os.environ.get("BLENDIN_DATA") else
+        next((p / "shared" / "data" for p in Path(__file__).resolve().parents[1:4]
+              if (p / "shared" / "data").is_dir()),
+             Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 #: name -> (data file, quasi-identifiers, sensitive attribute or None)
 SETS = {

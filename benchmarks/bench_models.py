@@ -91,6 +91,17 @@ def models_of(case: str, rows: int, sensitive: str, name: str = "adult") -> list
     }[case]
 
 
+def released_batches(prepared):
+    """The rows blendin releases: the research subset's (pres), the sample's (dp, dpdd)."""
+    from blendin.models.dp import sampled
+    from blendin.models.presence import subset_rows
+
+    batches = prepared.source.batches()
+    if prepared.sample is not None:
+        return sampled(batches, prepared.sample)
+    return batches if prepared.subset is None else subset_rows(batches, prepared.subset)
+
+
 def with_subset(table: pa.Table) -> pa.Table:
     """The table with ArxBench's research subset marked (every 10th row, from row 0)."""
     marks = (np.arange(table.num_rows) % 10 == 0).astype(np.int8)
@@ -129,7 +140,7 @@ def bench_dp(name: str, table: pa.Table, case: str, seeds: int) -> dict:
         checker = Checker(prepared.ft, [model], 1.0)
         levels = find_dp(model, checker, model.records_in_input)
         recoding = plan(prepared.ft, levels, [model])
-        recode_all(prepared.batches(), recoding)
+        recode_all(released_batches(prepared), recoding)
         times.append(time.perf_counter() - started)
         ours.append(utility_of_node(prepared.ft, levels, recoding.suppressed_tuples)[
             "arx-loss"])
@@ -156,7 +167,7 @@ def passes_checker(prepared, models, levels: dict) -> bool:
     recoding = plan(ft, node, models, identifiers=prepared.removed_columns)
     if recoding.suppressed_records > int(spec.max_suppression * ft.n_records + 1e-9):
         return False
-    release = recode_all(prepared.batches(), recoding, suppressed="keep")
+    release = recode_all(released_batches(prepared), recoding, suppressed="keep")
     return check(release, spec, population=prepared.source).passed
 
 
@@ -171,7 +182,7 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
     def search_and_recode():
         solution = find(ft, models, max_suppression=supp, metric="arx-loss")
         recoding = plan(ft, solution.levels, models, identifiers=prepared.removed_columns)
-        recode_all(prepared.batches(), recoding)
+        recode_all(released_batches(prepared), recoding)
         return solution
 
     seconds, solution = median_time(search_and_recode, runs)

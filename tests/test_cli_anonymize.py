@@ -159,19 +159,20 @@ def test_errors_exit_2_and_leave_no_file(tmp_path):
 
 def test_checker_rejection_writes_nothing(tmp_path, monkeypatch):
     check_module = importlib.import_module("blendin.check")
-    real = check_module.check
+    real = check_module.check_regrouped
 
     def failing(*a, **kw):
         report = real(*a, **kw)
         report.passed = False
         return report
 
-    monkeypatch.setattr(check_module, "check", failing)
+    monkeypatch.setattr(check_module, "check_regrouped", failing)
     data, spec = write_case(tmp_path)
     out = tmp_path / "release.csv"
     result = run("anonymize", data, "--spec", spec, "-o", out)
     assert result.exit_code == 2 and "independent check" in result.stderr
     assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_help_has_an_example():

@@ -185,3 +185,71 @@ def test_t_closeness_removal_bound_never_exceeds_the_true_minimum(hist, overall,
             best = min(best, sum(hist) - n)
     bound = _must_go(model, classes, np.array([True]))
     assert 1 <= bound <= max(best, 1)
+
+
+@pytest.fixture(params=["summed", "composed"])
+def summing(request, monkeypatch):
+    """Histograms summed at every node, or passed down through composed class maps."""
+    value = 0 if request.param == "summed" else 10**9
+    monkeypatch.setattr(lattice_module, "_SUM_CELLS", value)
+    monkeypatch.setattr(lattice_module, "_SUM_CLASSES", value)
+    monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
+    return request.param
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(min_qis=1), data=st.data())
+def test_histograms_through_chains_of_roll_ups(summing, t, data):
+    """Along a chain of ever coarser nodes (each rolled up from the one before), every
+    class's sensitive histogram equals the one counted record by record."""
+    ft = t.frequency_table()
+    checker = Checker(ft, [DistinctLDiversity("s", 1)], 0.0)
+    labels = list(ft.domains["s"].labels)
+    levels = [0] * len(ft.hierarchies)
+    for _ in range(4):
+        levels = [max(lv, data.draw(st.integers(0, h.height - 1)))
+                  for lv, h in zip(levels, ft.hierarchies)]
+        groups = checker.groups(levels)
+        dense = checker._dense_hists(groups, np.arange(len(groups)), "s")["s"]
+        want = defaultdict(Counter)
+        for rec, secret in zip(t.records, t.secret):
+            want[tuple(t.label(i, v, lv) for i, (v, lv) in enumerate(zip(rec, levels)))][
+                secret] += 1
+        got = {}
+        for c in range(len(groups)):
+            key = tuple(str(h.labels[lv][col[c]]) for h, lv, col in
+                        zip(ft.hierarchies, levels, groups.codes))
+            got[key] = Counter({labels[v]: int(n) for v, n in enumerate(dense[c]) if n})
+        assert got == dict(want)
+        assert groups.sizes.sum() == len(t.records)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(min_qis=1), data=st.data())
+def test_t_closeness_checks_match_plain_distances(summing, t, data):
+    """t-closeness (equal distance) on checked nodes against the distances of the classes
+    computed record by record, with suppression and ties at t included."""
+    from blendin.models import TCloseness
+
+    ft = t.frequency_table()
+    tt = data.draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+    max_sup = data.draw(st.sampled_from([0.0, 0.3]))
+    checker = Checker(ft, [KAnonymity(1), TCloseness("s", tt)], max_sup)
+    overall = Counter(t.secret)
+    n = len(t.records)
+    for _ in range(4):
+        levels = tuple(data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies)
+        classes = defaultdict(list)
+        for rec, secret in zip(t.records, t.secret):
+            classes[tuple(t.label(i, v, lv) for i, (v, lv) in
+                          enumerate(zip(rec, levels)))].append(secret)
+        n_sup = 0
+        for members in classes.values():
+            share = Counter(members)
+            distance = 0.5 * sum(abs(share[s] / len(members) - overall[s] / n)
+                                 for s in overall)
+            n_sup += len(members) if distance > tt + 1e-9 else 0
+        result = checker.check(levels)
+        assert result.acceptable == (n_sup <= checker.limit)
+        if result.acceptable:
+            assert result.n_suppressed == n_sup

@@ -174,3 +174,18 @@ def test_violating_classes_agree_with_the_frequency_table(seed, la, lb, k):
     assert "u" not in classes.histograms  # no model reads it
     expected = (reference.sizes < k) | ((reference.histograms["s"] > 0).sum(axis=1) < 2)
     assert np.array_equal(bad, expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.integers(0, 300), max_size=60), extra=st.sampled_from([0, 1, 10**6]))
+def testunique_inverse_is_numpys(keys, extra):
+    """The sort-free inverse (small key spaces) and np.unique's (large ones) agree, empty and
+    repeated keys included."""
+    from blendin.release import unique_inverse
+
+    key = np.array(keys, dtype=np.int64)
+    span = int(key.max()) + 1 + extra if len(key) else 1 + extra
+    inverse, count = unique_inverse(key, span)
+    uniq, want = np.unique(key, return_inverse=True)
+    assert count == len(uniq)
+    assert np.array_equal(inverse, want.reshape(-1))

@@ -565,13 +565,13 @@ def test_stale_temporary_files_of_killed_runs_are_removed(tmp_path):
 def test_sigterm_removes_the_temporary_file(tmp_path, monkeypatch):
     import signal
 
-    import blendin.io as io_module
+    from blendin.engines.embedded import BatchWriter
 
-    def killed(table, path, **kw):
-        Path(path).write_text("half")
+    def killed(self, table):  # the release is streamed to its temporary file batch by batch
+        Path(self.temp).write_text("half")
         os.kill(os.getpid(), signal.SIGTERM)
 
-    monkeypatch.setattr(io_module, "_write_csv", killed)
+    monkeypatch.setattr(BatchWriter, "write", killed)
     data = tmp_path / "d.csv"
     pd.DataFrame({"a": ["1", "1"]}).to_csv(data, index=False)
     (tmp_path / "s.toml").write_text('[quasi_identifiers]\na = { flat = true }\n'
@@ -637,12 +637,12 @@ def test_demo_out_is_not_replaced_without_force(tmp_path):
 
 
 def test_cli_reports_os_errors_on_one_line(files, monkeypatch):
-    import blendin.io as io_module
+    from blendin.engines.embedded import BatchWriter
 
-    def full(table, path, **kw):
-        raise OSError(28, "No space left on device", str(path))
+    def full(self, table):  # the release is streamed to its temporary file batch by batch
+        raise OSError(28, "No space left on device", str(self.temp))
 
-    monkeypatch.setattr(io_module, "_write_csv", full)
+    monkeypatch.setattr(BatchWriter, "write", full)
     folder, data, spec = files
     result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
     assert result.exit_code == 2

@@ -26,8 +26,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from blendin.engines.kernels import (
+    FullDomainRecoder,
+    MondrianRecoder,
+    PartsRecoder,
+    RowColumns,
+)
 from blendin.errors import BlendinError, preview
-from blendin.frequency import FrequencyTable, distinct_tuples
+from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
@@ -38,8 +44,6 @@ from blendin.release import (
     Recoding,
     plan,
     plan_part,
-    recode_all_marked,
-    recode_parts_marked,
 )
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -85,6 +89,8 @@ class Result:
     sensitive_hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
     #: what a saved solution re-applied to this data showed (None for a fresh search)
     applied_from: str | None = None
+    #: the file the release was written to by anonymize(output=...), if any
+    written: Path | None = None
     #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
     requested_algorithm: str = ""
     #: why auto chose the algorithm that ran
@@ -97,9 +103,17 @@ class Result:
 
     @property
     def table(self) -> pa.Table:
-        """The release as a pyarrow Table (what is written to files)."""
-        from blendin.io import to_arrow
+        """The release as a pyarrow Table (what is written to files); a release streamed to
+        a file is read back from it."""
+        from blendin.io import Source, to_arrow
 
+        if self.data is None and self.written is not None:
+            if self.written.is_dir():  # Spark's folder of part files
+                import pyarrow.dataset as ds
+
+                kind = "parquet" if self.written.suffix.lower() == ".parquet" else "csv"
+                return ds.dataset(self.written, format=kind).to_table()
+            return Source(self.written).read_all()
         return to_arrow(self.data)
 
     @property
@@ -228,9 +242,17 @@ class Result:
         text (never a formula); ``escape_formulas`` guards a CSV the same way (see
         :func:`blendin.io.write_table`).
         """
+        from blendin.engines import is_spark
         from blendin.excel import class_ids, class_styler
         from blendin.io import write_table
 
+        if self.written is not None and Path(path).resolve() == self.written.resolve():
+            return self.written  # streamed there after the check
+        if is_spark(self.data) and not str(path).lower().endswith(".xlsx"):
+            from blendin.engines.spark import SparkEngine
+
+            return SparkEngine(self.data.sparkSession).write(
+                self.data, path, delimiter=delimiter, escape_formulas=escape_formulas)
         table = self.table
         styler = None
         if str(path).lower().endswith(".xlsx"):
@@ -258,29 +280,40 @@ def _fmt(value) -> str:
 
 @dataclass(eq=False)
 class Prepared:
-    """The data reduced for the search: source, hierarchies, frequency table."""
+    """The data reduced for the search: source, hierarchies, frequency table, and the
+    engine that reads and writes the rows."""
 
     source: Source
     spec: Spec
     hierarchies: dict[str, Hierarchy]
     sensitive_hierarchies: dict[str, Hierarchy]
     ft: FrequencyTable
+    engine: Any = None
     #: the 0/1 column of released records (delta-presence), None when all are released
     subset: str | None = None
-
     #: differential privacy's model: the rows released are its sample
     sample: Any = None
 
-    def batches(self):
-        """The rows to release, chunk by chunk (the subset's, for delta-presence; the
-        sample's, for differential privacy)."""
+    def rows_of(self, recoder):
+        """``recoder`` applied to the rows to release only (the subset's, for
+        delta-presence; the sample's, drawn again in row order, for differential privacy)."""
+        if self.subset is None and self.sample is None:
+            return recoder
         from blendin.models.dp import sampled
         from blendin.models.presence import subset_rows
 
-        batches = self.source.batches()
-        if self.sample is not None:
-            return sampled(batches, self.sample)
-        return batches if self.subset is None else subset_rows(batches, self.subset)
+        rows = (sampled if self.sample is not None else subset_rows)
+        choose = self.sample if self.sample is not None else self.subset
+        pending: list = []
+        state = {"stream": None}
+
+        def recode(batch):
+            if state["stream"] is None:
+                state["stream"] = rows(_drain(pending), choose)
+            pending.append(batch)
+            return recoder(next(state["stream"]))
+
+        return recode
 
     @property
     def removed_columns(self) -> tuple[str, ...]:
@@ -288,17 +321,23 @@ class Prepared:
         return (*self.spec.identifiers, *([self.subset] if self.subset else []))
 
 
+def _drain(pending: list):
+    """Yield the batches put in ``pending``, as they come (a stream fed one by one)."""
+    while True:
+        yield pending.pop(0)
+
+
 @dataclass(eq=False)
 class Outcome:
-    """What an algorithm produced: the release and its description.
+    """What an algorithm produced: how to recode the rows, and the figures.
 
-    ``marked`` is the release with every record, the suppressed ones showing ``*`` in each
-    QI; ``removed`` marks those rows. The checker verifies ``marked`` (so t-closeness
+    ``recoder`` (:mod:`blendin.engines.kernels`) turns a batch of source rows into the
+    release with every record, the suppressed ones showing ``*`` in each QI, and the mask of
+    those rows. The engine applies it; the checker verifies every record (so t-closeness
     compares against the distribution of all records, as the search did).
     """
 
-    marked: pa.Table
-    removed: np.ndarray
+    recoder: Callable[[pa.Table], tuple[pa.Table, np.ndarray]]
     levels: dict[str, int]
     nodes_checked: int
     solution: Any
@@ -320,6 +359,10 @@ def anonymize(
     group_column: str | None = None,
     original_row: str | None = None,
     index_base: int = 1,
+    output: str | os.PathLike | None = None,
+    output_delimiter: str = ",",
+    escape_formulas: bool = False,
+    engine=None,
     time_limit: float | None | bool = False,
     max_checks: int | None | bool = False,
     seed: int | None = None,
@@ -340,6 +383,14 @@ def anonymize(
     ``time_limit`` (seconds), ``max_checks`` and ``seed`` override the spec's budget
     of the heuristic (None: no limit); ``recode_suppressed`` the spec's choice to release the
     suppressed records at a coarser node of their own (full-domain searches).
+
+    With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
+    once the checker has passed; a CSV or Parquet release is written batch by batch as it is
+    made, so a file path in and out holds no whole table in memory (``result.data`` is then
+    None and ``result.table`` reads the file back). ``output_delimiter`` and
+    ``escape_formulas`` are as in :meth:`Result.write`. ``engine`` is ``"embedded"`` (the
+    default), ``"spark"`` (the default for a pyspark DataFrame) or an engine object (see
+    :mod:`blendin.engines`).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -371,7 +422,7 @@ def anonymize(
         raise BlendinError(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
-    prepared = prepare(data, spec)
+    prepared = prepare(data, spec, engine)
     for added in (group_column, original_row):
         if added is not None and added in prepared.source.columns:
             raise BlendinError(f"the input already has a column {added!r}, the name asked "
@@ -380,14 +431,15 @@ def anonymize(
     with progress_callback(progress) as callback:
         outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)
-    outcome.marked = with_row_columns(outcome.marked, list(spec.quasi_identifiers),
-                                      group_column=group_column, original_row=original_row,
-                                      index_base=index_base)
-    release, report = verify(outcome, spec, suppressed, population=prepared.source)
+    rows = RowColumns(list(spec.quasi_identifiers), group_column=group_column,
+                      original_row=original_row, index_base=index_base)
+    streamed = _streamed(output)
+    release, report = verify(prepared, outcome, spec, suppressed, rows=rows, output=streamed,
+                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
-    return Result(
-        data=from_arrow(release, data),
+    result = Result(
+        data=_like_input(release.data, data),
         levels=outcome.levels,
         utility=outcome.utility,
         classes=int(len(outcome.class_sizes)),
@@ -404,11 +456,45 @@ def anonymize(
         hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed,
         sensitive_hierarchies=prepared.sensitive_hierarchies,
+        written=release.path,
         requested_algorithm=algorithm,
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
         recoded_parts=outcome.parts,
     )
+    return _written(result, output, output_delimiter, escape_formulas)
+
+
+def _like_input(release, data):
+    """The release as the kind of table the input was (a Spark release of a pandas frame,
+    say, comes back as pandas); None when it was written to a file instead."""
+    from blendin.engines import is_spark
+
+    if release is None:
+        return None
+    if is_spark(release):
+        if is_spark(data):
+            return release
+        release = release.toArrow()
+    return from_arrow(release, data)
+
+
+def _streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
+    """``output`` when the release can be written batch by batch (CSV, Parquet)."""
+    from blendin.engines.embedded import STREAMED_SUFFIXES
+    from blendin.io import _suffix
+
+    if output is None or _suffix(Path(output)) not in STREAMED_SUFFIXES:
+        return None
+    return output
+
+
+def _written(result: Result, output, delimiter: str, escape_formulas: bool) -> Result:
+    """Write an in-memory release to ``output`` (Excel) when it was not streamed there."""
+    if output is not None and result.written is None:
+        result.written = result.write(output, delimiter=delimiter,
+                                      escape_formulas=escape_formulas)
+    return result
 
 
 FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
@@ -430,12 +516,14 @@ def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
                            fix=f"use one of {', '.join(dict.fromkeys(choices))}")
 
 
-def prepare(data, spec: Spec) -> Prepared:
-    """Spec and columns checked, rows reduced to distinct tuples, hierarchies built, the
-    frequency table encoded, the models' feasibility checked."""
+def prepare(data, spec: Spec, engine=None) -> Prepared:
+    """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
+    built, the frequency table encoded, the models' feasibility checked."""
+    from blendin.engines import engine_for
+
     spec.validate()
-    source = data if isinstance(data, Source) else Source(
-        data, delimiter=spec.delimiter, encoding=spec.encoding)
+    engine = engine_for(data, engine)
+    source = engine.source(data, spec)
     spec.validate_columns(source.columns)
     types = source.types()
     for name, builder in spec.quasi_identifiers.items():
@@ -445,12 +533,13 @@ def prepare(data, spec: Spec) -> Prepared:
     sample = dp.sample_model(spec)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
-    batches = source.batches(columns)
     if sample is not None:  # SafePub: the population is the input, the sample released
-        subset = dp.MARK
-        batches = dp.sampled(batches, sample, mark=subset)
-        columns = [*columns, subset]
-    distinct = distinct_tuples(batches, columns, spec.missing)
+        from blendin.engines.groupby import distinct_tuples
+
+        distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
+                                              mark=dp.MARK), [*columns, dp.MARK], spec.missing)
+    else:
+        distinct = engine.distinct(source, columns, spec.missing)
     qis = list(spec.quasi_identifiers)
     tables = presence.population_tables(spec, qis)  # k-map against a population table
     hierarchies = spec.build_hierarchies(presence.with_people(
@@ -459,14 +548,15 @@ def prepare(data, spec: Spec) -> Prepared:
     for model, people in tables:
         model.bind(presence.Population.from_distinct(people, hierarchies))
     if sample is not None:
-        distinct, subset = dp.sample_of(sample, distinct), None
+        distinct = dp.sample_of(sample, distinct)
     elif subset is not None:  # the input is the population; the subset is released
         distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
     ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
                                       sensitive_hierarchies=sensitive_hierarchies)
     for model in spec.models:
         model.validate(ft.n_records, ft.domains)
-    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, subset, sample)
+    return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine, subset,
+                    sample)
 
 
 # -- algorithms ----------------------------------------------------------------------------
@@ -529,14 +619,11 @@ def _recoded_outcome(prepared: Prepared, levels: tuple[int, ...], *, metric: str
         recodings.append(plan_part(ft, part.levels, left, part.tuples,
                                    identifiers=spec.identifiers, missing=spec.missing))
         left &= ~part.tuples
-    pieces = [recode_parts_marked(b, main, recodings) for b in prepared.source.batches()]
-    marked = pa.concat_tables([t for t, _ in pieces])
-    removed = np.concatenate([m for _, m in pieces])
     metrics, sizes = parts_utility(ft, [first, *parts], weights=spec.weights or None)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
                   "records": p.records(ft)} for p in parts]
-    return Outcome(marked, removed, named, nodes_checked, solution,
+    return Outcome(PartsRecoder(main, recodings), named, nodes_checked, solution,
                    int(ft.counts[left].sum()), sizes,
                    {k: _plain(v) for k, v in metrics.items()}, described)
 
@@ -553,11 +640,11 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     recoding = plan(ft, levels, spec.models, identifiers=prepared.removed_columns,
                     missing=spec.missing)
     _within_limit(recoding, ft, spec, saved)
-    marked, removed = recode_all_marked(prepared.batches(), recoding)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, recoding.suppressed_tuples, weights=spec.weights or None).items()}
-    return Outcome(marked, removed, named, nodes_checked, solution,
+    return Outcome(prepared.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
+                   solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)
 
 
@@ -587,12 +674,10 @@ def _mondrian(prepared: Prepared, *, algorithm: str, metric: str, suppressed: st
     spec, ft = prepared.spec, prepared.ft
     p = m.mondrian(ft, spec.models, relaxed=spec.relaxed, sets=spec.sets,
                    max_suppression=spec.max_suppression)
-    table = prepared.source.read_all()
-    marked = m.mondrian_release(table, ft, p, identifiers=spec.identifiers,
-                                missing=spec.missing)
-    removed = m.group_of_rows(table, ft, p, spec.missing) < 0
+    # the partitions are found on the frequency table; releasing them is a per-batch lookup
+    recoder = MondrianRecoder(ft, p, identifiers=spec.identifiers, missing=spec.missing)
     utility = {k: _plain(v) for k, v in m.mondrian_utility(ft, p).items() if k != "groups"}
-    return Outcome(marked, removed, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
+    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
 
 
 #: algorithms that are not a full-domain lattice search; everything else goes to find()
@@ -638,24 +723,29 @@ def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
 # -- verification --------------------------------------------------------------------------
 
 
-def verify(outcome: Outcome, spec: Spec, suppressed: str, population=None):
-    """Run the independent checker on the release; refuse what it rejects.
+def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
+           rows: RowColumns | None = None, output: str | os.PathLike | None = None,
+           output_delimiter: str = ",", escape_formulas: bool = False):
+    """Release through the engine, run the independent checker on the released values, and
+    commit only what it passes (a written file is renamed into place only then).
 
     The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
-    as suppressed, not as a class); the release returned drops them when ``suppressed`` is
-    ``"drop"``, which leaves exactly the classes the checker verified. ``population`` (the
-    input) gives delta-presence its population.
+    as suppressed, not as a class); the release drops them when ``suppressed`` is
+    ``"drop"``, which leaves exactly the classes the checker verified.
     """
-    from blendin.check import check
+    from blendin.check import check_regrouped
 
-    report = check(outcome.marked, spec, population=population)
-    if not report.passed:
-        raise BlendinError(
-            f"the release failed the independent check, so it was not released:\n{report}",
-            fix="this is a bug in blendin; please report it with the spec")
-    release = outcome.marked
-    if suppressed == "drop" and outcome.removed.any():
-        release = release.filter(pa.array(~outcome.removed))
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    with prepared.engine.release(prepared.source, outcome.recoder, check_columns=columns,
+                                 missing=spec.missing, suppressed=suppressed, row_columns=rows,
+                                 output=output, delimiter=output_delimiter,
+                                 escape_formulas=escape_formulas) as release:
+        report = check_regrouped(release.regrouped, spec, release.columns,
+                                 population=prepared.source)
+        if not report.passed:
+            raise BlendinError(
+                f"the release failed the independent check, so it was not released:\n{report}",
+                fix="this is a bug in blendin; please report it with the spec")
     return release, report
 
 
@@ -820,7 +910,9 @@ def _built_only(hierarchies: Mapping[str, Any]) -> dict:
 
 def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str = "drop",
                    delimiter: str | None = None, encoding: str | None = None,
-                   unknown: str = "error") -> Result:
+                   unknown: str = "error", output: str | os.PathLike | None = None,
+                   output_delimiter: str = ",", escape_formulas: bool = False,
+                   engine=None) -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
@@ -831,6 +923,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     suppressed; when that is within the saved limit the release is verified and returned,
     and when it is over the limit a BlendinError says so and nothing is released: the spec
     does not hold on this data with this solution, so it must be anonymized afresh.
+    ``output``, ``output_delimiter``, ``escape_formulas`` and ``engine`` are as in
+    :func:`anonymize`.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.intervals import intervals
@@ -850,13 +944,15 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         used.encoding = encoding
     saved_levels = _saved_levels(payload)
     levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
-    prepared = prepare(data, used)
+    prepared = prepare(data, used, engine)
     _check_levels(saved_levels, prepared.hierarchies)
     outcome = _saved_outcome(prepared, levels)
-    release, report = verify(outcome, used, suppressed, population=prepared.source)
+    release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
+                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
-    return Result(
-        data=from_arrow(release, data), levels=outcome.levels,
+    result = Result(
+        data=_like_input(release.data, data),
+        levels=outcome.levels, written=release.path,
         utility=outcome.utility, classes=int(len(outcome.class_sizes)),
         min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
         suppressed=outcome.suppressed, records=prepared.ft.n_records, nodes_checked=0,
@@ -864,6 +960,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         solution=payload, spec=used, hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed, applied_from=origin,
         sensitive_hierarchies=prepared.sensitive_hierarchies)
+    return _written(result, output, output_delimiter, escape_formulas)
 
 
 def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
@@ -886,11 +983,11 @@ def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:
         suppressed_records=int(ft.counts[tuple_bad].sum()), suppressed_tuples=tuple_bad,
         class_sizes=sizes)
     _within_limit(recoding, ft, spec, True)
-    marked, removed = recode_all_marked(prepared.batches(), recoding)
     utility = {k: _plain(v) for k, v in utility_of_node(
         ft, levels, tuple_bad, weights=spec.weights or None).items()}
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
-    return Outcome(marked, removed, named, 0, None, recoding.suppressed_records, sizes, utility)
+    return Outcome(prepared.rows_of(FullDomainRecoder(recoding)), named, 0, None,
+                   recoding.suppressed_records, sizes, utility)
 
 
 def _unknown_tuples(prepared: Prepared) -> np.ndarray:

@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.engines.groupby import distinct_tuples
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_tuples
+from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
@@ -186,12 +187,34 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
-    source = _source(data, spec, delimiter, encoding)
+    from blendin.engines import engine_for
+
+    engine = engine_for(data)
+    source = (_source(data, spec, delimiter, encoding, engine.block_size)
+              if engine.name == "embedded" else engine.source(data, spec))
     spec.validate_columns(source.columns, released=True)
+    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    distinct = engine.distinct(source, columns, spec.missing)
+    return check_regrouped(distinct, spec, source.columns, show_values=show_values,
+                           population=population, delimiter=delimiter, encoding=encoding)
+
+
+def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
+                    show_values: bool = False, population=None,
+                    delimiter: str | None = None, encoding: str | None = None) -> CheckReport:
+    """The checker's verdict on a table regrouped by an engine: ``distinct`` holds its
+    distinct (QI, sensitive) text tuples with their counts (column ``COUNT``), ``columns``
+    are the table's columns (an identifier among them fails the check).
+
+    >>> from blendin.models import KAnonymity
+    >>> flat = Hierarchy.from_rows([["x", "*"]])
+    >>> spec = Spec(quasi_identifiers={"age": flat}, models=[KAnonymity(2)])
+    >>> regrouped = pa.table({"age": ["20-29", "*"], COUNT: [3, 1]})
+    >>> check_regrouped(regrouped, spec, ["age"]).passed
+    True
+    """
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
-    columns = list(dict.fromkeys([*qis, *sensitive]))
-    distinct = distinct_tuples(source.batches(columns), columns, spec.missing)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     kept = ~_all_suppressed(distinct, qis)
@@ -204,7 +227,7 @@ def check(
     results, ok = _evaluate(spec.models, classes, records, domains, people)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
                          show_values=show_values)
-    present = [c for c in spec.identifiers if c in source.columns]
+    present = [c for c in spec.identifiers if c in columns]
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
     return CheckReport(
         passed=all(r.passed for r in results) and not present,
@@ -221,12 +244,13 @@ def check(
     )
 
 
-def _source(data, spec: Spec, delimiter: str | None, encoding: str | None) -> Source:
+def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
+            block_size: int) -> Source:
     if isinstance(data, Source):
         return data
     if isinstance(data, str | os.PathLike):
         return Source(data, delimiter=delimiter or spec.delimiter,
-                      encoding=encoding or spec.encoding)
+                      encoding=encoding or spec.encoding, block_size=block_size)
     return Source(data)
 
 
@@ -355,7 +379,6 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
     return problems
 
 
-
 def _population_source(model, population, spec: Spec, delimiter, encoding) -> Source:
     """The table whose people ``model`` counts: its own (k-map) or the one given."""
     if hasattr(model, "path"):
@@ -368,7 +391,9 @@ def _population_source(model, population, spec: Spec, delimiter, encoding) -> So
             "delta-presence is checked against the population the release was drawn from, "
             "and none was given", fix="give the input table: population=... (API) or "
             "--population FILE (blendin check)")
-    source = _source(population, spec, delimiter, encoding)
+    from blendin.engines.embedded import READ_BLOCK
+
+    source = _source(population, spec, delimiter, encoding, READ_BLOCK)
     spec.validate_columns(source.columns)
     return source
 

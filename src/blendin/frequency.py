@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy
 
 COUNT = "__blendin_count__"
@@ -42,34 +41,11 @@ def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Chunked
 def distinct_tuples(
     batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
 ) -> pa.Table:
-    """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk."""
-    partials = []
-    for group in _coalesced(batches):
-        table = pa.concat_tables([pa.table({c: as_text(b.column(c), missing) for c in columns})
-                                  for b in group])
-        partials.append(table.group_by(list(columns)).aggregate([([], "count_all")]))
-    if not partials:
-        raise BlendinError("the table has no rows", fix="give a table with at least one row")
-    merged = pa.concat_tables(partials)
-    if len(partials) > 1:
-        merged = merged.group_by(list(columns)).aggregate([("count_all", "sum")])
-        merged = merged.rename_columns([*columns, "count_all"])
-    return merged.rename_columns([*columns, COUNT])
+    """Distinct text tuples of ``columns`` with their counts (the embedded engine's group-by,
+    :func:`blendin.engines.groupby.distinct_tuples`)."""
+    from blendin.engines.groupby import distinct_tuples as grouped
 
-
-def _coalesced(batches: Iterable[pa.Table | pa.RecordBatch], rows: int = 1 << 20):
-    """Lists of consecutive batches of about ``rows`` rows in all: Arrow's group-by has a
-    fixed cost per call that dominates on the small batches a CSV reader yields (79 batches
-    of a 1M-row file took 3x the time of one call), while memory stays bounded."""
-    group, size = [], 0
-    for batch in batches:
-        group.append(batch)
-        size += batch.num_rows
-        if size >= rows:
-            yield group
-            group, size = [], 0
-    if group:
-        yield group
+    return grouped(batches, columns, missing)
 
 
 @dataclass(frozen=True, eq=False)

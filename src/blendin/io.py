@@ -47,6 +47,8 @@ def to_arrow(data) -> pa.Table:
     if isinstance(data, Source):
         return data.read_all()
     module = type(data).__module__.split(".")[0]
+    if module == "pyspark" and hasattr(data, "toArrow"):
+        return data.toArrow()  # a Spark DataFrame, collected to this process
     if module == "pandas":
         _check_unique([str(c) for c in data.columns])
         return pa.Table.from_pandas(data, preserve_index=False)

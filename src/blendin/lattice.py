@@ -21,6 +21,7 @@ specialization. The searches prune with both.
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,11 +34,17 @@ from blendin.frequency import Classes, FrequencyTable
 from blendin.models import PrivacyModel
 
 # a dense count array is used for grouping when the key space is at most this many times the
-# number of rows grouped (plus a constant): cheaper than hashing
-_DENSE_FACTOR = 4
-_DENSE_SLACK = 1 << 16
+# number of rows grouped (plus a constant): there it beats hashing (pandas' factorize); past
+# it, allocating and scanning the sparse count array costs more (measured: 50 keys in a span
+# of 65,536 took 33x factorize's time, 36,709 keys in 73,000 nearly 3x)
+_DENSE_FACTOR = 1
+_DENSE_SLACK = 2048
 # sources with more classes than this get an intermediate node grouped (see Checker.groups)
 _LADDER_MIN = 2048
+# a node's histogram triples are summed when its (class, value) cells are at most 1/_SUM_CELLS
+# of the triples, or its classes 1/_SUM_CLASSES of the triples' classes (see Groups.base)
+_SUM_CELLS = 2
+_SUM_CLASSES = 8
 
 
 class Lattice:
@@ -74,7 +81,7 @@ class Lattice:
         return sum(self.top)
 
     def index(self, levels: Sequence[int]) -> int:
-        return sum(int(lv) * s for lv, s in zip(levels, self.strides))
+        return sum(map(operator.mul, map(int, levels), self.strides))
 
     def levels(self, index: int) -> tuple[int, ...]:
         out = []
@@ -162,6 +169,30 @@ class Groups:
                                for attr, (rows, vals, counts) in finer.items()}
                 self._pending = None
         return self._hists
+
+    @property
+    def has_hists(self) -> bool:
+        return bool(self._hists) or self._pending is not None
+
+    def base(self):
+        """(triples per attribute, their class -> this node's class, or None when the
+        triples are this node's own): what a coarser node's histograms are summed from.
+
+        The triples are summed here only where that pays: when the node's (class, value)
+        pairs are sure to be at most half as many as the triples (a dense count), or when
+        the node has far fewer classes than the triples' classes. Otherwise the coarser
+        node takes the same triples through the composed class map: a gather the size of
+        the finer node's classes instead of a hash of every triple (most nodes grouped on
+        the way down from the table's tuples are never a source again)."""
+        if self._hists is not None or self._pending is None:
+            return self.hists, None
+        finer, inverse = self._pending
+        n = len(self.sizes)
+        cells = sum(n * (int(v.max()) + 1) for _, v, _ in finer.values() if len(v))
+        triples = sum(len(r) for r, _, _ in finer.values())
+        if _SUM_CELLS * cells <= triples or _SUM_CLASSES * n <= len(inverse):
+            return self.hists, None
+        return finer, inverse
 
     def triples(self, attr: str):
         """(class, value, count, through) of ``attr``: the class of a triple is
@@ -305,10 +336,13 @@ class Checker:
             for i, h in enumerate(ft.hierarchies))
         hists = {}
         for attr in self.attrs:
-            hist = ft.sensitive[attr]
-            rows, vals = np.nonzero(hist)
-            hists[attr] = (rows.astype(np.int64), vals.astype(np.int64),
-                           hist[rows, vals].astype(float))
+            # the nonzero cells as (tuple, value, count), found on the flat view: 2-D
+            # nonzero and fancy indexing take twice as long (and nonzero of a bool mask
+            # is 2.5x faster than of the counts themselves: see _nonzero)
+            flat = ft.sensitive[attr].reshape(-1)
+            cells = _nonzero(flat)
+            rows, vals = np.divmod(cells, ft.sensitive[attr].shape[1])
+            hists[attr] = (rows, vals, flat[cells].astype(float))
         return Groups(levels, ft.counts.astype(np.int64), hists, codes=codes)
 
     # ---- grouping -------------------------------------------------------------------------
@@ -327,11 +361,11 @@ class Checker:
         self._cache.move_to_end(index)
         return self._cache[index]
 
-    def _remember(self, groups: Groups) -> None:
+    def _remember(self, groups: Groups, index: int | None = None) -> None:
         weight = groups.weight
         if weight > self.cache_budget:
             return
-        index = self.lattice.index(groups.levels)
+        index = self.lattice.index(groups.levels) if index is None else index
         if index in self._cache:
             return
         while self._cache and self._cache_weight + weight > self.cache_budget:
@@ -369,14 +403,15 @@ class Checker:
             # every QI) and keep it; the neighbours checked next roll up from it cheaply
             step = tuple(max(s, lv - 1) for s, lv in zip(source.levels, levels))
             span = math.prod(self.radices[i][lv] for i, lv in enumerate(step))
-            # only where the step is sure to be much smaller than the source, or where
-            # histograms make every roll-up from a large source costly
-            if step != source.levels and step != levels and (
-                    span * 2 <= len(source) or self.attrs):
+            # only where the step is sure to be much smaller than the source (with
+            # histograms too: they pass down through class maps, not re-summed per node,
+            # so the ladder's extra groupings no longer pay for themselves: 0.65x the search
+            # time on fars with l-diversity or t-closeness)
+            if step != source.levels and step != levels and span * 2 <= len(source):
                 source = self.groups(step)
         groups = _roll_up(source, levels, self._up, self.radices)
         if remember:
-            self._remember(groups)
+            self._remember(groups, index)
         return groups
 
     # ---- checking -------------------------------------------------------------------------
@@ -505,6 +540,12 @@ def _must_go(model: PrivacyModel, classes: Classes, failing: np.ndarray) -> int:
     return int(np.maximum(size - kept, 1).sum())
 
 
+def _nonzero(counts: np.ndarray) -> np.ndarray:
+    """Positions of the nonzero counts: NumPy finds them in a bool mask 2.5x (int64) to 8x
+    (sparse float) faster than in the numbers, the mask included."""
+    return np.flatnonzero(counts != 0)
+
+
 def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
     """Mixed-radix key of code columns (exact: raises no overflow for < 2**62 spans)."""
     key = np.zeros(len(cols[0]) if cols else 0, np.int64)
@@ -517,7 +558,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
     """Group ``source``'s classes into the classes of the coarser node ``levels``."""
     rad = [radices[i][b] for i, b in enumerate(levels)]
     m = len(source.sizes)
-    has_hists = bool(source.hists)
+    has_hists = source.has_hists
     # QIs with a single value at this level add nothing to the key
     active = [j for j, r in enumerate(rad) if r > 1]
     span = math.prod(rad[j] for j in active)
@@ -545,7 +586,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
     inverse = None
     if span is not None and span <= _DENSE_FACTOR * m + _DENSE_SLACK:
         dense = np.bincount(key, weights=source.weights, minlength=span)
-        occupied = np.flatnonzero(dense)
+        occupied = _nonzero(dense)
         sizes = dense[occupied].astype(np.int64)
         if has_hists:
             rank = np.zeros(span, np.int64)
@@ -565,7 +606,8 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
                 (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
                     first] for i, c in enumerate(codes)))
     if has_hists:
-        groups._pending = (source.hists, inverse)
+        base, through = source.base()
+        groups._pending = (base, inverse if through is None else np.take(inverse, through))
     return groups
 
 
@@ -603,7 +645,7 @@ def _roll_hist(cls: np.ndarray, vals: np.ndarray, counts: np.ndarray, n_classes:
     span = n_classes * width
     if span <= _DENSE_FACTOR * len(pair) + _DENSE_SLACK:
         dense = np.bincount(pair, weights=counts, minlength=span)
-        nz = np.flatnonzero(dense)
+        nz = _nonzero(dense)
         return nz // width, nz % width, dense[nz]
     inverse, uniq = pd.factorize(pair, sort=False)
     summed = np.bincount(inverse, weights=counts, minlength=len(uniq))

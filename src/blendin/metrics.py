@@ -39,6 +39,7 @@ height; they are normalized to a mean of 1, so equal weights change nothing.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -77,6 +78,19 @@ def arx_loss(aggregates, n_records: int, domain_sizes, weights=None):
     0.414214
     """
     agg = np.asarray(aggregates, dtype=float)
+    q = agg.shape[-1]
+    if q == 0:
+        return np.zeros(agg.shape[:-1]) if agg.ndim > 1 else 0.0
+    out = np.prod(arx_factors(agg, n_records, domain_sizes, weights), axis=-1) - 1.0
+    return out if agg.ndim > 1 else float(out)
+
+
+def arx_factors(agg: np.ndarray, n_records: int, domain_sizes, weights) -> np.ndarray:
+    """arx-loss's factor of every aggregate (QIs on the last axis): Loss = prod - 1.
+
+    >>> arx_factors(np.array([10.0, 4.0]), 10, np.array([4, 2]), None).round(6).tolist()
+    [1.414214, 1.0]
+    """
     d = np.asarray(domain_sizes, dtype=float)
     n = float(n_records)
     low = n / d
@@ -85,12 +99,9 @@ def arx_loss(aggregates, n_records: int, domain_sizes, weights=None):
                      where=span > 0)
     norm = np.floor(np.maximum(norm, 0.0) * _ARX_DIGITS) / _ARX_DIGITS
     q = agg.shape[-1]
-    if q == 0:
-        return np.zeros(agg.shape[:-1]) if agg.ndim > 1 else 0.0
     w = np.ones(q) if weights is None else np.asarray(weights, dtype=float)
     w = w / w.max() if w.max() > 0 else np.ones(q)
-    out = np.prod(np.power(norm * w + 1.0, 1.0 / q), axis=-1) - 1.0
-    return out if agg.ndim > 1 else float(out)
+    return np.power(norm * w + 1.0, 1.0 / q)
 
 
 def domain_shares(h: Hierarchy, level: int) -> np.ndarray:
@@ -290,8 +301,17 @@ class CellCosts:
     def unsuppressed_all(self, metric: str, nodes: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """:meth:`unsuppressed` for many nodes at once (nodes: (m, QIs) levels)."""
         if metric == "arx-loss":  # grows with every QI's sum: a bound too
-            return arx_loss(self.arx_aggregates(nodes), self.n_records, self.domain_sizes,
-                            weights)
+            # each (QI, level)'s factor once, then gathered per node: the same figures as
+            # arx_loss over every node's sums, without a power per node and QI
+            totals = self.totals["arx-loss"]
+            q = len(totals)
+            if q == 0 or not len(nodes):
+                return np.zeros(len(nodes))
+            table = np.stack([np.resize(t, max(len(u) for u in totals)) for t in totals],
+                             axis=1)
+            factors = arx_factors(table, self.n_records, self.domain_sizes, weights)
+            gathered = np.stack([factors[nodes[:, i], i] for i in range(q)], axis=1)
+            return np.prod(gathered, axis=-1) - 1.0
         raw = np.zeros(len(nodes))
         for i, w in enumerate(weights):
             raw += w * self.totals[metric][i][nodes[:, i]]
@@ -387,10 +407,14 @@ def utility_of_node(
     keep = np.ones(len(ft.counts), bool) if suppressed is None else ~np.asarray(suppressed, bool)
     codes = ft.generalized(levels)[keep]
     radices = [len(h.labels[lv]) for h, lv in zip(ft.hierarchies, levels)]
+    from blendin.release import unique_inverse
+
     key = combine_keys(codes, radices)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    sizes = np.bincount(inverse.reshape(-1), weights=ft.counts[keep], minlength=len(first))
-    cells = costs.cells(levels, codes[first])
+    inverse, n_classes = unique_inverse(key, math.prod(radices))
+    sizes = np.bincount(inverse, weights=ft.counts[keep], minlength=n_classes)
+    member = np.empty(n_classes, np.int64)  # a tuple of each class (all share its codes)
+    member[inverse] = np.arange(len(inverse))
+    cells = costs.cells(levels, codes[member])
     n_sup = int(ft.counts[~keep].sum())
     return class_metrics(
         sizes, n_records=ft.n_records, n_suppressed=n_sup, loss=cells["loss"], ncp=cells["ncp"],

@@ -30,7 +30,6 @@ Everything is computed from class sizes (one pyarrow group-by), never row by row
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -192,15 +191,17 @@ def risk(
     >>> r.classes, r.prosecutor.records_at_risk, round(r.marketer, 3)
     (2, 0.3333333333333333, 0.667)
     """
-    from blendin.io import Source, to_arrow
+    from blendin.engines import engine_for
 
     names, sensitive = _columns(qi, spec, sensitive)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
                            fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
-    table = Source(data).read_all() if isinstance(data, str | os.PathLike) else to_arrow(data)
-    _check_columns(table, [*names, *sensitive])
-    sizes, distinct, suppressed = class_sizes(table, names, sensitive, missing)
+    engine = engine_for(data)  # a file is read in batches; a Spark DataFrame stays on Spark
+    source = engine.source(data)
+    _check_columns(source.columns, [*names, *sensitive])
+    tuples = engine.distinct(source, list(dict.fromkeys([*names, *sensitive])), missing)
+    sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive)
     n = int(sizes.sum())
     if n == 0:
         raise BlendinError("every record is suppressed: there is no risk to measure",
@@ -242,13 +243,42 @@ def _columns(qi, spec, sensitive) -> tuple[list[str], list[str]]:
     return list(qi), [s for s in sensitive if s not in qi]
 
 
-def _check_columns(table: pa.Table, wanted: Sequence[str]) -> None:
-    missing = [c for c in wanted if c not in table.column_names]
+def _check_columns(columns: Sequence[str], wanted: Sequence[str]) -> None:
+    missing = [c for c in wanted if c not in columns]
     if missing:
         raise BlendinError(
             f"the table has no column(s) {preview(missing)}",
-            fix=f"use its columns: {preview(table.column_names, 10)}",
+            fix=f"use its columns: {preview(columns, 10)}",
         )
+
+
+def class_sizes_of_tuples(
+    tuples: pa.Table, qi: Sequence[str], sensitive: Sequence[str] = ()
+) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
+    """:func:`class_sizes` from an engine's distinct text tuples with their counts (column
+    ``COUNT``), so that the rows themselves are never held.
+
+    >>> from blendin.frequency import COUNT
+    >>> t = pa.table({"a": ["1", "2", "*"], "s": ["x", "y", "x"], COUNT: [2, 1, 1]})
+    >>> sizes, distinct, gone = class_sizes_of_tuples(t, ["a"], ["s"])
+    >>> sorted(sizes.tolist()), sorted(distinct["s"].tolist()), gone
+    ([1, 2], [1, 1], 1)
+    """
+    from blendin.frequency import COUNT
+
+    starred = None
+    for c in qi:
+        at = pc.equal(tuples.column(c), SUPPRESSED)
+        starred = at if starred is None else pc.and_(starred, at)
+    counts = tuples.column(COUNT)
+    suppressed = int(pc.sum(pc.filter(counts, starred)).as_py() or 0)
+    kept = tuples.filter(pc.invert(starred))
+    grouped = kept.group_by(list(qi)).aggregate(
+        [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive])
+    sizes = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
+    distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)
+                for s in sensitive}
+    return sizes, distinct, suppressed
 
 
 def class_sizes(

@@ -12,16 +12,25 @@ from blendin.errors import BlendinError
 
 
 def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimiter: str,
-                       solution: str | None = None, report: str | None = None) -> None:
+                       solution: str | None = None, report: str | None = None,
+                       engine: str = "embedded") -> None:
     """Every output path against every input and every other output, the folders, the
     files that exist, the output delimiter: all before any work is done."""
     from blendin.cli.paths import check_paths
     from blendin.io import output_delimiter as check_delimiter
 
-    check_paths(inputs, {"-o": (output, "table"), "--report": (report, "report"),
-                         "--save-solution": (solution, "json")}, force=force)
+    spark = engine == "spark"
+    if spark and output.lower().endswith(".xlsx"):
+        raise BlendinError("--engine spark writes .parquet or .csv folders, not Excel",
+                           fix="give -o a .parquet or .csv name, or use --engine embedded")
+    remote = spark and "://" in output  # hdfs://, s3a://: Spark checks those itself
+    check_paths(inputs, {"-o": (None if remote else output, "table"),
+                         "--report": (report, "report"),
+                         "--save-solution": (solution, "json")}, force=force, folders=spark)
     check_delimiter(output_delimiter)
     data = inputs["DATA"]
+    if "://" in str(data):
+        return
     if str(data).lower().endswith((".parquet", ".pq")) and not output.lower().endswith(
             ".parquet"):  # nested columns pass through to the release: CSV/Excel cannot
         import pyarrow as pa
@@ -69,7 +78,8 @@ def _report_options(report: str | None, external: str | None, on: str | None,
 
 
 _COMMON = [
-    click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+    # a folder is refused unless --engine spark (which writes one): see cli/paths.py
+    click.option("-o", "--output", required=True, type=click.Path(),
                  help="Where to write the release: .csv, .parquet or .xlsx."),
     click.option("--suppressed", type=click.Choice(["drop", "keep"]), default="drop",
                  show_default=True,
@@ -88,7 +98,36 @@ _COMMON = [
                  "spreadsheets do not run them as formulas (.xlsx always stores text)."),
     click.option("--force", is_flag=True,
                  help="Replace output files that already exist (never an input file)."),
+    click.option("--engine", type=click.Choice(["embedded", "spark"]), default="embedded",
+                 show_default=True,
+                 help="Where rows are processed: in this process, in batches (embedded), or "
+                 "on Spark (pip install \"blendin[spark]\"), which writes -o as a folder."),
+    click.option("--spark-master", default=None, metavar="URL",
+                 help="--engine spark: the cluster, e.g. spark://host:7077 (default: "
+                 "local[*], every core of this machine)."),
+    click.option("--spark-conf", multiple=True, metavar="KEY=VALUE",
+                 help="--engine spark: a Spark setting, e.g. --spark-conf "
+                 "spark.executor.memory=4g (repeatable)."),
 ]
+
+
+def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
+    """The engine the options name (None: the default, embedded)."""
+    if engine != "spark":
+        if spark_master or spark_conf:
+            raise BlendinError("--spark-master and --spark-conf need --engine spark",
+                               fix="add --engine spark, or leave them out")
+        return None
+    conf = {}
+    for item in spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BlendinError(f"--spark-conf {item!r} is not KEY=VALUE",
+                               fix="pass e.g. --spark-conf spark.executor.memory=4g")
+        conf[key.strip()] = value.strip()
+    from blendin.engines.spark import SparkEngine
+
+    return SparkEngine(master=spark_master, conf=conf)
 
 
 def _common(command):
@@ -98,7 +137,7 @@ def _common(command):
 
 
 @main.command("anonymize")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
 @click.option("--algorithm", default=None,
@@ -160,7 +199,8 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       external_on: str | None, population: float | None, output: str,
                       suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                       encoding: str | None, output_delimiter: str, escape_formulas: bool,
-                      force: bool) -> None:
+                      force: bool, engine: str, spark_master: str | None,
+                      spark_conf: tuple[str, ...]) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -179,6 +219,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     common ancestors, or sets with --sets). An .xlsx output shows each class in its own
     colour.
 
+    With --engine spark the rows are read, recoded and checked on Spark (DATA may be an
+    hdfs:// or s3a:// path) and -o is written as a folder of part files, renamed into place
+    only after the check.
+
     Example: blendin anonymize patients.csv --spec release.toml -o release.csv
     """
     from blendin.anonymize import anonymize
@@ -186,9 +230,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.spec import Spec
 
     report_options = _report_options(report, external, external_on, population)
+    chosen = _engine(engine, spark_master, spark_conf)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external}, output,
                        force=force, output_delimiter=output_delimiter, solution=solution,
-                       report=report)
+                       report=report, engine=engine)
     spec = Spec.from_toml(spec_path)
     if solution and (algorithm or spec.algorithm) == "mondrian":
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
@@ -210,7 +255,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         result = anonymize(data, spec, algorithm=algorithm, metric=metric,
                            suppressed=suppressed, progress=progress,
                            group_column=group_column, original_row=original_row,
-                           index_base=index_base)
+                           index_base=index_base, output=output,
+                           output_delimiter=output_delimiter, escape_formulas=escape_formulas,
+                           engine=chosen)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             solution=solution, report=report, original=data, escape_formulas=escape_formulas,
             report_options=report_options)
@@ -230,7 +277,7 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 
 
 @main.command("apply")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @click.option("--solution", required=True, type=click.Path(dir_okay=False),
               help="A solution saved by blendin anonymize --save-solution.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
@@ -243,7 +290,8 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 def apply_command(data: str, solution: str, spec_path: str | None, unknown: str, output: str,
                   suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                   encoding: str | None, output_delimiter: str, escape_formulas: bool,
-                  force: bool) -> None:
+                  force: bool, engine: str, spark_master: str | None,
+                  spark_conf: tuple[str, ...]) -> None:
     """Re-apply a saved solution to DATA (new records of the same shape).
 
     Generalizes every quasi-identifier to its saved level with the saved hierarchy rules
@@ -258,10 +306,13 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     from blendin.anonymize import apply_solution
     from blendin.spec import Spec
 
+    chosen = _engine(engine, spark_master, spark_conf)
     _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path}, output,
-                       force=force, output_delimiter=output_delimiter)
+                       force=force, output_delimiter=output_delimiter, engine=engine)
     spec = Spec.from_toml(spec_path) if spec_path else None
     result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
-                            encoding=encoding, unknown=unknown)
+                            encoding=encoding, unknown=unknown, output=output,
+                            output_delimiter=output_delimiter, escape_formulas=escape_formulas,
+                            engine=chosen)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             escape_formulas=escape_formulas)

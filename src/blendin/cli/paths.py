@@ -30,11 +30,12 @@ FORCE_OPTION = click.option(
 
 
 def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[str | None, str]],
-                *, force: bool = False) -> None:
+                *, force: bool = False, folders: bool = False) -> None:
     """Refuse, before any work, outputs that would destroy a file or fail after the run.
 
     ``inputs`` maps the option (or argument) to the path read, ``outputs`` the option to
-    ``(path, kind)`` with kind ``table``, ``report`` or ``json``.
+    ``(path, kind)`` with kind ``table``, ``report`` or ``json``. With ``folders`` a table
+    may be a folder (Spark writes one, of part files).
 
     >>> try:
     ...     check_paths({"DATA": "in.csv"}, {"--report": ("in.csv", "report")})
@@ -56,7 +57,7 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
                     f"{flag} {path!r} is {what}",
                     fix="write to another file; the input is never changed" if other in read
                     else f"give {flag} and {other} different files")
-        _check_folder(flag, out)
+        _check_folder(flag, out, folders and kind == "table")
         _check_existing(flag, out, force)
         written[flag] = out
 
@@ -75,12 +76,12 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
-def _check_folder(flag: str, out: Path) -> None:
+def _check_folder(flag: str, out: Path, folder_ok: bool = False) -> None:
     folder = out.parent if str(out.parent) else Path(".")
     if not folder.is_dir():
         raise BlendinError(f"{flag} {str(out)!r}: folder {str(folder)!r} does not exist",
                            fix="create the folder first, or write somewhere else")
-    if out.is_dir():
+    if out.is_dir() and not folder_ok:
         raise BlendinError(f"{flag} {str(out)!r} is a folder",
                            fix=f"give {flag} a file name")
     try:  # the only sure test that a file can be created there (read-only mounts, /proc)

@@ -15,6 +15,7 @@ from blendin.lattice import Checker, NodeCheck
 from blendin.metrics import (
     CELL_METRICS,
     CellCosts,
+    arx_factors,
     arx_loss,
     check_metric,
     class_metrics,
@@ -193,7 +194,9 @@ class Context:
 
     def _arx_loss(self, result: NodeCheck) -> float:
         """arx-loss of a checked node: a suppressed record's cells cost 1, not their share."""
-        sums = self.costs.arx_aggregates(np.asarray([result.levels]))[0]
+        if not result.violating.any():  # the factors of every (QI, level) are known
+            return float(np.prod(self._arx_factors[self._qis, result.levels]) - 1.0)
+        sums = self._arx_sums[self._qis, result.levels]  # a copy: added to below
         bad = np.flatnonzero(result.violating)
         if len(bad):
             sizes = np.take(result.groups.weights, bad)
@@ -201,6 +204,25 @@ class Context:
             for i, lv in enumerate(result.levels):
                 sums[i] += sizes @ (1.0 - np.take(self.costs.arx_share[i][lv], codes[i]))
         return float(arx_loss(sums, self.n, self.costs.domain_sizes, self.weights))
+
+    @functools.cached_property
+    def _arx_sums(self) -> np.ndarray:
+        """(QIs, levels) arx-loss sums with nothing suppressed, padded: one gather a node
+        (stacking per-QI columns cost more than the rest of scoring a node)."""
+        totals = self.costs.totals["arx-loss"]
+        table = np.zeros((len(totals), max((len(t) for t in totals), default=0)))
+        for i, t in enumerate(totals):
+            table[i, :len(t)] = t
+        return table
+
+    @functools.cached_property
+    def _arx_factors(self) -> np.ndarray:
+        """(QIs, levels) arx-loss factors with nothing suppressed (Loss = product - 1)."""
+        return arx_factors(self._arx_sums.T, self.n, self.costs.domain_sizes, self.weights).T
+
+    @functools.cached_property
+    def _qis(self) -> np.ndarray:
+        return np.arange(len(self.ft.qi_names))
 
     def settled(self, result: NodeCheck) -> float:
         """Records suppressed at this node and every specialization, at least

@@ -116,7 +116,7 @@ class _Sweep:
                 if result.proven and not self.limited:
                     # without suppression the acceptable nodes are few and high: a failing
                     # node is worth extending upward, to rule out more below at once
-                    self.climb(j)
+                    self.climb(j, layer)
 
     def worth_checking(self, j: int) -> bool:
         """False when the node provably cannot be (or tie with a preferred) best node."""
@@ -158,9 +158,15 @@ class _Sweep:
         self.leader = min(keys) if None not in keys else None
         return result
 
-    def climb(self, j: int) -> None:
+    def climb(self, j: int, layer: np.ndarray) -> None:
         """From a node proven unacceptable, walk up through unacceptable generalizations
-        as far as they go; everything below the last one is unacceptable."""
+        as far as they go; everything below the last one is unacceptable.
+
+        Only the nodes of the current ``layer`` below it are marked: the layers above are
+        done, and every node below it in a lower layer has a successor below it in this
+        layer, through which :meth:`run` passes the mark down (a node x below the last
+        one, lower in QI i, has x + e_i below it one layer up). Marking the whole lattice
+        each time cost a sixth of the search on a 13,000-node lattice."""
         moved = True
         while moved:
             moved = False
@@ -173,4 +179,4 @@ class _Sweep:
                     continue
                 j, moved = s, True
                 break
-        self.dead |= (self.nodes <= self.nodes[j]).all(axis=1)
+        self.dead[layer[(self.nodes[layer] <= self.nodes[j]).all(axis=1)]] = True

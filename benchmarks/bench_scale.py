@@ -1,0 +1,212 @@
+"""Scale: blendin end to end (input file -> written release) on adult-like tables of growing
+size, embedded and on Spark local[2], next to the floor: pyarrow reading the same file once.
+
+    python benchmarks/bench_scale.py                                # 1M and 10M rows, CSV
+    python benchmarks/bench_scale.py --rows 1000000 --rows 10000000 --format parquet
+    python benchmarks/bench_scale.py --rows 100000000 --format parquet --no-spark
+
+The tables are adult replicated and jittered (``adult_like.py``: age +-3, every other column
+resampled among its hierarchy's leaves with p = 0.1), written once per size under
+``$TMPDIR/blendin-scale``. The release: k=5, 5% suppression, the 8 QIs with ARX's adult
+hierarchies, occupation passed through; the optimal search.
+
+Each measurement is one fresh process, timed from start to exit (imports, JVM start-up and
+the written release included), with its peak memory: the largest sum of the resident
+memory of the process and all its children (Spark's JVM, its Python workers), sampled
+every 50 ms, and for single processes the kernel's exact peak (``ru_maxrss``). The floor is
+``pyarrow.csv.read_csv`` / ``pyarrow.parquet.read_table`` of the whole file, every column
+as text. The last lines give each column's growth exponent: ``b`` in time ~ rows^b.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import adult_like
+import arx_data
+
+HERE = Path(__file__).resolve().parent
+QIS = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
+       "workclass"]
+
+FLOOR = """
+import sys, pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
+path = sys.argv[1]
+if path.endswith(".parquet"):
+    table = pq.read_table(path)
+else:
+    names = open(path).readline().strip().split(";")
+    table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=";"),
+                          convert_options=pcsv.ConvertOptions(
+                              column_types={n: pa.string() for n in names}))
+print(table.num_rows)
+"""
+
+
+def folder_for(rows: int, fmt: str) -> Path:
+    base = Path(os.environ.get("TMPDIR", "/tmp")) / "blendin-scale"
+    return base / f"adult{rows}-{fmt}"
+
+
+def prepare(rows: int, fmt: str) -> tuple[Path, Path]:
+    """The data file (written once) and the spec beside it."""
+    folder = folder_for(rows, fmt)
+    data = folder / ("adult.parquet" if fmt == "parquet" else "adult.csv")
+    if not data.is_file():
+        print(f"writing {rows:,} adult-like rows to {data}", flush=True)
+        adult_like.write(rows, folder, parquet=fmt == "parquet")
+    spec = folder / "release.toml"
+    hierarchies = "\n".join(f'{q} = {{ csv = "adult_hierarchy_{q}.csv", delimiter = ";" }}'
+                            for q in QIS)
+    spec.write_text(f"""[input]
+delimiter = ";"
+
+[quasi_identifiers]
+{hierarchies}
+
+[[privacy]]
+model = "k-anonymity"
+k = 5
+
+[anonymization]
+max_suppression = 0.05
+algorithm = "optimal"
+""")
+    return data, spec
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+    parent, rss = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            parent[int(entry)] = int(fields[1])
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    family, total = {pid}, 0
+    changed = True
+    while changed:
+        changed = False
+        for child, up in parent.items():
+            if up in family and child not in family:
+                family.add(child)
+                changed = True
+    for member in family:
+        total += rss.get(member, 0)
+    return total
+
+
+def measure(command: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak MiB (the process tree sampled, or the kernel's exact peak of the
+    process when larger), and what the command printed."""
+    import tempfile
+
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        peak = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.05)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        text, problem = out.read(), err.read()
+    if proc.returncode:
+        raise RuntimeError(f"{command[:4]} failed: {problem.strip()[-800:]}")
+    return seconds, max(peak, usage.ru_maxrss * 1024) / 2**20, text
+
+
+def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
+    data, spec = prepare(rows, fmt)
+    floor_s, floor_mib, _ = measure([sys.executable, "-c", FLOOR, str(data)])
+
+    def blendin(engine: str) -> list[str]:
+        out = data.parent / f"release-{engine}.parquet"  # a file, or Spark's folder
+        return [sys.executable, "-c", "from blendin.cli import main; main()", "anonymize",
+                str(data), "--spec", str(spec), "-o", str(out), "--force", "--json",
+                "--engine", engine]
+
+    row = {"rows": rows, "format": fmt, "floor_s": floor_s, "floor_mib": floor_mib}
+    seconds, mib, text = measure(blendin("embedded"))
+    levels = json.loads(text)["levels"]
+    row.update(embedded_s=seconds, embedded_mib=mib, levels=levels)
+    if spark:
+        seconds, mib, text = measure(blendin("spark") + ["--spark-master", master,
+                                                "--spark-conf", "spark.ui.enabled=false",
+                                                "--spark-conf", "spark.driver.memory=4g"])
+        row.update(spark_s=seconds, spark_mib=mib, spark_same=json.loads(text)["levels"]
+                   == levels)
+    return row
+
+
+def show(rows: list[dict]) -> None:
+    spark = any("spark_s" in r for r in rows)
+    head = (f"{'rows':>12} {'format':>8} {'floor s':>8} {'floor MiB':>10} {'embedded s':>11}"
+            f" {'x floor':>8} {'embedded MiB':>13}")
+    if spark:
+        head += f" {'spark s':>8} {'spark MiB':>10} {'same node':>10}"
+    print(head)
+    for r in rows:
+        line = (f"{r['rows']:>12,} {r['format']:>8} {r['floor_s']:>8.2f} {r['floor_mib']:>10.0f}"
+                f" {r['embedded_s']:>11.2f} {r['embedded_s'] / r['floor_s']:>8.1f}"
+                f" {r['embedded_mib']:>13.0f}")
+        if "spark_s" in r:
+            line += (f" {r['spark_s']:>8.1f} {r['spark_mib']:>10.0f}"
+                     f" {'yes' if r['spark_same'] else 'NO':>10}")
+        print(line)
+    by_format: dict[str, list[dict]] = {}
+    for r in rows:
+        by_format.setdefault(r["format"], []).append(r)
+    for fmt, group in by_format.items():
+        if len(group) < 2:
+            continue
+        first, last = group[0], group[-1]
+        scale = math.log(last["rows"] / first["rows"])
+        keys = ["floor_s", "embedded_s", "embedded_mib"] + (
+            ["spark_s", "spark_mib"] if "spark_s" in last else [])
+        exps = ", ".join(f"{k} {math.log(last[k] / first[k]) / scale:.2f}" for k in keys)
+        print(f"growth exponents ({fmt}, {first['rows']:,} -> {last['rows']:,} rows): {exps}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, action="append",
+                        help="table sizes (repeatable; default 1M and 10M)")
+    parser.add_argument("--format", choices=["csv", "parquet"], action="append",
+                        help="input formats (repeatable; default csv)")
+    parser.add_argument("--no-spark", action="store_true", help="the embedded engine only")
+    parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--json", help="also write one JSON line per measurement here")
+    args = parser.parse_args()
+    arx_data.path("adult")  # exits with a message when the data is absent
+    rows = []
+    for fmt in args.format or ["csv"]:
+        for n in args.rows or [1_000_000, 10_000_000]:
+            row = run(n, fmt, not args.no_spark, args.spark_master)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+    show(rows)
+
+
+if __name__ == "__main__":
+    main()

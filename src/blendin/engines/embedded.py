@@ -1,0 +1,188 @@
+"""The embedded engine: pyarrow and NumPy in this process, in batches, bounded memory.
+
+A file is read batch by batch twice: once to count its distinct tuples (the frequency
+table), once to recode it. With a file path out, each recoded batch is written to a
+temporary file beside the target and regrouped for the checker (a streaming group-by whose
+state is one entry per distinct tuple); the file is renamed into place only after the
+checker has passed. So peak memory follows the batch size and the number of distinct tuples,
+never the number of rows. In-memory frames in and out work as they always did.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from blendin.engines import Release
+from blendin.engines.groupby import DistinctCounter, distinct_tuples
+from blendin.engines.kernels import RowColumns
+from blendin.errors import BlendinError
+from blendin.io import Source
+
+#: file types a release can be streamed to (Excel needs the whole table to colour classes)
+STREAMED_SUFFIXES = (".csv", ".parquet")
+#: bytes of CSV parsed per block: Arrow's reader reads up to 32 blocks ahead, so this
+#: bounds the memory reading takes (1 MiB blocks read as fast as 64 MiB ones)
+READ_BLOCK = 1 << 20
+#: rows recoded, written and counted per batch: small blocks are put together to this size,
+#: as every call into Arrow or NumPy has a fixed cost
+BATCH_ROWS = 1 << 18
+
+Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
+
+
+class EmbeddedEngine:
+    """Rows in batches through pyarrow and NumPy, in this process.
+
+    ``block_size`` is the bytes of CSV parsed per block (a Parquet block holds
+    ``block_size // 64`` rows); blocks are put together into batches of about
+    ``batch_rows`` rows. Both bound the memory a run takes, whatever the number of rows.
+
+    >>> import pandas as pd
+    >>> engine = EmbeddedEngine()
+    >>> source = engine.source(pd.DataFrame({"sex": ["f", "m", "f"]}))
+    >>> engine.distinct(source, ["sex"]).sort_by("sex").to_pydict()
+    {'sex': ['f', 'm'], '__blendin_count__': [2, 1]}
+    """
+
+    name = "embedded"
+
+    def __init__(self, block_size: int = READ_BLOCK, batch_rows: int = BATCH_ROWS) -> None:
+        self.block_size = block_size
+        self.batch_rows = batch_rows
+
+    def source(self, data, spec=None) -> Source:
+        """The input as a :class:`~blendin.io.Source` (a file read in batches, or a frame)."""
+        if isinstance(data, Source):
+            return data
+        if isinstance(data, str | os.PathLike):
+            return Source(data, delimiter=getattr(spec, "delimiter", None),
+                          encoding=getattr(spec, "encoding", None), block_size=self.block_size)
+        return Source(data)
+
+    def distinct(self, source: Source, columns: Sequence[str], missing: str = "") -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts, batch by batch."""
+        return distinct_tuples(self.batches(source, columns), columns, missing)
+
+    def batches(self, source: Source, columns: Sequence[str] | None = None
+                ) -> Iterator[pa.Table]:
+        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``)."""
+        group, rows = [], 0
+        for batch in source.batches(columns):
+            group.append(batch)
+            rows += batch.num_rows
+            if rows >= self.batch_rows:
+                yield pa.Table.from_batches(group)
+                group, rows = [], 0
+        if group:
+            yield pa.Table.from_batches(group)
+
+    @contextmanager
+    def release(self, source: Source, recoder: Recoder, *, check_columns: Sequence[str],
+                missing: str = "", suppressed: str = "drop",
+                row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
+                delimiter: str = ",", escape_formulas: bool = False) -> Iterator[Release]:
+        """Recode every batch, regroup it for the checker and keep or write it.
+
+        Without ``output`` the release is one in-memory table (``Release.data``). With a
+        ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
+        is made; leaving the block renames it into place, an exception removes it.
+        """
+        counter = DistinctCounter(check_columns, missing)
+        drop = suppressed == "drop"
+        if output is None:
+            parts = []
+            for marked, removed in self._recoded(source, recoder, row_columns, counter):
+                parts.append(marked.filter(pa.array(~removed)) if drop else marked)
+            table = pa.concat_tables(parts)
+            yield Release(counter.result(), table.column_names, data=table,
+                          batches=len(parts), rows=table.num_rows)
+            return
+        path = Path(output)
+        from blendin.io import atomic_path
+
+        with atomic_path(path) as temp:
+            with BatchWriter(temp, path, delimiter=delimiter,
+                             escape_formulas=escape_formulas) as writer:
+                for marked, removed in self._recoded(source, recoder, row_columns, counter):
+                    writer.write(marked.filter(pa.array(~removed)) if drop else marked)
+            yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
+                          rows=writer.rows)
+
+    def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
+                 counter: DistinctCounter) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        for batch in self.batches(source):
+            marked, removed = recoder(batch)
+            if row_columns is not None and row_columns.active:
+                marked = row_columns(marked)
+            counter.add(marked.select(counter.columns))
+            yield marked, removed
+
+    def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
+        """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
+        from blendin.io import write_table
+
+        return write_table(table, path, **options)
+
+
+class BatchWriter:
+    """Writes tables one after another to one CSV or Parquet file (the first sets the
+    columns and types)."""
+
+    def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
+                 escape_formulas: bool = False) -> None:
+        from blendin.io import _suffix, output_delimiter
+
+        self.temp = temp
+        self.suffix = _suffix(target)
+        if self.suffix not in STREAMED_SUFFIXES:
+            raise BlendinError(f"cannot stream a release to {str(target)!r}",
+                               fix=f"write one of {', '.join(STREAMED_SUFFIXES)}")
+        self.delimiter = output_delimiter(delimiter)
+        self.escape_formulas = escape_formulas
+        self.writer = None
+        self.schema: pa.Schema | None = None
+        self.columns: list[str] = []
+        self.batches = 0
+        self.rows = 0
+
+    def __enter__(self) -> BatchWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def _open(self, schema: pa.Schema) -> None:
+        from blendin.io import check_writable_types
+
+        self.schema, self.columns = schema, list(schema.names)
+        if self.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            self.writer = pq.ParquetWriter(self.temp, schema)
+        else:
+            import pyarrow.csv as pcsv
+
+            check_writable_types(schema, self.suffix)
+            self.writer = pcsv.CSVWriter(self.temp, schema, write_options=pcsv.WriteOptions(
+                delimiter=self.delimiter))
+
+    def write(self, table: pa.Table) -> None:
+        if self.writer is None:
+            self._open(table.schema)
+        elif table.schema != self.schema:
+            table = table.cast(self.schema)
+        if self.escape_formulas and self.suffix == ".csv":
+            from blendin.io import escape_formula_text
+
+            table = escape_formula_text(table)
+        if table.num_rows:
+            self.writer.write_table(table)
+            self.batches += 1
+            self.rows += table.num_rows

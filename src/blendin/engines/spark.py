@@ -1,0 +1,313 @@
+"""The Spark engine: the rows stay on the cluster, the search runs on the driver.
+
+- the frequency table is a Spark ``groupBy(...).count()`` over the text of the QI and
+  sensitive columns (the text made by the same code as the embedded engine's, in
+  ``mapInArrow``), collected to the driver: it holds distinct tuples, not rows;
+- the search runs on the driver, unchanged;
+- the solution is applied on the executors by ``mapInArrow`` with the very recoders the
+  embedded engine uses (:mod:`blendin.engines.kernels`), shipped to them once;
+- the checker regroups the released values by a Spark aggregation, and nothing is written
+  or returned unless it passes; a file release is written to a temporary path beside the
+  target and renamed into place only then (through Hadoop's file system, so local paths,
+  HDFS and object stores alike), so a failed or killed job leaves no partial release.
+
+Needs ``pip install "blendin[spark]"`` (pyspark 4) and Java 17.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+
+from blendin.engines import Release, is_spark
+from blendin.errors import BlendinError, preview
+from blendin.frequency import COUNT
+
+#: the column that marks suppressed records between recoding and writing
+REMOVED = "__blendin_removed__"
+DEFAULT_MASTER = "local[*]"
+
+# pyspark 4 warns that it does not yet fully support pandas 3: blendin hands Spark Arrow
+# batches, never pandas frames, so the warning does not concern it
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                        category=FutureWarning)
+
+
+def _pyspark():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise BlendinError("the Spark engine needs pyspark",
+                           fix='pip install "blendin[spark]" (and Java 17)') from None
+
+
+class SparkSource:
+    """A Spark DataFrame as the pipeline's input: its columns and their Arrow types."""
+
+    def __init__(self, df, name: str = "the Spark DataFrame") -> None:
+        from blendin.io import _check_unique
+
+        self.df = df
+        self.name = name
+        self.columns = list(df.columns)
+        _check_unique(self.columns)
+
+    def types(self) -> dict[str, pa.DataType]:
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        out = {}
+        for field in self.df.schema.fields:
+            try:
+                out[field.name] = to_arrow_type(field.dataType)
+            except TypeError:  # a Spark type with no Arrow twin: not text, not flat
+                out[field.name] = pa.struct([])
+        return out
+
+    def check_flat(self, columns: Sequence[str], role: str) -> None:
+        """Refuse nested columns (lists, maps, structs) in ``role``, as the embedded engine."""
+        from blendin.io import _is_nested
+
+        for name, kind in self.types().items():
+            if name in columns and _is_nested(kind):
+                raise BlendinError(
+                    f"column {name!r} holds nested values ({kind}), which cannot be {role}",
+                    fix=f"flatten {name!r} into plain values first, or leave it out of the "
+                    "spec")
+
+    def check_columns(self, columns: Sequence[str]) -> None:
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise BlendinError(f"{self.name} has no column(s) {preview(missing)}",
+                               fix=f"use one of its columns: {preview(self.columns, 10)}")
+
+
+class _AsText:
+    """Executor side: the columns as text, exactly as the embedded engine reads them."""
+
+    def __init__(self, columns: Sequence[str], missing: str) -> None:
+        self.columns, self.missing = list(columns), missing
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from blendin.frequency import as_text
+
+        for batch in batches:
+            yield pa.record_batch([as_text(batch.column(c), self.missing).combine_chunks()
+                                   for c in self.columns], names=self.columns)
+
+
+class _Recode:
+    """Executor side: one recoder applied to every Arrow batch, the suppressed flag added."""
+
+    def __init__(self, recoder, schema: pa.Schema, escape_formulas: bool = False) -> None:
+        self.recoder, self.schema, self.escape_formulas = recoder, schema, escape_formulas
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            marked, removed = self.recoder(batch)
+            marked = marked.append_column(REMOVED, pa.array(removed, pa.bool_()))
+            yield from marked.cast(self.schema).to_batches()
+
+
+class _Escape:
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from blendin.io import escape_formula_text
+
+        for batch in batches:
+            yield from escape_formula_text(pa.Table.from_batches([batch])).to_batches()
+
+
+class SparkEngine:
+    """Rows on a Spark cluster (``master``, default ``local[*]``; ``conf``: Spark settings).
+
+    A pyspark DataFrame given as data brings its own session.
+    """
+
+    name = "spark"
+
+    def __init__(self, session=None, *, master: str | None = None,
+                 conf: Mapping[str, str] | None = None) -> None:
+        _pyspark()
+        self._session = session
+        self.master = master or DEFAULT_MASTER
+        self.conf = dict(conf or {})
+
+    @property
+    def spark(self):
+        if self._session is None:
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.appName("blendin").master(self.master)
+            for key, value in self.conf.items():
+                builder = builder.config(key, value)
+            self._session = builder.getOrCreate()
+        return self._session
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def source(self, data, spec=None) -> SparkSource:
+        """The input as a Spark DataFrame: as given, read from a path, or made from a frame."""
+        if isinstance(data, SparkSource):
+            return data
+        if is_spark(data):
+            self._session = self._session or data.sparkSession
+            return SparkSource(data)
+        if isinstance(data, str | os.PathLike):
+            return self._read(str(data), spec)
+        from blendin.io import to_arrow
+
+        return SparkSource(self.spark.createDataFrame(to_arrow(data)), "the table")
+
+    def _read(self, path: str, spec) -> SparkSource:
+        from blendin.io import Source
+
+        delimiter = getattr(spec, "delimiter", None)
+        encoding = getattr(spec, "encoding", None) or "utf-8"
+        local, kind = "://" not in path, None
+        if local and Path(path).is_dir():  # a folder of part files, as Spark writes them
+            kind = "csv" if path.rstrip("/").lower().endswith(".csv") else "parquet"
+            path, local = Path(path).resolve().as_uri(), False
+        if local:  # the same checks and delimiter sniffing as the embedded engine
+            header = Source(path, delimiter=delimiter, encoding=encoding)
+            kind, delimiter = header.kind, header.delimiter
+            path = Path(path).resolve().as_uri()
+        if kind is None:  # a remote path: its name tells
+            kind = "parquet" if path.rstrip("/").lower().endswith((".parquet", ".pq")) else "csv"
+        if kind == "parquet":
+            df = self.spark.read.parquet(path)
+        else:
+            df = self.spark.read.csv(path, header=True, sep=delimiter or ",", encoding=encoding,
+                                     multiLine=True, quote='"', escape='"', inferSchema=False)
+        return SparkSource(df, repr(path))
+
+    def distinct(self, source: SparkSource, columns: Sequence[str],
+                 missing: str = "") -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected."""
+        source.check_columns(columns)
+        source.check_flat(columns, "a quasi-identifier or sensitive attribute")
+        table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
+        if table.num_rows == 0:
+            raise BlendinError(f"{source.name} has no rows",
+                               fix="give a table with a header and at least one row")
+        counts = table.column("count").cast(pa.int64())
+        return pa.table({**{c: table.column(c).cast(pa.string()) for c in columns},
+                         COUNT: counts})
+
+    @staticmethod
+    def _as_text(df, columns: Sequence[str], missing: str):
+        """The columns as text, as :func:`blendin.frequency.as_text` makes it: text columns
+        by a Spark expression (null, and empty text when ``missing`` is set, become
+        ``missing``), and when any other type is among them all of them by ``as_text``
+        itself on the executors, so that numbers are spelt as the embedded engine spells
+        them."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        kinds = dict(df.dtypes)
+        if all(kinds[c] == "string" for c in columns):
+            def text(c):
+                value = F.col(c) if missing == "" else F.nullif(F.col(c), F.lit(""))
+                return F.coalesce(value, F.lit(missing)).alias(c)
+
+            return df.select(*(text(c) for c in columns))
+        schema = StructType([StructField(c, StringType(), False) for c in columns])
+        return df.select(*columns).mapInArrow(_AsText(columns, missing), schema)
+
+    # -- releasing -------------------------------------------------------------------------
+
+    @contextmanager
+    def release(self, source: SparkSource, recoder, *, check_columns: Sequence[str],
+                missing: str = "", suppressed: str = "drop", row_columns=None,
+                output: str | os.PathLike | None = None, delimiter: str = ",",
+                escape_formulas: bool = False) -> Iterator[Release]:
+        """Recode on the executors, regroup the released values for the checker, and hand
+        back a DataFrame or write it (to a temporary path, renamed when the block ends)."""
+        from pyspark.sql.functions import col
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        if row_columns is not None and row_columns.active:
+            raise BlendinError("the Spark engine does not number classes or rows (their "
+                               "order of appearance is not defined across partitions)",
+                               fix="leave out --group-column/--original-row, or use "
+                               "--engine embedded")
+        empty = pa.schema(list(source.types().items())).empty_table()
+        marked, _ = recoder(empty)
+        schema = marked.schema.append(pa.field(REMOVED, pa.bool_()))
+        recoded = source.df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
+        recoded = recoded.persist()
+        regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
+        released = recoded.filter(~col(REMOVED)) if suppressed == "drop" else recoded
+        released = released.drop(REMOVED)
+        columns = list(released.columns)
+        if output is None:
+            yield Release(regrouped, columns, data=released)
+            return
+        try:
+            with self.atomic(output) as temp:
+                self._write(released, temp, output, delimiter, escape_formulas)
+                yield Release(regrouped, columns, path=Path(output))
+        finally:
+            recoded.unpersist()
+
+    def write(self, df, path: str | os.PathLike, *, delimiter: str = ",",
+              escape_formulas: bool = False, **_) -> Path:
+        """Write a DataFrame release atomically (a folder of part files)."""
+        with self.atomic(path) as temp:
+            self._write(df, temp, path, delimiter, escape_formulas)
+        return Path(path)
+
+    def _write(self, df, temp: str, target, delimiter: str, escape_formulas: bool) -> None:
+        from blendin.io import _suffix, output_delimiter
+
+        suffix = _suffix(Path(str(target)))
+        if suffix == ".parquet":
+            df.write.parquet(temp)
+        elif suffix == ".csv":
+            if escape_formulas:
+                df = df.mapInArrow(_Escape(), df.schema)
+            df.write.csv(temp, header=True, sep=output_delimiter(delimiter), quoteAll=True,
+                         escape='"')
+        else:
+            raise BlendinError(f"the Spark engine cannot write {str(target)!r}",
+                               fix="write a .parquet or .csv folder")
+
+    # -- committing ------------------------------------------------------------------------
+
+    def _path(self, path: str | os.PathLike):
+        text = str(path)
+        if "://" not in text:
+            text = Path(text).resolve().as_uri()
+        jvm = self.spark._jvm
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(text)
+        return hadoop_path, hadoop_path.getFileSystem(self.spark._jsc.hadoopConfiguration())
+
+    @contextmanager
+    def atomic(self, path: str | os.PathLike) -> Iterator[str]:
+        """A temporary path beside ``path``, renamed over it when the block completes; on
+        any error it is deleted and an existing ``path`` is untouched."""
+        target, fs = self._path(path)
+        parent = target.getParent()
+        if not fs.exists(parent):
+            raise BlendinError(f"folder {parent.toString()!r} does not exist",
+                               fix="create it first or write somewhere else")
+        name = f".{target.getName()}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
+        try:
+            yield temp.toString()
+            aside = None
+            if fs.exists(target):  # replaced only now, after the release is complete
+                aside = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name + ".old")
+                fs.rename(target, aside)
+            if not fs.rename(temp, target):
+                raise BlendinError(f"cannot move the release into {str(path)!r}",
+                                   fix="check the folder's permissions")
+            if aside is not None:
+                fs.delete(aside, True)
+        finally:
+            if fs.exists(temp):
+                fs.delete(temp, True)

@@ -1,0 +1,213 @@
+"""The engine layer: the embedded engine streams a path to a path in batches, the checker
+agrees with the written file, and a failure before the rename leaves nothing behind."""
+
+import collections
+import importlib
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from blendin import engines
+from blendin.anonymize import anonymize, apply_solution
+from blendin.check import check
+from blendin.engines.embedded import BatchWriter, EmbeddedEngine
+from blendin.engines.groupby import DistinctCounter
+from blendin.engines.kernels import RowColumns
+from blendin.errors import BlendinError
+from blendin.frequency import COUNT
+from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source, write_table
+from blendin.models import DistinctLDiversity, KAnonymity
+from blendin.spec import Spec
+
+SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+#: a 3,000-row file read in blocks of 4 KiB and released in batches of 200 rows
+TINY = EmbeddedEngine(block_size=4096, batch_rows=200)
+
+
+def age_hierarchy(ages):
+    return Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                                for a in sorted(set(ages))])
+
+
+@pytest.fixture
+def case(tmp_path):
+    rng = np.random.default_rng(7)
+    n = 3000
+    df = pd.DataFrame({"id": np.arange(n).astype(str), "age": rng.integers(18, 90, n),
+                       "sex": rng.choice(["f", "m"], n), "dx": rng.choice(list("abcd"), n),
+                       "note": rng.choice(["=1+1", "ok", "-x"], n)})
+    path = tmp_path / "big.csv"
+    df.to_csv(path, index=False)
+    spec = Spec(quasi_identifiers={"age": age_hierarchy(df.age), "sex": SEX},
+                identifiers=["id"], sensitive=["dx"],
+                models=[KAnonymity(40), DistinctLDiversity("dx", 3)], max_suppression=0.05)
+    return path, spec
+
+
+def rows(table: pa.Table) -> collections.Counter:
+    return collections.Counter(zip(*(table.column(c).to_pylist() for c in table.column_names)))
+
+
+@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
+@pytest.mark.parametrize("suppressed", ["drop", "keep"])
+def test_streamed_release_equals_the_in_memory_one(case, tmp_path, algorithm, suppressed):
+    path, spec = case
+    out = tmp_path / "release.parquet"
+    streamed = anonymize(path, spec, engine=TINY, algorithm=algorithm,
+                         suppressed=suppressed, output=out)
+    whole = anonymize(Source(path).read_all(), spec, algorithm=algorithm, suppressed=suppressed)
+    assert streamed.data is None and streamed.written == out
+    written = pq.ParquetFile(out)
+    assert written.metadata.num_row_groups > 5  # written batch by batch
+    assert written.read().equals(whole.data)  # same rows, same order
+    assert streamed.levels == whole.levels and streamed.suppressed == whole.suppressed
+    # the checker on the file agrees with the checker that let it through
+    again = check(out, spec)
+    assert again.passed and again.classes == streamed.check.classes == whole.check.classes
+    assert again.min_class_size == streamed.min_class_size
+    assert streamed.table.equals(whole.data)
+
+
+def test_streamed_csv_is_byte_for_byte_the_written_table(case, tmp_path):
+    path, spec = case
+    out = tmp_path / "release.csv"
+    anonymize(path, spec, engine=TINY, output=out, output_delimiter=";",
+              escape_formulas=True)
+    whole = anonymize(Source(path).read_all(), spec)
+    expected = write_table(whole.data, tmp_path / "expected.csv", delimiter=";",
+                           escape_formulas=True)
+    assert out.read_bytes() == expected.read_bytes()
+    assert "'=1+1" in out.read_text()
+
+
+def test_added_columns_numbered_across_batches(case, tmp_path):
+    path, spec = case
+    for algorithm in ("optimal", "mondrian"):
+        for base in (0, 1):
+            out = tmp_path / f"{algorithm}{base}.parquet"
+            options = dict(algorithm=algorithm, group_column="group", original_row="row",
+                           index_base=base, suppressed="keep")
+            anonymize(path, spec, engine=TINY, output=out, **options)
+            whole = anonymize(Source(path).read_all(), spec, **options)
+            assert pq.read_table(out).equals(whole.data)
+
+
+def test_apply_streams_too(case, tmp_path):
+    path, spec = case
+    first = anonymize(path, spec)
+    out = tmp_path / "applied.parquet"
+    applied = apply_solution(path, first, output=out, engine=TINY)
+    assert pq.ParquetFile(out).metadata.num_row_groups > 5
+    assert pq.read_table(out).equals(first.data) and applied.data is None
+
+
+def test_excel_output_is_written_after_the_check(case, tmp_path):
+    path, spec = case
+    out = tmp_path / "release.xlsx"
+    result = anonymize(path, spec, output=out)
+    assert result.written == out and out.exists() and result.data is not None
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_checker_failure_leaves_no_file_and_no_temporary(case, tmp_path, monkeypatch):
+    check_module = importlib.import_module("blendin.check")
+    path, spec = case
+    real = check_module.check_regrouped
+    seen = []
+
+    def failing(*a, **kw):
+        seen.extend(leftovers(tmp_path))  # the temporary file exists while it is checked
+        report = real(*a, **kw)
+        report.passed = False
+        return report
+
+    monkeypatch.setattr(check_module, "check_regrouped", failing)
+    out = tmp_path / "release.parquet"
+    with pytest.raises(BlendinError, match="independent check"):
+        anonymize(path, spec, engine=TINY, output=out)
+    assert seen and not out.exists() and not leftovers(tmp_path)
+
+
+def test_failure_mid_write_keeps_the_old_file(case, tmp_path, monkeypatch):
+    path, spec = case
+    out = tmp_path / "release.csv"
+    out.write_text("old\n")
+    real = BatchWriter.write
+
+    def breaking(self, table):
+        if self.batches == 3:
+            raise OSError(28, "No space left on device")
+        real(self, table)
+
+    monkeypatch.setattr(BatchWriter, "write", breaking)
+    with pytest.raises(OSError):
+        anonymize(path, spec, engine=TINY, output=out)
+    assert out.read_text() == "old\n" and not leftovers(tmp_path)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", None]),
+                                   st.sampled_from(["x", "y", "z"])), max_size=30),
+                max_size=8),
+       st.integers(1, 40))
+def test_streaming_group_by_equals_a_count(batches, group_rows):
+    counter = DistinctCounter(["p", "q"], missing="?", group_rows=group_rows)
+    for batch in batches:
+        counter.add(pa.table({"p": pa.array([r[0] for r in batch], pa.string()),
+                              "q": pa.array([r[1] for r in batch], pa.string())}))
+    expected = collections.Counter(("?" if p is None else p, q) for b in batches for p, q in b)
+    if not expected:
+        with pytest.raises(BlendinError, match="no rows"):
+            counter.result()
+        return
+    got = counter.result().to_pydict()
+    assert dict(zip(zip(got["p"], got["q"]), got[COUNT])) == expected
+
+
+def test_row_columns_match_the_whole_table_numbering():
+    from blendin.anonymize import with_row_columns
+
+    rng = np.random.default_rng(1)
+    table = pa.table({"a": rng.choice(["x", "y", "*"], 200), "b": rng.choice(["u", "*"], 200)})
+    table = table.set_column(1, "b", pa.array(np.where(table.column("a").to_numpy(
+        zero_copy_only=False) == "*", "*", table.column("b").to_numpy(zero_copy_only=False))))
+    whole = with_row_columns(table, ["a", "b"], group_column="g", original_row="r")
+    add = RowColumns(["a", "b"], group_column="g", original_row="r")
+    parts = [add(table.slice(i, 17)) for i in range(0, 200, 17)]
+    assert pa.concat_tables(parts).equals(whole)
+
+
+def test_engine_for():
+    assert engines.engine_for(pd.DataFrame()).name == "embedded"
+    engine = EmbeddedEngine()
+    assert engines.engine_for(None, engine) is engine
+    with pytest.raises(BlendinError, match="unknown engine"):
+        engines.engine_for(None, "dask")
+
+
+def test_csv_writer_refuses_nested_columns(tmp_path):
+    with BatchWriter(str(tmp_path / "t.csv"), tmp_path / "out.csv") as writer, \
+            pytest.raises(BlendinError, match="nested"):
+        writer.write(pa.table({"a": [[1, 2]]}))
+    assert pcsv  # the CSV writer module is pyarrow's
+
+
+def test_recoded_parts_stream_too(case, tmp_path):
+    path, spec = case
+    spec.max_suppression = 0.3
+    spec.models = [KAnonymity(60)]
+    out = tmp_path / "parts.parquet"
+    streamed = anonymize(path, spec, engine=TINY, output=out, recode_suppressed=True)
+    whole = anonymize(Source(path).read_all(), spec, recode_suppressed=True)
+    assert pq.read_table(out).equals(whole.data)
+    assert whole.recoded_parts and streamed.recoded_parts == whole.recoded_parts

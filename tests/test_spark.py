@@ -1,0 +1,209 @@
+"""The Spark engine (local[2], one session for the module) gives the embedded engine's
+answers: the same node or partitioning, the same released multiset of rows; the checker's
+failures write nothing; bad input gets the same errors."""
+
+import collections
+import importlib
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("pyspark")
+# pyspark 4 on pandas 3 warns about its own pandas conversions (the tests' toPandas)
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning",
+                                        "ignore:The copy keyword is deprecated")
+
+from blendin.anonymize import anonymize, apply_solution  # noqa: E402
+from blendin.check import check  # noqa: E402
+from blendin.cli import main  # noqa: E402
+from blendin.engines import is_spark  # noqa: E402
+from blendin.engines.spark import SparkEngine  # noqa: E402
+from blendin.errors import BlendinError  # noqa: E402
+from blendin.hierarchy.core import Hierarchy  # noqa: E402
+from blendin.hierarchy.masking import masking  # noqa: E402
+from blendin.models import DistinctLDiversity, KAnonymity, TCloseness  # noqa: E402
+from blendin.risk import risk  # noqa: E402
+from blendin.spec import Spec  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("blendin-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+ZIPS = ["02138", "02139", "02141", "03101", "03102"]
+
+
+def table(n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": [f"p{i}" for i in range(n)], "age": rng.integers(18, 90, n),
+                         "sex": rng.choice(["f", "m"], n), "zip": rng.choice(ZIPS, n),
+                         "dx": rng.choice(list("abcd"), n), "visits": rng.integers(0, 9, n)})
+
+
+def spec_for(df, **kw):
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in sorted(set(df.age))])
+    base = dict(quasi_identifiers={"age": age, "sex": SEX, "zip": masking()},
+                identifiers=["id"], sensitive=["dx"],
+                models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
+    base.update(kw)
+    return Spec(**base)
+
+
+def multiset(frame) -> collections.Counter:
+    if is_spark(frame):
+        frame = frame.toPandas()
+    if isinstance(frame, pa.Table):
+        frame = frame.to_pandas()
+    return collections.Counter(map(tuple, frame.astype(str).values.tolist()))
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "optimal", "exhaustive", "binary", "datafly",
+                                       "mondrian"])
+def test_same_node_and_same_release_as_embedded(spark, algorithm):
+    df = table()
+    spec = spec_for(df)
+    ours = anonymize(spark.createDataFrame(df), spec, algorithm=algorithm)
+    embedded = anonymize(df, spec, algorithm=algorithm)
+    assert is_spark(ours.data)
+    assert ours.levels == embedded.levels
+    if algorithm == "mondrian":
+        assert np.array_equal(ours.solution.group_of_tuple, embedded.solution.group_of_tuple)
+    assert (ours.suppressed, ours.classes, ours.min_class_size) == (
+        embedded.suppressed, embedded.classes, embedded.min_class_size)
+    assert multiset(ours.data) == multiset(embedded.data)
+    assert ours.check.passed and ours.check.to_dict() == embedded.check.to_dict()
+
+
+def test_t_closeness_kept_records_and_pandas_in(spark):
+    df = table(seed=5)
+    spec = spec_for(df, models=[KAnonymity(5), TCloseness("dx", 0.3)], max_suppression=0.1)
+    ours = anonymize(df, spec, suppressed="keep", engine=SparkEngine(spark))
+    embedded = anonymize(df, spec, suppressed="keep")
+    assert isinstance(ours.data, pd.DataFrame)  # the kind given comes back
+    assert ours.levels == embedded.levels and multiset(ours.data) == multiset(embedded.data)
+
+
+def test_recoded_parts_on_spark(spark):
+    df = table(seed=3)
+    spec = spec_for(df, models=[KAnonymity(10)], max_suppression=0.05)
+    ours = anonymize(spark.createDataFrame(df), spec, recode_suppressed=True)
+    embedded = anonymize(df, spec, recode_suppressed=True)
+    assert len(embedded.recoded_parts) == 2 and ours.recoded_parts == embedded.recoded_parts
+    assert multiset(ours.data) == multiset(embedded.data)
+
+
+def test_files_in_and_out_renamed_after_the_check(spark, tmp_path):
+    df = table()
+    spec = spec_for(df)
+    data = tmp_path / "people.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), data)
+    out = tmp_path / "release.parquet"
+    result = anonymize(str(data), spec, output=out, engine=SparkEngine(spark))
+    assert result.written == out and result.data is None and out.is_dir()
+    assert multiset(pq.read_table(out)) == multiset(anonymize(df, spec).data)
+    assert check(spark.read.parquet(str(out)), spec).passed  # check on a Spark DataFrame
+    parts = tmp_path / "people_parts.parquet"  # a folder of part files, as Spark writes
+    spark.createDataFrame(df).write.parquet(str(parts))
+    again = anonymize(str(parts), spec, engine=SparkEngine(spark))
+    assert multiset(again.data) == multiset(result.table)
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    first = anonymize(df, spec)
+    applied = apply_solution(str(data), first, output=tmp_path / "applied.csv",
+                             engine=SparkEngine(spark))
+    written = spark.read.csv(str(applied.written), header=True)
+    assert multiset(written.toPandas()) == multiset(first.data.astype(str))
+
+
+def test_checker_failure_writes_nothing(spark, tmp_path, monkeypatch):
+    check_module = importlib.import_module("blendin.check")
+    real = check_module.check_regrouped
+
+    def failing(*a, **kw):
+        report = real(*a, **kw)
+        report.passed = False
+        return report
+
+    monkeypatch.setattr(check_module, "check_regrouped", failing)
+    df = table()
+    out = tmp_path / "release.parquet"
+    with pytest.raises(BlendinError, match="independent check"):
+        anonymize(spark.createDataFrame(df), spec_for(df), output=out)
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_input_gets_the_embedded_errors(spark):
+    df = table(n=50)
+    spec = spec_for(df)
+    for frame, wrong in ((df.drop(columns="zip"), "zip"),
+                         (df.assign(zip=df.zip.astype(int)), "zip")):
+        with pytest.raises(BlendinError) as embedded:
+            anonymize(frame, spec)
+        with pytest.raises(BlendinError) as ours:
+            anonymize(spark.createDataFrame(frame), spec)
+        assert str(ours.value) == str(embedded.value) and wrong in str(ours.value)
+    with pytest.raises(BlendinError, match="does not number"):
+        anonymize(spark.createDataFrame(df), spec, group_column="group")
+
+
+def test_check_and_risk_on_spark_frames(spark):
+    df = table()
+    spec = spec_for(df)
+    raw = spark.createDataFrame(df)
+    assert check(raw, spec).to_dict() == check(df, spec).to_dict()
+    ours, embedded = risk(raw, spec=spec), risk(df, spec=spec)
+    assert (ours.records, ours.classes, ours.suppressed) == (
+        embedded.records, embedded.classes, embedded.suppressed)
+    assert sorted(ours.sizes) == sorted(embedded.sizes)
+    assert ours.prosecutor == embedded.prosecutor and ours.homogeneity == embedded.homogeneity
+
+
+def test_cli_engine_spark(spark, tmp_path):
+    df = table()
+    data = tmp_path / "people.csv"
+    df.to_csv(data, index=False)
+    spec = tmp_path / "release.toml"
+    spec.write_text("""
+[attributes]
+identifiers = ["id"]
+sensitive = ["dx"]
+[quasi_identifiers]
+age = { intervals = [10, 20] }
+sex = { flat = true }
+zip = { masking = 5 }
+[[privacy]]
+model = "k-anonymity"
+k = 8
+[anonymization]
+max_suppression = 0.05
+""")
+    out = tmp_path / "release.csv"
+    runner = CliRunner()
+    args = ["anonymize", str(data), "--spec", str(spec), "-o", str(out), "--quiet"]
+    assert runner.invoke(main, args + ["--engine", "spark", "--spark-master", "local[2]",
+                                       "--spark-conf", "spark.ui.enabled=false"]).exit_code == 0
+    again = runner.invoke(main, args + ["--engine", "spark"])  # exists: needs --force
+    assert again.exit_code == 2 and "--force" in again.stderr
+    assert runner.invoke(main, args + ["--engine", "spark", "--force"]).exit_code == 0
+    embedded = tmp_path / "embedded.csv"
+    args[5] = str(embedded)
+    assert runner.invoke(main, args).exit_code == 0
+    written = spark.read.csv(str(out), header=True).toPandas()
+    assert multiset(written) == multiset(pd.read_csv(embedded, dtype=str))
+    bad = runner.invoke(main, args + ["--spark-conf", "x"])
+    assert bad.exit_code == 2 and "--engine spark" in bad.stderr
