@@ -171,16 +171,7 @@ def test_file_read_in_chunks_gives_the_same_release(tmp_path):
     assert chunked.data.column("dx").to_pylist() == whole.data.dx.tolist()
 
 
-def test_checker_rejection_refuses(monkeypatch):
-    check_module = importlib.import_module("blendin.check")
-    real = check_module.check_regrouped
-
-    def failing(*a, **kw):
-        report = real(*a, **kw)
-        report.passed = False
-        return report
-
-    monkeypatch.setattr(check_module, "check_regrouped", failing)
+def test_checker_rejection_refuses(checker_rejects):
     with pytest.raises(BlendinError, match="independent check"):
         anonymize(people(), people_spec())
 

@@ -3,7 +3,6 @@ answers: the same node or partitioning, the same released multiset of rows; the 
 failures write nothing; bad input gets the same errors."""
 
 import collections
-import importlib
 import os
 
 import numpy as np
@@ -130,16 +129,7 @@ def test_files_in_and_out_renamed_after_the_check(spark, tmp_path):
     assert multiset(written.toPandas()) == multiset(first.data.astype(str))
 
 
-def test_checker_failure_writes_nothing(spark, tmp_path, monkeypatch):
-    check_module = importlib.import_module("blendin.check")
-    real = check_module.check_regrouped
-
-    def failing(*a, **kw):
-        report = real(*a, **kw)
-        report.passed = False
-        return report
-
-    monkeypatch.setattr(check_module, "check_regrouped", failing)
+def test_checker_failure_writes_nothing(spark, tmp_path, checker_rejects):
     df = table()
     out = tmp_path / "release.parquet"
     with pytest.raises(BlendinError, match="independent check"):

@@ -137,6 +137,15 @@ def _population(model: str, population: object, sampling_fraction: object) -> No
         _share(model, "sampling_fraction", sampling_fraction, "0.01")
 
 
+def _population_holds(model: str, population: float | None, n_records: int) -> None:
+    """A population is at least the table drawn from it."""
+    if population is not None and population < n_records:
+        raise BlendinError(
+            f"{model}: the population ({population:g}) is smaller than the table "
+            f"({n_records} records)",
+            fix=f"give the size of the population the table was drawn from (>= {n_records})")
+
+
 def _attribute(model: str, attribute: object) -> str:
     if not isinstance(attribute, str) or not attribute:
         raise BlendinError(f"{model}: attribute must be a column name, got {attribute!r}",

@@ -33,7 +33,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
-from blendin.models.base import _population, _real, _whole_number
+from blendin.models.base import _population, _population_holds, _real, _whole_number
 from blendin.models.presence import PopulationModel
 
 KMAP_ESTIMATORS = ("poisson", "zero-truncated-poisson")
@@ -150,11 +150,7 @@ class KMap(PopulationModel):
         super().validate(n_records, domains)
         if self.needs_population:
             return
-        if self.population is not None and self.population < n_records:
-            raise BlendinError(
-                f"{self.key}: the population ({self.population:g}) is smaller than the table "
-                f"({n_records} records)",
-                fix=f"give the size of the population the table was drawn from (>= {n_records})")
+        _population_holds(self.key, self.population, n_records)
         self._records = int(n_records)
 
     def derived(self) -> int:

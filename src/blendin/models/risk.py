@@ -26,7 +26,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes
-from blendin.models.base import TOLERANCE, PrivacyModel, _population, _share
+from blendin.models.base import TOLERANCE, PrivacyModel, _population, _population_holds, _share
 
 
 class ReleaseModel(PrivacyModel):
@@ -272,11 +272,7 @@ class PopulationUniqueness(ReleaseModel):
 
     def validate(self, n_records: int, domains) -> None:
         super().validate(n_records, domains)
-        if self.population is not None and self.population < n_records:
-            raise BlendinError(
-                f"{self.key}: the population ({self.population:g}) is smaller than the table "
-                f"({n_records} records)",
-                fix=f"give the size of the population the table was drawn from (>= {n_records})")
+        _population_holds(self.key, self.population, n_records)
         self._records = int(n_records)
 
     def population_size(self) -> float:

@@ -1,0 +1,20 @@
+"""Fixtures shared by test modules."""
+
+import importlib
+
+import pytest
+
+
+@pytest.fixture
+def checker_rejects(monkeypatch):
+    """Make the independent checker reject every release (its report as computed, but
+    ``passed`` false): what is refused must then never be written or returned."""
+    check_module = importlib.import_module("blendin.check")
+    real = check_module.check_regrouped
+
+    def failing(*args, **kwargs):
+        report = real(*args, **kwargs)
+        report.passed = False
+        return report
+
+    monkeypatch.setattr(check_module, "check_regrouped", failing)
