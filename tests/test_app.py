@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+from urllib.parse import quote
 
 import pytest
 
@@ -364,3 +365,18 @@ def test_tradeoff_points_are_the_releases_of_each_k(app):
             assert point["loss"] == pytest.approx(result.utility["loss"])
             assert point["suppressed"] == pytest.approx(result.suppressed / result.records)
             assert f"<td>{point['k']}</td><td>{100 * point['loss']:.1f}%</td>" in page
+
+
+def test_a_column_name_with_a_slash_gets_its_hierarchy(app):
+    rows = "ward/bed,age group,diagnosis\n" + "".join(
+        f"w{i % 3}/b{i % 5},{20 + i % 7},d{i % 3}\n" for i in range(60))
+    with TestClient(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/upload", files={"file": ("t.csv", rows.encode())},
+                    data={"target": "data"})
+        for column in ("ward/bed", "age group"):
+            html = client.post(f"{sid}/hierarchy/{quote(column)}",
+                               data={"kind": "flat"}, headers={"HX-Request": "true"}).text
+            assert "2 levels over" in html, (column, html[:300])
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.hierarchies["ward/bed"] == {"flat": True}
