@@ -106,14 +106,18 @@ class CheckReport:
 
         return check_summary(self).html()
 
-    def __str__(self) -> str:
+    @property
+    def verdict(self) -> str:
+        """One line: passed, or how many models are violated."""
         failed = [m for m in self.models if not m.passed]
         if self.passed:
-            head = f"PASSED: all {len(self.models)} privacy model(s) hold"
-        elif failed:
-            head = f"FAILED: {len(failed)} of {len(self.models)} privacy model(s) violated"
-        else:
-            head = "FAILED"
+            return f"PASSED: all {len(self.models)} privacy model(s) hold"
+        if failed:
+            return f"FAILED: {len(failed)} of {len(self.models)} privacy model(s) violated"
+        return "FAILED"
+
+    def __str__(self) -> str:
+        head = self.verdict
         share = self.suppressed / self.records if self.records else 0.0
         lines = [
             head,

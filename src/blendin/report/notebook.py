@@ -173,13 +173,7 @@ def _minimal_text(minimal: Sequence[dict[str, int]]) -> str:
 
 def check_summary(report) -> Summary:
     """The checker's verdict, then its figures and one line per model."""
-    failed = [m for m in report.models if not m.passed]
-    if report.passed:
-        verdict = f"PASSED: all {len(report.models)} privacy model(s) hold"
-    elif failed:
-        verdict = f"FAILED: {len(failed)} of {len(report.models)} privacy model(s) violated"
-    else:
-        verdict = "FAILED"
+    verdict = report.verdict
     rows = [
         ("records", _count(report.records)),
         ("classes", f"{_count(report.classes)}, smallest {_figure(report.min_class_size)}"),
