@@ -47,6 +47,7 @@ from bench_search import make_spec, median_time
 
 from blendin.anonymize import prepare
 from blendin.check import check
+from blendin.engines.kernels import recode_all
 from blendin.io import Source
 from blendin.lattice import Checker
 from blendin.metrics import utility_of_node
@@ -62,7 +63,7 @@ from blendin.models import (
     SampleUniqueness,
 )
 from blendin.models.dp import find_dp, node_score
-from blendin.release import plan, recode_all
+from blendin.release import plan
 from blendin.search import find
 
 CLASSPATH = Path("/tmp/arx-build/cp.txt")

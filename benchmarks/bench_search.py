@@ -60,6 +60,7 @@ import arx_data
 import pyarrow as pa
 
 from blendin.anonymize import anonymize, prepare
+from blendin.engines.kernels import recode_all
 from blendin.hierarchy.arx import from_csv
 from blendin.io import Source
 from blendin.models import (
@@ -69,7 +70,7 @@ from blendin.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
-from blendin.release import plan, recode_all
+from blendin.release import plan
 from blendin.search import find
 from blendin.spec import Spec
 

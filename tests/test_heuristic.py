@@ -20,13 +20,14 @@ from test_search_tables import tables
 
 from blendin.anonymize import anonymize
 from blendin.check import check
+from blendin.engines.kernels import recode_all_marked
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.metrics import utility_of_node
 from blendin.models import DistinctLDiversity, KAnonymity, TCloseness
-from blendin.release import plan, recode_all_marked
+from blendin.release import plan
 from blendin.search import find
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 from blendin.spec import Spec

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blendin.engines.kernels import recode, recode_all
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import DistinctLDiversity, KAnonymity
-from blendin.release import ClassKeyer, plan, recode, recode_all, violating_classes
+from blendin.release import ClassKeyer, plan, violating_classes
 
 AGE = Hierarchy.from_rows([
     ["21", "20-29", "*"], ["22", "20-29", "*"], ["23", "20-29", "*"], ["24", "20-29", "*"],

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.engines.kernels import (
+    SUPPRESSION_MODES,
     FullDomainRecoder,
     MondrianRecoder,
     PartsRecoder,
@@ -39,12 +40,7 @@ from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
 from blendin.progress import progress_callback
-from blendin.release import (
-    SUPPRESSION_MODES,
-    Recoding,
-    plan,
-    plan_part,
-)
+from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
 

@@ -8,7 +8,7 @@ group-sums over this small table, never over rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,16 +36,6 @@ def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Chunked
     if missing != "":  # empty text is missing too, and must take the label
         column = pc.if_else(pc.equal(column, ""), None, column)
     return pc.fill_null(column, missing) if column.null_count else column
-
-
-def distinct_tuples(
-    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
-) -> pa.Table:
-    """Distinct text tuples of ``columns`` with their counts (the embedded engine's group-by,
-    :func:`blendin.engines.groupby.distinct_tuples`)."""
-    from blendin.engines.groupby import distinct_tuples as grouped
-
-    return grouped(batches, columns, missing)
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,6 +126,7 @@ class FrequencyTable:
         missing: str = "",
     ) -> FrequencyTable:
         """Build from an in-memory table (pandas, polars, pyarrow) with built hierarchies."""
+        from blendin.engines.groupby import distinct_tuples
         from blendin.io import to_arrow
 
         table = to_arrow(data)

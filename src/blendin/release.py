@@ -15,14 +15,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from blendin.engines.kernels import (  # noqa: F401  (rows are recoded by the engines)
-    SUPPRESSION_MODES,
-    recode,
-    recode_all,
-    recode_all_marked,
-    recode_marked,
-    recode_parts_marked,
-)
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, combine_keys
 from blendin.hierarchy.core import Hierarchy

@@ -416,7 +416,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         """Every QI's hierarchy, built from the distinct values of its column in ``distinct``.
 
         ``distinct`` is any table holding the QI columns (e.g. the output of
-        :func:`blendin.frequency.distinct_tuples`); a Hierarchy given directly is used as is.
+        :func:`blendin.engines.groupby.distinct_tuples`); a Hierarchy given directly is used as is.
 
         >>> from blendin.models import KAnonymity
         >>> h = Hierarchy.from_rows([["f", "*"], ["m", "*"]])

@@ -62,7 +62,8 @@ class Population:
     @classmethod
     def from_distinct(cls, distinct: pa.Table, hierarchies: Mapping[str, Hierarchy]
                       ) -> Population:
-        """From distinct text tuples with counts (:func:`blendin.frequency.distinct_tuples`)."""
+        """From distinct text tuples with counts
+        (:func:`blendin.engines.groupby.distinct_tuples`)."""
         names = list(hierarchies)
         codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         stacked = (np.stack(codes, axis=1).astype(np.int64) if codes
@@ -268,7 +269,7 @@ def population_source(path, qis: Sequence[str], *, delimiter: str | None = None,
 def read_people(path, qis: Sequence[str], *, delimiter: str | None = None,
                 encoding: str | None = None, missing: str = "") -> pa.Table:
     """The distinct quasi-identifier tuples of a population table, with counts."""
-    from blendin.frequency import distinct_tuples
+    from blendin.engines.groupby import distinct_tuples
 
     source = population_source(path, qis, delimiter=delimiter, encoding=encoding)
     return distinct_tuples(source.batches(list(qis)), list(qis), missing)
