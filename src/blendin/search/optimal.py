@@ -69,7 +69,7 @@ class _Sweep:
         self.ctx = ctx
         lattice = ctx.lattice
         self.nodes = lattice.nodes()
-        self.bound = ctx.lower_bounds(self.nodes)
+        self.bound = ctx.lattice_bounds()
         #: proven unacceptable (failed monotone models, or below such a node)
         self.dead = np.zeros(lattice.size, bool)
         #: 1 acceptable, -1 not, 0 not checked
@@ -92,8 +92,11 @@ class _Sweep:
     def run(self) -> None:
         nodes, bound, dead = self.nodes, self.bound, self.dead
         records, penalty = self.records, self.penalty
-        height = nodes.sum(axis=1)
-        order = np.lexsort((bound, -height))
+        height = nodes.sum(axis=1, dtype=np.int16)
+        # layers top-down, each by bound: two stable sorts (the second a radix sort of
+        # small ints) order as lexsort does, in a third of its time
+        order = np.argsort(bound, kind="stable")
+        order = order[np.argsort(-height[order], kind="stable")]
         starts = np.flatnonzero(np.diff(height[order], prepend=-1))
         for layer in np.split(order, starts[1:]):
             # a node lies below a dead node iff one of its successors is dead (all
@@ -102,6 +105,8 @@ class _Sweep:
             above = np.where(nodes[layer] < self.tops, layer[:, None] + self.strides,
                              layer[:, None])
             dead[layer] |= dead[above].any(axis=1)
+            if dead[layer].all():
+                break  # every node below has a successor here: all dead too
             if self.limited:
                 records[layer] = np.maximum(records[layer], records[above].max(axis=1))
                 penalty[layer] = np.maximum(penalty[layer], penalty[above].max(axis=1))
