@@ -302,6 +302,7 @@ class Checker:
         self.monotone = all(getattr(m, self._flag) for m in self.models)
         self.radices = [[len(lab) for lab in h.labels] for h in ft.hierarchies]
         self._up = [self._level_maps(h) for h in ft.hierarchies]
+        self._scaled: dict[tuple[int, int, int, int], np.ndarray] = {}
         self.checks = 0
         self.cache_budget = cache_budget
         self._cache: OrderedDict[int, Groups] = OrderedDict()
@@ -424,7 +425,7 @@ class Checker:
             # time on fars with l-diversity or t-closeness)
             if step != source.levels and step != levels and span * 2 <= len(source):
                 source = self._groups(step)
-        groups = _roll_up(source, levels, self._up, self.radices)
+        groups = _roll_up(source, levels, self._up, self.radices, self._scaled)
         if remember:
             self._remember(groups, index)
         return groups
@@ -569,14 +570,16 @@ def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
     return key
 
 
-def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
-    """Group ``source``'s classes into the classes of the coarser node ``levels``."""
-    rad = [radices[i][b] for i, b in enumerate(levels)]
+def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) -> Groups:
+    """Group ``source``'s classes into the classes of the coarser node ``levels``.
+
+    ``scaled``, a dict, keeps each level map multiplied by a stride for the next calls."""
+    rad = [r[b] for r, b in zip(radices, levels)]
     m = len(source.sizes)
     has_hists = source.has_hists
     # QIs with a single value at this level add nothing to the key
     active = [j for j, r in enumerate(rad) if r > 1]
-    span = math.prod(rad[j] for j in active)
+    span = math.prod([rad[j] for j in active])
     codes = source.codes
     if span < 2**62:
         # key = sum of per-QI maps scaled by the QI's stride: one gather and add per QI
@@ -585,8 +588,15 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
         for j in active:
             stride //= rad[j]
             a, b = source.levels[j], levels[j]
-            scaled = (up[j][a][b] if a != b else np.arange(radices[j][a])) * stride
-            part = np.take(scaled, codes[j])
+            if a == b:
+                part = codes[j] * stride
+            else:
+                table = None if scaled is None else scaled.get((j, a, b, stride))
+                if table is None:
+                    table = up[j][a][b] * stride
+                    if scaled is not None:
+                        scaled[j, a, b, stride] = table
+                part = np.take(table, codes[j])
             if key is None:
                 key = part
             else:
