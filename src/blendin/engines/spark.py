@@ -33,6 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.engines import Release, is_spark
+from blendin.engines.kernels import plain_schema
 from blendin.errors import BlendinError, preview
 from blendin.frequency import COUNT
 
@@ -301,15 +302,18 @@ class SparkEngine:
     def release(self, source: SparkSource, recoder, *, check_columns: Sequence[str],
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output: str | os.PathLike | None = None, delimiter: str = ",",
-                escape_formulas: bool = False) -> Iterator[Release]:
+                escape_formulas: bool = False, labelled: Sequence[str] = ()
+                ) -> Iterator[Release]:
         """Recode on the executors, regroup the released values for the checker, and hand
-        back a DataFrame or write it (to a temporary path, renamed when the block ends)."""
+        back a DataFrame or write it (to a temporary path, renamed when the block ends).
+        Spark has no dictionary type: every column, the ``labelled`` ones included, is
+        released with plain values."""
         from pyspark.sql.functions import col
         from pyspark.sql.pandas.types import from_arrow_schema
 
         empty = pa.schema(list(source.types().items())).empty_table()
         marked, _ = recoder(empty)
-        schema = marked.schema.append(pa.field(REMOVED, pa.bool_()))
+        schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
         recoded = source.df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
         recoded = recoded.persist()
         regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
