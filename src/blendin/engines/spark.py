@@ -208,7 +208,11 @@ class SparkEngine:
         """Settings for the session this engine starts (``conf`` overrides them): larger
         Arrow batches (the recoders' cost is mostly per batch), and on a single machine
         one shuffle partition per core rather than Spark's 200 (the group-bys shuffle
-        only distinct tuples)."""
+        only distinct tuples).
+
+        >>> SparkEngine(master="local[4]").defaults()["spark.sql.shuffle.partitions"]
+        '4'
+        """
         settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"}
         if self.master.startswith("local"):
             cores = self.master.partition("[")[2].rstrip("]")
