@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
@@ -453,6 +452,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
 
 def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: pa.Table,
                missing: str) -> dict[str, Hierarchy]:
+    from blendin.frequency import distinct_texts
 
     built = {}
     for name, builder in builders.items():
@@ -462,21 +462,10 @@ def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: p
         if name not in distinct.column_names:
             raise BlendinError(f"the data has no column {name!r}",
                                fix="check the column names of the spec against the data")
-        built[name] = builder.build(_distinct_values(distinct.column(name), missing), name,
+        values = distinct_texts(distinct.column(name), missing)
+        built[name] = builder.build(np.sort(values.to_numpy(zero_copy_only=False)), name,
                                     missing)
     return built
-
-
-def _distinct_values(column: pa.ChunkedArray, missing: str) -> np.ndarray:
-    """The column's distinct values as sorted text (of a dictionary column: the entries its
-    rows use, found without reading the rows' text)."""
-    from blendin.frequency import as_text
-
-    if pa.types.is_dictionary(column.type):
-        column = pa.chunked_array([chunk.dictionary.take(pc.unique(chunk.indices))
-                                   for chunk in column.chunks], column.type.value_type)
-    values = pc.unique(as_text(column, missing))
-    return np.sort(values.to_numpy(zero_copy_only=False))
 
 
 def _needs_hierarchy(model: PrivacyModel) -> bool:
