@@ -263,6 +263,7 @@ def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
             _, key = np.unique(key, return_inverse=True)
             key = key.reshape(-1).astype(np.int64)
             span = int(key.max()) + 1 if key.size else 1
-        key = key * radix + codes[:, i]
+        key *= radix
+        key += codes[:, i]
         span *= radix
     return key

@@ -92,8 +92,9 @@ class DistinctCounter:
 
     Each column's values are read as text (nulls, NaN and empty texts as ``missing``) and
     coded against a vocabulary that grows as values appear, so a batch becomes a small
-    integer matrix; batches are coalesced into about ``group_rows`` rows and merged into the
-    running distinct tuples by one int64 key per tuple. The state is the distinct tuples
+    integer matrix; batches are coalesced into about ``group_rows`` rows (or as many as the
+    distinct tuples so far) and merged into the running distinct tuples by one int64 key per
+    tuple. The state is the distinct tuples
     (codes and counts) and the vocabularies: memory follows the number of distinct tuples,
     not of rows. Dictionary-encoded columns cost a gather of their indices.
 
@@ -127,7 +128,9 @@ class DistinctCounter:
         self.pending.append(codes)
         self.pending_rows += n
         self.rows += n
-        if self.pending_rows >= self.group_rows:
+        # a merge hashes the tuples known so far again: waiting for as many new rows keeps
+        # the work linear in the rows, the memory within twice the distinct tuples
+        if self.pending_rows >= max(self.group_rows, len(self.counts)):
             self._merge()
 
     def _merge(self) -> None:
@@ -138,8 +141,9 @@ class DistinctCounter:
         self.pending, self.pending_rows = [], 0
         radices = [max(len(v.values), 1) for v in self.vocabularies]
         group, groups = group_keys(combine_keys(stacked.T, radices), math.prod(radices))
-        first = np.empty(groups, np.int64)
-        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)
+        # groups are numbered as they first appear: a group's first row raises the maximum
+        highest = np.maximum.accumulate(group)
+        first = np.flatnonzero(np.diff(highest, prepend=-1))
         counts = np.bincount(group[known:], minlength=groups)
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
@@ -152,7 +156,9 @@ class DistinctCounter:
         self._merge()
         if not self.rows:
             raise BlendinError("the table has no rows", fix="give a table with at least one row")
-        columns = {name: pa.DictionaryArray.from_arrays(self.tuples[j], vocabulary.values)
+        # the codes index the vocabularies by construction: no bounds check
+        columns = {name: pa.DictionaryArray.from_arrays(pa.array(self.tuples[j]),
+                                                        vocabulary.values, safe=False)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
 
