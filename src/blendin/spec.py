@@ -462,8 +462,9 @@ def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: p
         if name not in distinct.column_names:
             raise BlendinError(f"the data has no column {name!r}",
                                fix="check the column names of the spec against the data")
-        values = distinct_texts(distinct.column(name), missing).to_pylist()
-        built[name] = builder.build(np.array(sorted(values), dtype=object), name, missing)
+        values = distinct_texts(distinct.column(name), missing)
+        built[name] = builder.build(np.sort(values.to_numpy(zero_copy_only=False)), name,
+                                    missing)
     return built
 
 

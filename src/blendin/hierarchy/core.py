@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -148,7 +147,7 @@ class Hierarchy:
                 fix="give every value the same number of levels",
             )
         table = np.array(rows, dtype=object).astype(str).astype(object)
-        dupes = pd.unique(table[pd.Series(table[:, 0]).duplicated().to_numpy(), 0])
+        dupes = _unique_in_order(table[_repeated(table[:, 0]), 0])[0]
         if len(dupes):
             raise BlendinError(
                 f"{name}: value(s) listed more than once: {preview(dupes)}",
@@ -170,8 +169,22 @@ class Hierarchy:
 
 def _unique_in_order(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct labels (in order of first appearance) and each entry's index (hashing)."""
-    codes, labels = pd.factorize(column, sort=False)
-    return np.asarray(labels, dtype=object), codes.astype(np.int32)
+    encoded = pc.dictionary_encode(pa.array(column, type=pa.string()))
+    return (encoded.dictionary.to_numpy(zero_copy_only=False).astype(object),
+            encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+
+
+def _repeated(column: np.ndarray) -> np.ndarray:
+    """Which entries repeat an earlier one."""
+    _, codes = _unique_in_order(column)
+    return _first_seen(codes, len(codes))[codes] != np.arange(len(codes))
+
+
+def _first_seen(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Index of each code's first entry (``len(codes)`` for a code absent)."""
+    first = np.full(n_codes, len(codes), np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first
+    return first
 
 
 def _check_tree(codes: np.ndarray, labels: list[np.ndarray], name: str) -> None:
@@ -284,31 +297,67 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
     A hierarchy whose ground values are exactly ``values`` is returned as it is.
     """
     values = distinct_text(values)
-    ground = hierarchy.ground.astype(str)
-    covered = isin_text(values, ground)
-    uncovered = values[~covered & (values != missing)]
+    if not len(values):
+        raise BlendinError(f"{name} has no rows", fix="give one row per value")
+    found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy._ground_arrow)
+    position = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    absent = position < 0
+    uncovered = values[absent & (values != missing)]
     if len(uncovered):
         raise BlendinError(
             f"{source} of {name!r} does not cover {len(uncovered)} value(s) of the data: "
             f"{preview(uncovered)}",
             fix=f"add a row for each of these values to {source} of {name!r}",
         )
-    add_missing = not covered.all()  # only the missing label can be left
-    keep = isin_text(ground, values)
-    if keep.all() and not add_missing:
+    if len(position) == len(hierarchy.ground) and not absent.any():
         return hierarchy
-    table = np.stack([hierarchy.label_array(lv) for lv in range(hierarchy.height)], axis=1)
-    table = table[keep]
-    numbers = None if hierarchy.numbers is None else hierarchy.numbers[keep]
-    if add_missing:
-        branch = np.array([[missing] * (hierarchy.height - 1) + [SUPPRESSED]], dtype=object)
-        if hierarchy.height == 1:
-            branch = np.array([[missing]], dtype=object)
-        table = np.concatenate([table, branch])
-        if numbers is not None:
-            numbers = np.append(numbers, np.nan)
-    cut = Hierarchy.from_rows(table.tolist(), kind=hierarchy.kind, numbers=numbers, name=name)
-    return _with_domain(cut, hierarchy)
+    keep = np.zeros(len(hierarchy.ground), dtype=bool)
+    keep[position[~absent]] = True
+    cut = _kept(hierarchy, keep)
+    if not absent.any():
+        return cut
+    # only the missing label is left: a branch of its own, whose labels may meet the others
+    return _with_domain(_with_branch(cut, missing, name), hierarchy)
+
+
+def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
+    """The ground values ``keep`` marks with their labels, as :meth:`Hierarchy.from_rows`
+    would build them from those rows (labels in order of first appearance), each label
+    remembering how many of ``whole``'s ground values it covers.
+
+    Labels are numbered across levels (label ``j`` of level ``l`` is ``starts[l] + j``), so
+    one pass over the kept rows serves every level."""
+    starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
+    entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
+    first = _first_seen(entries, int(starts[-1]))
+    used = np.flatnonzero(first < len(entries))
+    used = used[np.argsort(first[used], kind="stable")]  # by level, then first appearance
+    level = np.searchsorted(starts, used, side="right") - 1
+    bounds = np.cumsum([0, *np.bincount(level, minlength=whole.height)])
+    rank = np.zeros(int(starts[-1]), np.int32)
+    rank[used] = np.arange(len(used)) - bounds[level]
+    leaves = np.concatenate([_domain_leaves(whole, lv) for lv in range(whole.height)])[used]
+    pieces = list(zip(bounds[:-1], bounds[1:]))
+    return Hierarchy(
+        tuple(whole.labels[lv][used[a:b] - starts[lv]] for lv, (a, b) in enumerate(pieces)),
+        rank[entries].reshape(whole.height, -1), whole.kind,
+        None if whole.numbers is None else whole.numbers[keep],
+        tuple(leaves[a:b] for a, b in pieces), whole.domain_size or len(whole.ground))
+
+
+def _domain_leaves(hierarchy: Hierarchy, level: int) -> np.ndarray:
+    """How many ground values of the hierarchy as given each label at ``level`` covers."""
+    if hierarchy.domain_leaves is not None:
+        return np.asarray(hierarchy.domain_leaves[level], dtype=np.int64)
+    return np.bincount(hierarchy.codes[level], minlength=len(hierarchy.labels[level]))
+
+
+def _with_branch(cut: Hierarchy, missing: str, name: str) -> Hierarchy:
+    """``cut`` with a row for the missing label: itself below the top, ``*`` on top."""
+    branch = [missing] * (cut.height - 1) + [SUPPRESSED] if cut.height > 1 else [missing]
+    numbers = None if cut.numbers is None else np.append(cut.numbers, np.nan)
+    return Hierarchy.from_rows([*cut.to_rows(), branch], kind=cut.kind, numbers=numbers,
+                               name=name)
 
 
 def _with_domain(cut: Hierarchy, whole: Hierarchy) -> Hierarchy:
@@ -317,10 +366,7 @@ def _with_domain(cut: Hierarchy, whole: Hierarchy) -> Hierarchy:
     added = ~isin_text(cut.ground.astype(str), whole.ground.astype(str))
     leaves = []
     for level in range(cut.height):
-        if whole.domain_leaves is not None:
-            counts = np.asarray(whole.domain_leaves[level], dtype=np.int64)
-        else:
-            counts = np.bincount(whole.codes[level], minlength=len(whole.labels[level]))
+        counts = _domain_leaves(whole, level)
         known = dict(zip(whole.labels[level].astype(str), counts.tolist()))
         extra = np.bincount(cut.codes[level][added], minlength=len(cut.labels[level]))
         leaves.append(np.array([known.get(label, 0) for label in
