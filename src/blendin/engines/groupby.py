@@ -27,6 +27,9 @@ from blendin.frequency import COUNT, as_text, combine_keys
 GROUP_ROWS = 1 << 19
 #: a key space at most this many times the rows is counted densely (np.bincount)
 DENSE_FACTOR = 4
+#: a column is looked up in its vocabulary, its misses encoded apart, when at most one
+#: value in this many is new, missing or empty
+LOOKUP_MISSES = 8
 
 
 class _Vocabulary:
@@ -63,6 +66,24 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
                missing: str = "") -> np.ndarray:
     """The code, in ``vocabulary``, of every value of ``column`` read as text
     (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text."""
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if len(vocabulary.values) and pa.types.is_string(column.type):
+        # once a column's texts are known, looking them up is cheaper than encoding them
+        found = pc.index_in(column, value_set=vocabulary.values)
+        if not found.null_count:
+            return found.to_numpy().astype(np.int32, copy=False)
+        if found.null_count * LOOKUP_MISSES <= len(found):
+            missed = found.is_null()
+            codes = found.fill_null(0).to_numpy().astype(np.int32)
+            codes[missed.to_numpy()] = _encoded_codes(pc.filter(column, missed), vocabulary,
+                                                      missing)
+            return codes
+    return _encoded_codes(column, vocabulary, missing)
+
+
+def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
+                   missing: str) -> np.ndarray:
     parts = []
     for chunk in dictionary_chunks(column):
         # a null index points past the dictionary, at the missing label
