@@ -178,3 +178,15 @@ def test_encode_a_dictionary_column_reads_only_the_used_entries():
     with pytest.raises(BlendinError, match=r"does not cover 2 value\(s\)"):
         sex.encode(uncovered, "sex")
     assert sex.encode(pa.chunked_array([], column.type)).tolist() == []
+
+
+@pytest.mark.parametrize("missing", ["", "?"])
+def test_known_texts_looked_up_and_the_few_others_encoded(missing):
+    first = pa.table({"a": ["x", "y"] * 8})
+    few = pa.table({"a": ["x"] * 14 + [None, "new"]})  # 1 in 8 missed: looked up
+    many = pa.table({"a": ["", "z", None, "x"]})      # half missed: encoded whole
+    counter = DistinctCounter(["a"], missing)
+    for batch in (first, few, many):
+        counter.add(batch)
+    whole = pa.concat_tables([first, few, many])
+    assert as_counter(counter.result(), ["a"]) == counted(whole, ["a"], missing)
