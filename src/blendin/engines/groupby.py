@@ -4,8 +4,9 @@ The frequency table and the checker both start here: rows are reduced, batch by 
 their distinct (quasi-identifier, sensitive) tuples with counts. Memory holds the distinct
 tuples (small however many rows there are), never the rows.
 
-Every value is hashed once, by Arrow's dictionary encoding of its column; from then on a
-column is its small dictionary (mapped once to a running vocabulary) and integer indices.
+Every value is hashed once (Arrow's dictionary encoding of its column, or a lookup among
+the column's texts seen so far); from then on a column is its small dictionary (mapped once
+to a running vocabulary) and integer indices.
 The distinct tuples come out dictionary-encoded too (each column's vocabulary and a code
 per tuple), so whoever needs the tuples as codes reads the indices instead of hashing the
 texts again.
@@ -89,7 +90,9 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
         # a null index points past the dictionary, at the missing label
         entries = pa.concat_arrays([as_text(chunk.dictionary, missing).combine_chunks(),
                                     pa.array([missing], pa.string())])
-        indices = chunk.indices.fill_null(len(chunk.dictionary))
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(chunk.dictionary))
         parts.append(vocabulary.codes(entries)[indices.to_numpy()])
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
@@ -115,9 +118,9 @@ class DistinctCounter:
     coded against a vocabulary that grows as values appear, so a batch becomes a small
     integer matrix; batches are coalesced into about ``group_rows`` rows (or as many as the
     distinct tuples so far) and merged into the running distinct tuples by one int64 key per
-    tuple. The state is the distinct tuples
-    (codes and counts) and the vocabularies: memory follows the number of distinct tuples,
-    not of rows. Dictionary-encoded columns cost a gather of their indices.
+    tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
+    follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
+    gather of their indices.
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
