@@ -15,7 +15,7 @@ texts again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -34,10 +34,12 @@ LOOKUP_MISSES = 8
 
 
 class _Vocabulary:
-    """The distinct texts of one column seen so far, each with a stable code (0, 1, ...)."""
+    """The distinct texts of one column seen so far (or expected), each with a stable code
+    (0, 1, ...)."""
 
-    def __init__(self) -> None:
-        self.values = pa.array([], pa.string())
+    def __init__(self, expected: pa.Array | None = None) -> None:
+        self.values = (pa.nulls(0, pa.string()) if expected is None else
+                       pc.unique(expected.cast(pa.string())))
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
@@ -120,7 +122,8 @@ class DistinctCounter:
     distinct tuples so far) and merged into the running distinct tuples by one int64 key per
     tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
     follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
-    gather of their indices.
+    gather of their indices. ``expected`` texts of a column (say its hierarchy's ground
+    values) are looked up from the first batch on, as if seen before.
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -130,11 +133,12 @@ class DistinctCounter:
     """
 
     def __init__(self, columns: Sequence[str], missing: str = "",
-                 group_rows: int = GROUP_ROWS) -> None:
+                 group_rows: int = GROUP_ROWS,
+                 expected: Mapping[str, pa.Array] | None = None) -> None:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
-        self.vocabularies = [_Vocabulary() for _ in self.columns]
+        self.vocabularies = [_Vocabulary((expected or {}).get(c)) for c in self.columns]
         #: the distinct tuples' codes, one row per column (so that a column is contiguous)
         self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
@@ -201,15 +205,16 @@ def plain(table: pa.Table) -> pa.Table:
 
 
 def distinct_tuples(
-    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
+    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = "",
+    expected: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk
-    (dictionary-encoded columns, see :meth:`DistinctCounter.result`).
+    (dictionary-encoded columns, see :meth:`DistinctCounter.result`; ``expected`` as there).
 
     >>> plain(distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"])).to_pydict()
     {'a': ['x', 'y'], '__blendin_count__': [2, 1]}
     """
-    counter = DistinctCounter(columns, missing)
+    counter = DistinctCounter(columns, missing, expected=expected)
     for batch in batches:
         counter.add(batch)
     return counter.result()

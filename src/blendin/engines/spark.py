@@ -229,8 +229,9 @@ class SparkEngine:
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
-                 missing: str = "") -> pa.Table:
-        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected."""
+                 missing: str = "", expected=None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected
+        (``expected`` texts, a hint for the embedded engine, are not needed)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
