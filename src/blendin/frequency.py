@@ -237,9 +237,10 @@ def _sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's code among the distinct values of a text column (numbered in order of
     first appearance) and those values."""
-    if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
-        column = pa.chunked_array([pc.dictionary_encode(column.cast(pa.string())
-                                                        .combine_chunks())])
+    if pa.types.is_dictionary(column.type) and column.num_chunks != 1:
+        column = column.cast(column.type.value_type)  # one dictionary for every chunk
+    if not pa.types.is_dictionary(column.type):
+        column = pa.chunked_array([pc.dictionary_encode(column.combine_chunks())])
     chunk = column.chunk(0)
     indices = chunk.indices.to_numpy()
     first = np.full(len(chunk.dictionary), len(indices), np.int64)
