@@ -37,9 +37,10 @@ class _Vocabulary:
     """The distinct texts of one column seen so far (or expected), each with a stable code
     (0, 1, ...)."""
 
-    def __init__(self, expected: pa.Array | None = None) -> None:
+    def __init__(self, expected: pa.Array | None = None, missing: str = "") -> None:
+        # only texts a value can read as: an expected empty text reads as ``missing``
         self.values = (pa.nulls(0, pa.string()) if expected is None else
-                       pc.unique(expected.cast(pa.string())))
+                       pc.unique(as_text(expected, missing)))
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
@@ -138,7 +139,8 @@ class DistinctCounter:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
-        self.vocabularies = [_Vocabulary((expected or {}).get(c)) for c in self.columns]
+        self.vocabularies = [_Vocabulary((expected or {}).get(c), missing)
+                             for c in self.columns]
         #: the distinct tuples' codes, one row per column (so that a column is contiguous)
         self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
