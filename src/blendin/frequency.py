@@ -2,8 +2,9 @@
 
 A table is reduced, chunk by chunk, to its distinct (quasi-identifier, sensitive) text tuples
 with counts by the engine's group-by; hierarchies are built from the distinct values, and the
-tuples are encoded to integer ground codes. Equivalence classes at any generalization are then
-group-sums over this small table, never over rows.
+tuples are encoded to integer ground codes (of dictionary-encoded tuples, only the
+dictionaries are looked up). Equivalence classes at any generalization are then group-sums
+over this small table, never over rows.
 """
 
 from __future__ import annotations
