@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter, distinct_tuples
@@ -156,8 +157,28 @@ class ShownSchema:
 
 
 def kept(marked: pa.Table, removed: np.ndarray, drop: bool) -> pa.Table:
-    """The rows of ``marked`` released: all of them, or those not ``removed``."""
-    return marked.filter(pa.array(~removed)) if drop and removed.any() else marked
+    """The rows of ``marked`` released: all of them, or those not ``removed``.
+
+    The removed rows were the only ones showing ``*``, the last entry of a recoder's
+    dictionaries: the dictionaries lose the entries past the last one still used, so that a
+    file's indices are no wider than the labels need (1 bit, not 2, for two labels).
+    """
+    if not (drop and removed.any()):
+        return marked
+    table = marked.filter(pa.array(~removed))
+    for i, kind in enumerate(table.schema.types):
+        if pa.types.is_dictionary(kind) and table.num_rows:
+            table = table.set_column(i, table.field(i), pa.chunked_array(
+                [_used(chunk) for chunk in table.column(i).chunks], kind))
+    return table
+
+
+def _used(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``chunk`` with its dictionary cut after the last entry an index points to."""
+    last = pc.max(chunk.indices).as_py()
+    if last is None or last + 1 == len(chunk.dictionary):
+        return chunk
+    return pa.DictionaryArray.from_arrays(chunk.indices, chunk.dictionary.slice(0, last + 1))
 
 
 class BatchWriter:

@@ -171,17 +171,16 @@ class FullDomainRecoder:
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
         table = as_table(batch)
         main = self.recoding
-        ground = np.zeros((table.num_rows, len(main.qi_names)), np.int32, order="F")
-        for i in self.looked_up:
-            name = main.qi_names[i]
-            ground[:, i] = ground_codes(table.column(name), main.hierarchies[i], name,
-                                        main.missing)
-        codes = generalized(main, ground)
+        rows = table.num_rows
+        ground = [ground_codes(table.column(name), h, name, main.missing)
+                  if i in self.looked_up else None
+                  for i, (name, h) in enumerate(zip(main.qi_names, main.hierarchies))]
+        codes = generalized(main, ground, rows)
         removed = main.suppressed_rows(codes)
         for stage, part in enumerate(self.parts, start=1):
             if not removed.any():
                 break
-            at_part = generalized(part, ground)
+            at_part = generalized(part, ground, rows)
             still = removed & part.suppressed_rows(at_part)
             back = removed & ~still
             for i, offsets in enumerate(self.offsets):
@@ -189,7 +188,7 @@ class FullDomainRecoder:
             removed = still
         if removed.any():
             for i, star in enumerate(self.stars):
-                codes[removed, i] = star
+                np.copyto(codes[:, i], star, where=removed)
         shown = {name: labelled(codes[:, i], d)
                  for i, (name, d) in enumerate(zip(main.qi_names, self.dictionaries))}
         names = [n for n in table.column_names if n not in main.identifiers]
@@ -198,21 +197,22 @@ class FullDomainRecoder:
 
 
 def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
-    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column: each
-    QI's codes stay contiguous for the gathers and keys that read them."""
+    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column."""
     matrix = np.empty((rows, len(codes)), np.int32, order="F")
     for i, c in enumerate(codes):
         matrix[:, i] = c
     return matrix
 
 
-def generalized(recoding: Recoding, ground: np.ndarray) -> np.ndarray:
-    """Each QI's generalized codes at ``recoding``'s node, from the ground codes (stored
-    column by column; a single label is code 0, no gather needed)."""
-    out = np.zeros(ground.shape, np.int32, order="F")
-    for i, (h, level) in enumerate(zip(recoding.hierarchies, recoding.levels)):
+def generalized(recoding: Recoding, ground: Sequence[np.ndarray | None],
+                rows: int) -> np.ndarray:
+    """Each QI's generalized codes at ``recoding``'s node, from its ground codes, as one
+    (rows, QIs) int32 matrix stored column by column (each QI's codes contiguous for the
+    keys that read them); a level with a single label is code 0, no gather needed."""
+    out = np.zeros((rows, len(ground)), np.int32, order="F")
+    for i, (h, level, codes) in enumerate(zip(recoding.hierarchies, recoding.levels, ground)):
         if len(h.labels[level]) > 1:
-            np.take(h.codes[level], ground[:, i], out=out[:, i])
+            np.take(h.codes[level], codes, out=out[:, i])
     return out
 
 
