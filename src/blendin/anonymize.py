@@ -515,6 +515,7 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
     built, the frequency table encoded, the models' feasibility checked."""
     from blendin.engines import engine_for
+    from blendin.engines.groupby import distinct_tuples, plain
 
     spec.validate()
     engine = engine_for(data, engine)
@@ -529,14 +530,15 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        from blendin.engines.groupby import distinct_tuples
-
         distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
                                               mark=dp.MARK), [*columns, dp.MARK], spec.missing)
     else:
         distinct = engine.distinct(source, columns, spec.missing)
     qis = list(spec.quasi_identifiers)
-    tables = presence.population_tables(spec, qis)  # k-map against a population table
+    # k-map against a population table; the population models read the tuples as text
+    tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
+    if tables or subset is not None:
+        distinct = plain(distinct)
     hierarchies = spec.build_hierarchies(presence.with_people(
         distinct, [t for _, t in tables], qis))
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)

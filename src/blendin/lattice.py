@@ -91,9 +91,10 @@ class Lattice:
 
     def nodes(self) -> np.ndarray:
         """Every node's levels (int16), shape (size, QIs), row ``i`` the node of index ``i``."""
-        idx = np.arange(self.size, dtype=np.int64)
-        cols = [((idx // s) % h).astype(np.int16) for s, h in zip(self.strides, self.heights)]
-        return np.stack(cols, axis=1) if cols else np.zeros((1, 0), np.int16)
+        if not self.q:
+            return np.zeros((1, 0), np.int16)
+        grid = np.indices(self.heights, dtype=np.int16)  # (QIs, *heights): index order
+        return np.ascontiguousarray(grid.reshape(self.q, -1).T)
 
     def successors(self, levels: Sequence[int]) -> list[tuple[int, ...]]:
         """Nodes one level higher in one QI."""
@@ -301,6 +302,7 @@ class Checker:
         self.monotone = all(getattr(m, self._flag) for m in self.models)
         self.radices = [[len(lab) for lab in h.labels] for h in ft.hierarchies]
         self._up = [self._level_maps(h) for h in ft.hierarchies]
+        self._scaled: dict[tuple[int, int, int, int], np.ndarray] = {}
         self.checks = 0
         self.cache_budget = cache_budget
         self._cache: OrderedDict[int, Groups] = OrderedDict()
@@ -347,8 +349,20 @@ class Checker:
 
     # ---- grouping -------------------------------------------------------------------------
 
-    def _source(self, levels: Sequence[int]) -> Groups:
-        """The cached node with fewest classes among those at or below ``levels``."""
+    def _source(self, levels: tuple[int, ...], index: int) -> Groups:
+        """A cached node at or below ``levels`` with few classes: a cached predecessor when
+        one is small (searches mostly check a successor of a node just checked, and a small
+        source rolls up at the cost of the calls alone), else the cached node with fewest
+        classes."""
+        cache, near = self._cache, None
+        for stride, lv in zip(self.lattice.strides, levels):
+            if lv and index - stride in cache:
+                found = cache[index - stride]
+                if near is None or len(found) < len(near[1]):
+                    near = index - stride, found
+        if near is not None and len(near[1]) <= _LADDER_MIN:
+            cache.move_to_end(near[0])
+            return near[1]
         n = len(self._slot_cost)
         if not self._slots:
             return self._bottom
@@ -390,14 +404,16 @@ class Checker:
 
     def groups(self, levels: Sequence[int], *, remember: bool = True) -> Groups:
         """The classes of the node at ``levels``, rolled up from the closest grouped node."""
-        levels = tuple(int(v) for v in levels)
+        return self._groups(tuple(map(int, levels)), remember)
+
+    def _groups(self, levels: tuple[int, ...], remember: bool = True) -> Groups:
         index = self.lattice.index(levels)
         if index in self._cache:
             self._cache.move_to_end(index)
             return self._cache[index]
         if levels == self._bottom.levels:
             return self._bottom
-        source = self._source(levels)
+        source = self._source(levels, index)
         if len(source) > _LADDER_MIN:
             # a large source: first group a node just below this one (one level lower in
             # every QI) and keep it; the neighbours checked next roll up from it cheaply
@@ -408,8 +424,8 @@ class Checker:
             # so the ladder's extra groupings no longer pay for themselves: 0.65x the search
             # time on fars with l-diversity or t-closeness)
             if step != source.levels and step != levels and span * 2 <= len(source):
-                source = self.groups(step)
-        groups = _roll_up(source, levels, self._up, self.radices)
+                source = self._groups(step)
+        groups = _roll_up(source, levels, self._up, self.radices, self._scaled)
         if remember:
             self._remember(groups, index)
         return groups
@@ -431,9 +447,9 @@ class Checker:
         be): one record each at least. When that count passes the limit, every
         specialization fails too.
         """
-        levels = tuple(int(v) for v in levels)
+        levels = tuple(map(int, levels))
         self.checks += 1
-        groups = self.groups(levels)
+        groups = self._groups(levels)
         sizes = groups.sizes
         holds = np.ones(len(sizes), bool)
         n_sup, proven, settled, floor, counting = 0, True, None, 0, True
@@ -554,14 +570,16 @@ def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
     return key
 
 
-def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
-    """Group ``source``'s classes into the classes of the coarser node ``levels``."""
-    rad = [radices[i][b] for i, b in enumerate(levels)]
+def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) -> Groups:
+    """Group ``source``'s classes into the classes of the coarser node ``levels``.
+
+    ``scaled``, a dict, keeps each level map multiplied by a stride for the next calls."""
+    rad = [r[b] for r, b in zip(radices, levels)]
     m = len(source.sizes)
     has_hists = source.has_hists
     # QIs with a single value at this level add nothing to the key
     active = [j for j, r in enumerate(rad) if r > 1]
-    span = math.prod(rad[j] for j in active)
+    span = math.prod([rad[j] for j in active])
     codes = source.codes
     if span < 2**62:
         # key = sum of per-QI maps scaled by the QI's stride: one gather and add per QI
@@ -570,8 +588,15 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices) -> Groups:
         for j in active:
             stride //= rad[j]
             a, b = source.levels[j], levels[j]
-            scaled = (up[j][a][b] if a != b else np.arange(radices[j][a])) * stride
-            part = np.take(scaled, codes[j])
+            if a == b:
+                part = codes[j] * stride
+            else:
+                table = None if scaled is None else scaled.get((j, a, b, stride))
+                if table is None:
+                    table = up[j][a][b] * stride
+                    if scaled is not None:
+                        scaled[j, a, b, stride] = table
+                part = np.take(table, codes[j])
             if key is None:
                 key = part
             else:

@@ -47,7 +47,7 @@ class EmbeddedEngine:
     >>> import pandas as pd
     >>> engine = EmbeddedEngine()
     >>> source = engine.source(pd.DataFrame({"sex": ["f", "m", "f"]}))
-    >>> engine.distinct(source, ["sex"]).sort_by("sex").to_pydict()
+    >>> engine.distinct(source, ["sex"]).to_pydict()
     {'sex': ['f', 'm'], '__blendin_count__': [2, 1]}
     """
 

@@ -141,6 +141,25 @@ class Context:
             return np.maximum(self._floor, self.n * float(self.n) / cap)
         return self.n / cap
 
+    def lattice_bounds(self) -> np.ndarray:
+        """:meth:`lower_bounds` of every node of the lattice, in index order.
+
+        For the cell metrics and arx-loss a node's bound combines one term per (QI, level):
+        outer products over the QIs give them all in index order, the terms combined in the
+        same order as :meth:`lower_bounds` (the same figures), without a gather per node.
+        """
+        if self.metric == "arx-loss":
+            product = np.ones(1)
+            for factors, height in zip(self._arx_factors, self.lattice.heights):
+                product = np.multiply.outer(product, factors[:height]).ravel()
+            return product - 1.0
+        if self.metric in CELL_METRICS:
+            raw = np.zeros(1)
+            for w, totals in zip(self.weights, self.costs.totals[self.metric]):
+                raw = np.add.outer(raw, w * np.asarray(totals, dtype=float)).ravel()
+            return finish_cell_metric(self.metric, raw, self.n, len(self.weights))
+        return self.lower_bounds(self.lattice.nodes())
+
     @functools.cached_property
     def _present(self) -> list[np.ndarray]:
         """Per QI, the distinct values present at each level."""
