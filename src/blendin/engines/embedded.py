@@ -187,8 +187,8 @@ class BatchWriter:
 
     ``shown`` gives the schema the file is to be read back with (by default the tables'
     own): dictionary columns are written to Parquet as they are (the indices, no text made
-    per row) when a file without Arrow's stored schema reads back exactly as shown;
-    otherwise, and for CSV, they are decoded first.
+    per row, no min/max statistics) when a file without Arrow's stored schema reads back
+    exactly as shown; otherwise, and for CSV, they are decoded first.
     """
 
     def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
@@ -226,7 +226,12 @@ class BatchWriter:
 
             encoded = _reads_back(schema, shown)
             self.schema = schema if encoded else shown
-            self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded)
+            # min/max statistics of a dictionary column cost a hash of every row (Arrow
+            # finds the entries in use first): a third of the writing; they are kept for
+            # the other columns
+            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)]
+            self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
+                                           write_statistics=plain)
         else:
             import pyarrow.csv as pcsv
 

@@ -212,7 +212,7 @@ def generalized(recoding: Recoding, ground: Sequence[np.ndarray | None],
     out = np.zeros((rows, len(ground)), np.int32, order="F")
     for i, (h, level, codes) in enumerate(zip(recoding.hierarchies, recoding.levels, ground)):
         if len(h.labels[level]) > 1:
-            np.take(h.codes[level], codes, out=out[:, i])
+            np.take(h.codes[level], codes, out=out[:, i], mode="clip")  # unbuffered
     return out
 
 
