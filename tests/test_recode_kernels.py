@@ -192,8 +192,8 @@ def test_the_checker_reads_texts_not_dictionary_entries():
 @pytest.mark.parametrize("zone", [None, "Europe/Paris"])
 def test_a_parquet_release_reads_back_as_the_in_memory_one(tmp_path, zone):
     df, spec = released_table()
-    table = pa.Table.from_pandas(df, preserve_index=False).append_column(
-        "seen", pa.array(np.arange(len(df)) * 10**9, pa.timestamp("ns", tz=zone)))
+    table = pa.table({"age": pa.array(df.age.tolist()), "dx": pa.array(df.dx.tolist()),
+                      "seen": pa.array(np.arange(len(df)) * 10**9, pa.timestamp("ns", tz=zone))})
     path = tmp_path / "in.parquet"
     import pyarrow.parquet as pq
 
