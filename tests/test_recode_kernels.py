@@ -211,3 +211,21 @@ def test_a_parquet_release_reads_back_as_the_in_memory_one(tmp_path, zone):
              for i in range(columns.num_columns)}
     assert stats["dx"] and stats["seen"] and stats["age"] == (zone is not None)
     assert streamed.check.passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 60), st.integers(1, 20), st.integers(0, 10_000), st.booleans())
+def test_row_columns_of_dictionary_batches_number_as_the_whole_table(rows, chunk, seed, encode):
+    from blendin.anonymize import with_row_columns
+    from blendin.engines.kernels import RowColumns
+
+    rng = np.random.default_rng(seed)
+    a = [str(v) for v in rng.choice(["x", "y", "*"], rows)]
+    b = ["*" if v == "*" else str(w) for v, w in zip(a, rng.choice(["u", "*", ""], rows))]
+    columns = {"a": with_duplicates(a, rng), "b": with_duplicates(b, rng)} if encode else {
+        "a": pa.array(a), "b": pa.array(b)}
+    table = pa.table(columns)
+    whole = with_row_columns(decoded(table), ["a", "b"], group_column="g", original_row="r")
+    add = RowColumns(["a", "b"], group_column="g", original_row="r")
+    parts = [add(table.slice(i, chunk)) for i in range(0, rows, chunk)]
+    assert decoded(pa.concat_tables(parts)).equals(whole)

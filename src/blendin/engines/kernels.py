@@ -20,6 +20,7 @@ checker and the Parquet writer work on the indices; :func:`decoded` gives plain 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,8 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, as_text
+from blendin.frequency import FrequencyTable, as_text, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 
 if TYPE_CHECKING:
@@ -335,9 +337,6 @@ class RowColumns:
     {'age': ['30-39', '20-29'], 'group': [2, 1], 'row': [3, 4]}
     """
 
-    #: joins a row's QI labels into one text key (a control character no label holds)
-    SEPARATOR = "\x1f"
-
     def __init__(self, quasi_identifiers: Sequence[str], *, group_column: str | None = None,
                  original_row: str | None = None, index_base: int = 1) -> None:
         if index_base not in (0, 1):
@@ -348,7 +347,10 @@ class RowColumns:
         self.base = index_base
         self.group_column = group_column
         self.original_row = original_row
-        self.ids: dict[str, int] = {}
+        # each QI's texts seen so far, coded; the classes numbered so far as rows of their
+        # texts' codes (class i + 1 in row i)
+        self.vocabularies = [_Vocabulary() for _ in self.qis]
+        self.known = np.zeros((0, len(self.qis)), np.int32)
         self.rows = 0
 
     @property
@@ -375,20 +377,22 @@ class RowColumns:
         n = table.num_rows
         if not self.qis:
             return np.ones(n, np.int64)
-        texts = [pc.fill_null(pc.cast(table.column(q), pa.string()), "") for q in self.qis]
-        suppressed = np.ones(n, bool)
-        for text in texts:
-            suppressed &= pc.equal(text, SUPPRESSED).to_numpy(zero_copy_only=False)
-        key = pc.binary_join_element_wise(*texts, self.SEPARATOR) if len(texts) > 1 else texts[0]
-        encoded = pc.dictionary_encode(key).combine_chunks()
-        index = encoded.indices.to_numpy(zero_copy_only=False)
-        labels = encoded.dictionary.to_pylist()
-        starred = np.zeros(len(labels), bool)
-        starred[index[suppressed]] = True
-        # dictionary codes follow first appearance; new classes take the next numbers
-        # (a loop over the batch's classes, not its rows)
-        ids = np.zeros(len(labels), np.int64)
-        for code, label in enumerate(labels):
-            if not starred[code]:
-                ids[code] = self.ids.setdefault(label, len(self.ids) + 1)
-        return ids[index]
+        codes = [text_codes(table.column(q), v) for q, v in zip(self.qis, self.vocabularies)]
+        stars = tuple(int(v.codes(pa.array([SUPPRESSED]))[0]) for v in self.vocabularies)
+        radices = [max(len(v.values), 1) for v in self.vocabularies]
+        group, groups = group_keys(combine_keys(np.stack(codes, axis=1), radices),
+                                   math.prod(radices))
+        first = np.empty(groups, np.int64)
+        first[group[::-1]] = np.arange(n - 1, -1, -1)
+        classes = np.stack([c[first] for c in codes], axis=1)  # in order of appearance
+        shown = ~(classes == np.array(stars)).all(axis=1)
+        # grouped with the classes known, which come first (known class i is group i): a
+        # class new to the stream takes the next group, in order of appearance
+        known = len(self.known)
+        both = np.concatenate([self.known, classes[shown]])
+        number, _ = group_keys(combine_keys(both, radices), math.prod(radices))
+        number = number[known:]
+        self.known = np.concatenate([self.known, classes[shown][number >= known]])
+        ids = np.zeros(groups, np.int64)
+        ids[shown] = number + 1
+        return ids[group]
