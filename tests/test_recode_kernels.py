@@ -229,3 +229,23 @@ def test_row_columns_of_dictionary_batches_number_as_the_whole_table(rows, chunk
     add = RowColumns(["a", "b"], group_column="g", original_row="r")
     parts = [add(table.slice(i, chunk)) for i in range(0, rows, chunk)]
     assert decoded(pa.concat_tables(parts)).equals(whole)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables)
+def test_suppressed_rows_by_bits_equal_the_binary_search(case):
+    import dataclasses
+
+    from blendin import release
+
+    _, table, _, recoding = draw_table(case)
+    recoder = FullDomainRecoder(recoding)
+    _, removed = recoder(table)
+    # the same recoding without the bit set (as for key spans too large for one)
+    searched = dataclasses.replace(recoding)
+    try:
+        release.DENSE_KEYS, saved = 0, release.DENSE_KEYS
+        assert searched._suppressed_bits is None
+        assert np.array_equal(FullDomainRecoder(searched)(table)[1], removed)
+    finally:
+        release.DENSE_KEYS = saved
