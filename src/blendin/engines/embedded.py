@@ -165,12 +165,13 @@ def kept(marked: pa.Table, removed: np.ndarray, drop: bool) -> pa.Table:
     """
     if not (drop and removed.any()):
         return marked
-    table = marked.filter(pa.array(~removed))
-    for i, kind in enumerate(table.schema.types):
-        if pa.types.is_dictionary(kind) and table.num_rows:
-            table = table.set_column(i, table.field(i), pa.chunked_array(
-                [_used(chunk) for chunk in table.column(i).chunks], kind))
-    return table
+    keep = pa.array(~removed)
+    # column by column: a table's filter would cut every column into the chunks of the
+    # most chunked one (a text column read in 1 MiB blocks), and writing them costs more
+    columns = [pc.filter(column, keep) for column in marked.columns]
+    columns = [pa.chunked_array([_used(chunk) for chunk in column.chunks], column.type)
+               if pa.types.is_dictionary(column.type) else column for column in columns]
+    return pa.table(columns, schema=marked.schema)
 
 
 def _used(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
