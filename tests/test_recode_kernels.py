@@ -249,3 +249,31 @@ def test_suppressed_rows_by_bits_equal_the_binary_search(case):
         assert np.array_equal(FullDomainRecoder(searched)(table)[1], removed)
     finally:
         release.DENSE_KEYS = saved
+
+
+@settings(max_examples=60, deadline=None)
+@given(tables, st.sampled_from(["k", "l", "t"]), st.sampled_from([0.0, 0.1, 0.5]),
+       st.sampled_from(["optimal", "heuristic", "binary"]))
+def test_a_plan_from_the_search_check_is_the_plan_grouped_again(case, model, limit, algorithm):
+    from blendin.models import DistinctLDiversity, TCloseness
+    from blendin.search import find
+
+    _, table, _, _ = draw_table(case)
+    hierarchies = {q: HIERARCHIES[q] for q in case["qis"]}
+    ft = FrequencyTable.from_table(decoded(table), hierarchies, ["s"], missing=MISSING)
+    k = min(case["k"], case["rows"])
+    models = {"k": [KAnonymity(k)], "l": [KAnonymity(k), DistinctLDiversity("s", 2)],
+              "t": [TCloseness("s", 0.3)]}[model]
+    try:
+        found = find(ft, models, max_suppression=limit, algorithm=algorithm)
+    except BlendinError:  # a model the table cannot meet (l above its values, say)
+        return
+    if found.levels is None:
+        return
+    fresh = plan(ft, found.levels, models)
+    taken = plan(ft, found.levels, models, checked=found.check)
+    assert found.check is not None
+    assert np.array_equal(taken.suppressed_tuples, fresh.suppressed_tuples)
+    assert np.array_equal(taken.suppressed_keys, fresh.suppressed_keys)
+    assert taken.suppressed_records == fresh.suppressed_records == found.n_suppressed
+    assert sorted(taken.class_sizes) == sorted(fresh.class_sizes)
