@@ -78,9 +78,10 @@ def ground_codes(column: pa.Array | pa.ChunkedArray, hierarchy: Hierarchy, name:
 
 
 def labelled(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
-    """``codes`` as a column of the texts they index (no text is copied per row)."""
+    """``codes`` as a column of the texts they index (no text is copied per row). The
+    recoders make every code an index of their dictionary, so it is not checked again."""
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32, copy=False)),
-                                          dictionary)
+                                          dictionary, safe=False)
 
 
 def decoded(table: pa.Table, names: Collection[str] | None = None) -> pa.Table:
