@@ -354,6 +354,11 @@ class RowColumns:
         self.known = np.zeros((0, len(self.qis)), np.int32)
         self.rows = 0
 
+    def fresh(self) -> RowColumns:
+        """A RowColumns with the same options that has numbered nothing yet."""
+        return RowColumns(self.qis, group_column=self.group_column,
+                          original_row=self.original_row, index_base=self.base)
+
     @property
     def active(self) -> bool:
         return self.group_column is not None or self.original_row is not None
