@@ -644,7 +644,7 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     """
     spec, ft = prepared.spec, prepared.ft
     recoding = plan(ft, levels, spec.models, identifiers=prepared.removed_columns,
-                    missing=spec.missing)
+                    missing=spec.missing, checked=getattr(solution, "check", None))
     _within_limit(recoding, ft, spec, saved)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     found = getattr(solution, "utility", None)

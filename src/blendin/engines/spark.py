@@ -311,7 +311,7 @@ class SparkEngine:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        schema = copy.copy(row_columns)(empty).schema  # a clashing name fails here, once
+        schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
         qis = row_columns.qis
         seen = (recoded.select(F.spark_partition_id().alias(PART),
                                F.monotonically_increasing_id().alias(AT), *qis)
@@ -322,8 +322,7 @@ class SparkEngine:
         for part, count in zip(per_part.column(PART).to_pylist(),
                                per_part.column(f"{COUNT}_sum").to_pylist()):
             starts[part], rows = rows, rows + count
-        numbering = copy.copy(row_columns)
-        numbering.ids, numbering.rows = {}, 0
+        numbering = row_columns.fresh()
         if row_columns.group_column is not None:  # classes met in the order of the rows
             numbering(seen.sort_by(AT).select(qis))
         numbering.rows = 0
