@@ -450,50 +450,47 @@ class Checker:
         levels = tuple(map(int, levels))
         self.checks += 1
         groups = self._groups(levels)
-        sizes = groups.sizes
-        holds = np.ones(len(sizes), bool)
+        sizes, domains = groups.sizes, self.ft.domains
+        # the classes failing a model so far (a new array per model: ``settled`` keeps one)
+        violating = np.zeros(len(sizes), bool)
         n_sup, proven, settled, floor, counting = 0, True, None, 0, True
         for model in self._order:
             flagged = getattr(model, self._flag)
             if settled is None and not flagged:
-                settled = ~holds  # what the monotone models alone suppress
-                floor = int(sizes[settled].sum())
-            if model.release:
-                # a release-wide bound: its suppression proves nothing per class below
-                counting = False
-                live = np.flatnonzero(holds)
-                budget = self.limit - int(sizes[~holds].sum())
-                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains),
-                                            budget=budget)]
-            elif model.needs_population:
-                live = np.flatnonzero(holds)
-                people = model.population_at(levels, groups.codes_of(live))
-                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains, people))]
-            elif model.attribute is None:
-                failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
-                                                                      self.ft.domains)))
+                settled, floor = violating, n_sup  # what the monotone models alone suppress
+            if model.attribute is None and not model.release and not model.needs_population:
+                new = ~model.holds(Classes(sizes, {}, domains)) & ~violating
             else:
-                live = np.flatnonzero(holds)
-                classes = Classes(sizes[live], self._dense_hists(groups, live, model.attribute),
-                                  self.ft.domains)
-                local = ~model.holds(classes)
-                failing = live[local]
-                if not flagged and counting and model.monotone:
-                    floor += _must_go(model, classes, local) - len(failing)
-            holds[failing] = False
+                live = np.flatnonzero(~violating)
+                if model.release:
+                    # a release-wide bound: its suppression proves nothing per class below
+                    counting = False
+                    local = ~model.holds(Classes(sizes[live], {}, domains),
+                                         budget=self.limit - n_sup)
+                elif model.needs_population:
+                    people = model.population_at(levels, groups.codes_of(live))
+                    local = ~model.holds(Classes(sizes[live], {}, domains, people))
+                else:
+                    classes = Classes(sizes[live], self._dense_hists(groups, live,
+                                                                     model.attribute), domains)
+                    local = ~model.holds(classes)
+                    if not flagged and counting and model.monotone:
+                        floor += _must_go(model, classes, local) - int(local.sum())
+                new = np.zeros(len(sizes), bool)
+                new[live[local]] = True
+            violating = violating | new
             if not flagged:
                 counting = counting and model.monotone
-                floor += len(failing) if counting else 0
-            n_sup = int(sizes[~holds].sum())
+                floor += int(new.sum()) if counting else 0
+            n_sup = int(sizes[violating].sum())
             proven = proven and flagged
             if n_sup > self.limit:
                 break
         ok = n_sup <= self.limit
         if settled is None:
-            settled = ~holds
-            floor = n_sup
+            settled, floor = violating, n_sup
         proven = not ok and (proven or floor > self.limit)
-        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=proven, settled=settled,
+        return NodeCheck(levels, ok, n_sup, groups, violating, proven=proven, settled=settled,
                          floor_records=floor)
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
