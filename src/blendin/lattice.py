@@ -134,7 +134,9 @@ class Groups:
         self._codes = codes
         self._keys = keys
         self._radices = radices
-        #: (the finer node's histogram triples, its class -> this node's class)
+        #: (the finer node's histogram triples, its class -> this node's class), or until
+        #: first needed (most checked nodes never need histograms), (the source of the
+        #: roll-up, its class -> this node's class)
         self._pending = pending
         self._weights = None
 
@@ -164,7 +166,7 @@ class Groups:
             if self._pending is None:
                 self._hists = {}
             else:
-                finer, inverse = self._pending
+                finer, inverse = self._finer()
                 self._hists = {attr: _roll_hist(np.take(inverse, rows), vals, counts,
                                                     len(self.sizes))
                                for attr, (rows, vals, counts) in finer.items()}
@@ -187,7 +189,7 @@ class Groups:
         the way down from the table's tuples are never a source again)."""
         if self._hists is not None or self._pending is None:
             return self.hists, None
-        finer, inverse = self._pending
+        finer, inverse = self._finer()
         n = len(self.sizes)
         cells = sum(n * (int(v.max()) + 1) for _, v, _ in finer.values() if len(v))
         triples = sum(len(r) for r, _, _ in finer.values())
@@ -195,11 +197,19 @@ class Groups:
             return self.hists, None
         return finer, inverse
 
+    def _finer(self):
+        """``_pending`` with the source's triples (asked of the source now)."""
+        source, inverse = self._pending
+        if isinstance(source, Groups):
+            base, through = source.base()
+            self._pending = (base, inverse if through is None else np.take(inverse, through))
+        return self._pending
+
     def triples(self, attr: str):
         """(class, value, count, through) of ``attr``: the class of a triple is
         ``through[class]`` when ``through`` is not None (histograms not summed yet)."""
         if self._hists is None and self._pending is not None:
-            finer, inverse = self._pending
+            finer, inverse = self._finer()
             rows, vals, counts = finer[attr]
             return rows, vals, counts, inverse
         return (*self.hists[attr], None)
@@ -628,8 +638,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) 
                 (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
                     first] for i, c in enumerate(codes)))
     if has_hists:
-        base, through = source.base()
-        groups._pending = (base, inverse if through is None else np.take(inverse, through))
+        groups._pending = (source, inverse)
     return groups
 
 
