@@ -505,14 +505,16 @@ class Checker:
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
         """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""
-        # other classes go to one extra row, dropped at the end
-        position = np.full(len(groups), len(live), np.int64)
-        position[live] = np.arange(len(live))
         rows, vals, counts, through = groups.triples(attr)
-        if through is not None:
-            position = np.take(position, through)
+        if len(live) == len(groups):  # every class (as always without suppression)
+            position = through
+        else:  # other classes go to one extra row, dropped at the end
+            position = np.full(len(groups), len(live), np.int64)
+            position[live] = np.arange(len(live))
+            if through is not None:
+                position = np.take(position, through)
         width = len(self.ft.domains[attr].labels)
-        flat = np.take(position, rows) * width + vals
+        flat = (rows if position is None else np.take(position, rows)) * width + vals
         dense = np.bincount(flat, weights=counts, minlength=(len(live) + 1) * width)
         return {attr: dense[:len(live) * width].astype(np.int64).reshape(len(live), width)}
 
