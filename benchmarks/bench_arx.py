@@ -6,6 +6,7 @@ Run from the repository root (data in ../shared/data, ARX built by ../shared/pee
     python benchmarks/bench_arx.py --runs 5 --only fars --case b --case e_hier
     python benchmarks/bench_arx.py --json results.jsonl  # one JSON line per case as well
     python benchmarks/bench_arx.py --rows 1000000 --runs 3   # adult-like 1M rows, time + memory
+    python benchmarks/bench_arx.py --end-to-end --runs 5     # whole processes: CLI against JVM
 
 The cases are the harness's (../shared/peers/arx/README.md): on adult (8 QIs, sensitive
 occupation) and fars (7 QIs, sensitive istatenum), ``a`` k=2, ``b`` k=5, ``c`` k=5 with 5%
@@ -26,6 +27,12 @@ What is timed, per tool, alternating the tools case by case:
 and jittered by ``adult_like.py``; all nine columns QIs; k=5 at 0% and 5% suppression): the
 same timings, plus each tool's peak memory (RSS of a process that reads the CSV and
 anonymizes it ``--runs`` times; the JVM with its default heap settings).
+
+``--end-to-end`` instead times each case as a user runs it, one fresh process per run and
+tool, alternating: ``blendin anonymize DATA --spec case.toml -o release.csv`` (start-up, CSV
+read, anonymize, verify, write) against the harness's whole-process mode (``ArxBench ... 0``:
+JVM start-up, CSV and hierarchy parsing, one cold anonymization, the release written), with
+each process's wall time and peak RSS (medians of ``--runs``).
 
 Both tools search for the optimum under their own metric. The table shows each tool's node
 and both losses of both nodes: ARX's Loss (ARX evaluates blendin's node through the
@@ -230,21 +237,30 @@ print(json.dumps({"median_ms": statistics.median(times[1:]) * 1000, "levels": re
                   "suppressed": result.suppressed, "loss": result.utility[metric]}))
 """
 
-# measures its only child: ru_maxrss of RUSAGE_CHILDREN is the largest child's peak (KiB)
-PEAK_RSS = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], "
-            "capture_output=True, text=True); sys.stderr.write(p.stderr); print(p.stdout); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+# measures its only child: ru_maxrss of RUSAGE_CHILDREN is the largest child's peak (KiB);
+# the child's wall time is taken here too, so the measuring process's start-up is left out
+PEAK_RSS = ("import resource, subprocess, sys, time; start = time.perf_counter(); "
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+            "wall = time.perf_counter() - start; sys.stderr.write(p.stderr); print(p.stdout); "
+            "print(wall); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 
 
 def with_peak_rss(command: list[str]) -> tuple[dict, float]:
     """Run ``command`` in its own process; its last JSON line and its peak RSS in MiB."""
+    found, _, rss = timed_process(command)
+    return found, rss
+
+
+def timed_process(command: list[str]) -> tuple[dict, float, float]:
+    """Run ``command`` in its own process: its last JSON line (any JSON printed, indented or
+    not), its wall time in seconds and its peak RSS in MiB."""
     proc = subprocess.run([sys.executable, "-c", PEAK_RSS, *command], capture_output=True,
                           text=True, check=True)
-    lines = proc.stdout.strip().splitlines()
-    found = [line for line in lines if line.startswith("{")]
-    if not found:
+    *out, wall, rss = proc.stdout.strip().splitlines()
+    starts = [i for i, line in enumerate(out) if line.startswith("{")]
+    if not starts:
         raise RuntimeError(f"{command[0]} failed: {proc.stderr.strip()[-500:]}")
-    return json.loads(found[-1]), int(lines[-1]) / 1024
+    return json.loads("\n".join(out[starts[-1]:])), float(wall), int(rss) / 1024
 
 
 def bench_scale(cp: str | None, rows: int, runs: int, metric: str) -> None:
@@ -275,6 +291,52 @@ def bench_scale(cp: str | None, rows: int, runs: int, metric: str) -> None:
               f"{_fmt(arx_rss, '.0f'):>9}{our_rss:>12.0f}  {nodes}", flush=True)
 
 
+def bench_end_to_end(cp: str | None, cases: list[tuple[str, str]], runs: int,
+                     metric: str) -> None:
+    """Each case as whole processes: ``blendin anonymize`` against ArxBench's cold run."""
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / "blendin-bench" / "end-to-end"
+    folder.mkdir(parents=True, exist_ok=True)
+    cli = [sys.executable, "-c", "from blendin.cli import main; main(prog_name='blendin')",
+           "anonymize"]
+    print(f"{'data':<7}{'case':<8}{'ARX s':>7}{'blendin s':>11}{'ratio':>7}{'ARX MiB':>9}"
+          f"{'blendin MiB':>13}  nodes")
+    ratios = []
+    for dataset, case in cases:
+        spec = make_spec(dataset, case, metric)
+        spec.delimiter = ";"
+        toml = folder / f"{dataset}_{case}.toml"
+        toml.write_text(spec.to_toml(), encoding="utf-8")
+        blendin = [*cli, str(arx_data.path(dataset)), "--spec", str(toml), "-o",
+                   str(folder / "blendin.csv"), "--force", "--json", "-q"]
+        arx = ["java", f"-Dout={folder / 'arx.csv'}", "-cp", cp or "", "ArxBench",
+               str(arx_data.DATA), dataset, case, "0"]
+        ours, theirs = [], []
+        for _ in range(runs):  # the tools alternate
+            ours.append(timed_process(blendin))
+            if cp:
+                theirs.append(timed_process(arx))
+        qis = arx_data.SETS[dataset][1]
+        nodes = arx_peer.levels_text(ours[-1][0]["levels"], qis)
+        our_s = statistics.median(r[1] for r in ours)
+        our_mib = statistics.median(r[2] for r in ours)
+        arx_s = arx_mib = None
+        if theirs:
+            arx_s = statistics.median(r[1] for r in theirs)
+            arx_mib = statistics.median(r[2] for r in theirs)
+            ratios.append(our_s / arx_s)
+            other = theirs[-1][0]["levels"]
+            if other:
+                other = arx_peer.levels_text(other, qis)
+                nodes += " same" if other == nodes else f" (ARX {other})"
+        print(f"{dataset:<7}{case:<8}{_fmt(arx_s, '.2f'):>7}{our_s:>11.2f}"
+              f"{_fmt(arx_s and our_s / arx_s, '.2f'):>7}{_fmt(arx_mib, '.0f'):>9}"
+              f"{our_mib:>13.0f}  {nodes}", flush=True)
+    if ratios:
+        geo = math.exp(statistics.fmean(math.log(x) for x in ratios))
+        print(f"\nblendin / ARX end to end over {len(ratios)} cases: geometric mean {geo:.2f}x, "
+              f"worst {max(ratios):.2f}x, best {min(ratios):.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per case and tool")
@@ -286,6 +348,9 @@ def main() -> None:
     parser.add_argument("--json", help="also write one JSON line per case to this file")
     parser.add_argument("--rows", type=int, action="append",
                         help="compare on an adult-like table of this many rows instead")
+    parser.add_argument("--end-to-end", action="store_true",
+                        help="time whole processes: blendin's CLI against ARX's harness "
+                        "(JVM start, parsing, anonymization, the release written)")
     args = parser.parse_args()
     cp = arx_peer.classpath()
     print(f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -295,6 +360,11 @@ def main() -> None:
     if args.rows:
         for rows in args.rows:
             bench_scale(cp, rows, args.runs, args.metric)
+        return
+    if args.end_to_end:
+        bench_end_to_end(cp, [(d, c) for d in ([args.only] if args.only else list(CASES))
+                              for c in CASES[d] if not args.case or c in args.case],
+                         args.runs, args.metric)
         return
     rows = []
     for dataset in [args.only] if args.only else list(CASES):

@@ -14,8 +14,11 @@ Each measurement is one fresh process, timed from start to exit (imports, JVM st
 the written release included), with its peak memory: the largest sum of the resident
 memory of the process and all its children (Spark's JVM, its Python workers), sampled
 every 50 ms, and for single processes the kernel's exact peak (``ru_maxrss``). The floor is
-``pyarrow.csv.read_csv`` / ``pyarrow.parquet.read_table`` of the whole file, every column
-as text. The last lines give each column's growth exponent: ``b`` in time ~ rows^b.
+pyarrow reading the file once, every column as text: ``whole`` (``pyarrow.csv.read_csv`` /
+``pyarrow.parquet.read_table``) up to 10M rows, ``stream`` (``open_csv`` /
+``iter_batches``, batch by batch) above, where the whole table would not fit beside the
+other runs (100M adult-like rows are ~11 GiB as Arrow text). The last lines give each
+column's growth exponent: ``b`` in time ~ rows^b.
 """
 
 from __future__ import annotations
@@ -36,17 +39,28 @@ HERE = Path(__file__).resolve().parent
 QIS = ["age", "education", "marital-status", "native-country", "race", "salary-class", "sex",
        "workclass"]
 
+#: above this many rows the floor streams the file (batch by batch) instead of holding it
+#: whole: 100M adult-like rows take ~11 GiB as Arrow text, too much beside the other runs
+WHOLE_FLOOR_ROWS = 10_000_000
+
 FLOOR = """
 import sys, pyarrow as pa, pyarrow.csv as pcsv, pyarrow.parquet as pq
-path = sys.argv[1]
+path, whole = sys.argv[1], sys.argv[2] == "whole"
 if path.endswith(".parquet"):
-    table = pq.read_table(path)
+    if whole:
+        rows = pq.read_table(path).num_rows
+    else:
+        rows = sum(b.num_rows for b in pq.ParquetFile(path).iter_batches(batch_size=1 << 20))
 else:
     names = open(path).readline().strip().split(";")
-    table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=";"),
-                          convert_options=pcsv.ConvertOptions(
-                              column_types={n: pa.string() for n in names}))
-print(table.num_rows)
+    parse = pcsv.ParseOptions(delimiter=";")
+    convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names})
+    if whole:
+        rows = pcsv.read_csv(path, parse_options=parse, convert_options=convert).num_rows
+    else:
+        reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert)
+        rows = sum(b.num_rows for b in reader)
+print(rows)
 """
 
 
@@ -135,7 +149,8 @@ def measure(command: list[str]) -> tuple[float, float, str]:
 
 def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
     data, spec = prepare(rows, fmt)
-    floor_s, floor_mib, _ = measure([sys.executable, "-c", FLOOR, str(data)])
+    floor = "whole" if rows <= WHOLE_FLOOR_ROWS else "stream"
+    floor_s, floor_mib, _ = measure([sys.executable, "-c", FLOOR, str(data), floor])
 
     def blendin(engine: str) -> list[str]:
         out = data.parent / f"release-{engine}.parquet"  # a file, or Spark's folder
@@ -143,7 +158,8 @@ def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
                 str(data), "--spec", str(spec), "-o", str(out), "--force", "--json",
                 "--engine", engine]
 
-    row = {"rows": rows, "format": fmt, "floor_s": floor_s, "floor_mib": floor_mib}
+    row = {"rows": rows, "format": fmt, "floor": floor, "floor_s": floor_s,
+           "floor_mib": floor_mib}
     seconds, mib, text = measure(blendin("embedded"))
     levels = json.loads(text)["levels"]
     row.update(embedded_s=seconds, embedded_mib=mib, levels=levels)
@@ -158,13 +174,15 @@ def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
 
 def show(rows: list[dict]) -> None:
     spark = any("spark_s" in r for r in rows)
-    head = (f"{'rows':>12} {'format':>8} {'floor s':>8} {'floor MiB':>10} {'embedded s':>11}"
+    head = (f"{'rows':>12} {'format':>8} {'floor':>7} {'floor s':>8} {'floor MiB':>10}"
+            f" {'embedded s':>11}"
             f" {'x floor':>8} {'embedded MiB':>13}")
     if spark:
         head += f" {'spark s':>8} {'spark MiB':>10} {'same node':>10}"
     print(head)
     for r in rows:
-        line = (f"{r['rows']:>12,} {r['format']:>8} {r['floor_s']:>8.2f} {r['floor_mib']:>10.0f}"
+        line = (f"{r['rows']:>12,} {r['format']:>8} {r['floor']:>7} {r['floor_s']:>8.2f}"
+                f" {r['floor_mib']:>10.0f}"
                 f" {r['embedded_s']:>11.2f} {r['embedded_s'] / r['floor_s']:>8.1f}"
                 f" {r['embedded_mib']:>13.0f}")
         if "spark_s" in r:

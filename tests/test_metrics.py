@@ -221,3 +221,56 @@ def test_arx_loss_scores_of_checked_nodes(t, data):
             exact = arx_loss(costs.arx_aggregates(np.array([levels]))[0], costs.n_records,
                              costs.domain_sizes, np.ones(len(levels)))
             assert ctx.score(result) == pytest.approx(exact, rel=1e-14, abs=1e-15)
+
+
+def per_level_costs(ft):
+    """The cell costs one QI and one level at a time (the straightforward computation)."""
+    out = {"loss": [], "ncp": [], "log_mass": [], "arx_share": [], "totals": []}
+    for i, h in enumerate(ft.hierarchies):
+        f = np.bincount(ft.tuples[:, i], weights=ft.counts, minlength=len(h.ground))
+        f = f.astype(float)
+        for level in range(h.height):
+            codes, n_labels = h.codes[level], len(h.labels[level])
+            if h.kind in ("numeric", "date") and h.numbers is not None:
+                lo, hi = np.full(n_labels, np.inf), np.full(n_labels, -np.inf)
+                np.fmin.at(lo, codes, h.numbers)
+                np.fmax.at(hi, codes, h.numbers)
+                width = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
+                span = (np.nanmax(h.numbers) - np.nanmin(h.numbers)
+                        if np.isfinite(h.numbers).any() else 0.0)
+                loss = ncp = width / span if span > 0 else np.zeros_like(width)
+            else:
+                leaves = np.bincount(codes, minlength=n_labels).astype(float)
+                total = len(h.ground)
+                loss = (leaves - 1) / (total - 1) if total > 1 else np.zeros_like(leaves)
+                ncp = np.where(leaves > 1, leaves / max(total, 1), 0.0)
+            mass = np.bincount(codes, weights=f, minlength=n_labels)
+            log_mass = np.log2(np.where(mass > 0, mass, 1.0))
+            arx = domain_shares(h, level)
+            for name, value in (("loss", loss), ("ncp", ncp), ("log_mass", log_mass),
+                                ("arx_share", arx)):
+                out[name].append(value)
+            out["totals"].append([f @ loss[codes], f @ ncp[codes], f @ log_mass[codes],
+                                  f @ arx[codes]])
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(tables(min_qis=1))
+def test_cell_costs_equal_the_per_level_computation_to_the_last_bit(t):
+    """The search's bounds and ties rest on these figures: computed for all levels at once,
+    they must be the very numbers of the one-level-at-a-time computation."""
+    ft = t.frequency_table()
+    costs = CellCosts._compute(ft)
+    want = per_level_costs(ft)
+    for name in ("loss", "ncp", "log_mass", "arx_share"):
+        got = [lv for qi in getattr(costs, name) for lv in qi]
+        assert len(got) == len(want[name])
+        for a, b in zip(got, want[name]):
+            assert a.dtype == np.float64 and np.array_equal(a, b), name
+    bits = want["totals"]
+    for k, name in enumerate(("loss", "gcp")):
+        got = [x for qi in costs.totals[name] for x in qi]
+        assert got == [b[k] for b in bits], name
+    got = [x for qi in costs.totals["arx-loss"] for x in qi]
+    assert got == [b[3] for b in bits]

@@ -30,7 +30,6 @@ from blendin.engines.kernels import (
     SUPPRESSION_MODES,
     FullDomainRecoder,
     MondrianRecoder,
-    PartsRecoder,
     RowColumns,
 )
 from blendin.errors import BlendinError, preview
@@ -516,6 +515,7 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
     built, the frequency table encoded, the models' feasibility checked."""
     from blendin.engines import engine_for
+    from blendin.engines.groupby import distinct_tuples, plain
 
     spec.validate()
     engine = engine_for(data, engine)
@@ -530,14 +530,15 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        from blendin.engines.groupby import distinct_tuples
-
         distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
                                               mark=dp.MARK), [*columns, dp.MARK], spec.missing)
     else:
         distinct = engine.distinct(source, columns, spec.missing)
     qis = list(spec.quasi_identifiers)
-    tables = presence.population_tables(spec, qis)  # k-map against a population table
+    # k-map against a population table; the population models read the tuples as text
+    tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
+    if tables or subset is not None:
+        distinct = plain(distinct)
     hierarchies = spec.build_hierarchies(presence.with_people(
         distinct, [t for _, t in tables], qis))
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
@@ -619,7 +620,7 @@ def _recoded_outcome(prepared: Prepared, levels: tuple[int, ...], *, metric: str
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
                   "records": p.records(ft)} for p in parts]
-    return Outcome(PartsRecoder(main, recodings), named, nodes_checked, solution,
+    return Outcome(FullDomainRecoder(main, recodings), named, nodes_checked, solution,
                    int(ft.counts[left].sum()), sizes,
                    {k: _plain(v) for k, v in metrics.items()}, described)
 
@@ -637,8 +638,13 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
                     missing=spec.missing)
     _within_limit(recoding, ft, spec, saved)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
-    utility = {k: _plain(v) for k, v in utility_of_node(
-        ft, levels, recoding.suppressed_tuples, weights=spec.weights or None).items()}
+    found = getattr(solution, "utility", None)
+    if not found or tuple(solution.levels) != tuple(recoding.levels) or (
+            solution.n_suppressed != recoding.suppressed_records):
+        # the search measured its node already; anything else is measured here
+        found = utility_of_node(ft, levels, recoding.suppressed_tuples,
+                                weights=spec.weights or None)
+    utility = {k: _plain(v) for k, v in found.items()}
     return Outcome(prepared.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
                    solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)
@@ -735,7 +741,8 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
     with prepared.engine.release(prepared.source, outcome.recoder, check_columns=columns,
                                  missing=spec.missing, suppressed=suppressed, row_columns=rows,
                                  output=output, delimiter=output_delimiter,
-                                 escape_formulas=escape_formulas) as release:
+                                 escape_formulas=escape_formulas,
+                                 labelled=list(spec.quasi_identifiers)) as release:
         report = check_regrouped(release.regrouped, spec, release.columns,
                                  population=prepared.source)
         if not report.passed:

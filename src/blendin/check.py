@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.engines.groupby import distinct_tuples
+from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -217,6 +218,7 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     >>> check_regrouped(regrouped, spec, ["age"]).passed
     True
     """
+    distinct = decoded(distinct)  # distinct tuples, few: the text of each, once
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)

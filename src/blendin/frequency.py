@@ -24,10 +24,10 @@ def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Chunked
     """The column as text, with nulls, NaN and empty strings all mapped to ``missing``."""
     if isinstance(column, pa.Array):
         column = pa.chunked_array([column])
-    if pa.types.is_floating(column.type):
-        column = pc.if_else(pc.is_nan(column), None, column)
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
+    if pa.types.is_floating(column.type):
+        column = pc.if_else(pc.is_nan(column), None, column)
     if not pa.types.is_string(column.type):
         if pa.types.is_large_string(column.type):
             column = column.cast(pa.string())
@@ -36,6 +36,27 @@ def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Chunked
     if missing != "":  # empty text is missing too, and must take the label
         column = pc.if_else(pc.equal(column, ""), None, column)
     return pc.fill_null(column, missing) if column.null_count else column
+
+
+def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Array:
+    """The distinct values of a column as text (:func:`as_text`); of a dictionary-encoded
+    column, only the entries its rows use are read.
+
+    >>> distinct_texts(pa.array(["b", None, "b"]).dictionary_encode(), "?").to_pylist()
+    ['b', '?']
+    """
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if not pa.types.is_dictionary(column.type):
+        return pc.unique(as_text(column, missing))
+    parts = [pa.array([], pa.string())]
+    for chunk in column.chunks:
+        used = np.bincount(pc.drop_null(chunk.indices).to_numpy(),
+                           minlength=len(chunk.dictionary)) > 0
+        parts.extend(as_text(chunk.dictionary.filter(pa.array(used)), missing).chunks)
+        if chunk.indices.null_count:
+            parts.append(pa.array([missing], pa.string()))
+    return pc.unique(pa.chunked_array(parts, pa.string()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,12 +173,11 @@ class FrequencyTable:
         codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         stacked = np.stack(codes, axis=1) if codes else np.zeros((len(distinct), 0), np.int32)
         # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
-        key = combine_keys(stacked.astype(np.int64, copy=False),
-                           [len(hierarchies[n].ground) for n in names])
-        _, first, tuple_of_row = np.unique(key, return_index=True, return_inverse=True)
-        tuples, tuple_of_row = stacked[first], tuple_of_row.reshape(-1)
+        key = combine_keys(stacked, [len(hierarchies[n].ground) for n in names])
+        first, tuple_of_row = _sorted_groups(key)
         row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
-        counts = np.bincount(tuple_of_row, weights=row_counts, minlength=len(tuples))
+        counts = np.zeros(len(first), np.int64)
+        np.add.at(counts, tuple_of_row, row_counts)
         histograms, domains = {}, {}
         for name in sensitive:
             hierarchy = (sensitive_hierarchies or {}).get(name)
@@ -165,22 +185,14 @@ class FrequencyTable:
             if hierarchy is not None:
                 value_codes, labels = hierarchy.encode(values, name), hierarchy.ground
             else:
-                encoded = pc.dictionary_encode(values).combine_chunks()
-                labels = np.array(encoded.dictionary.to_pylist(), dtype=object)
-                value_codes = encoded.indices.to_numpy()
-            flat = tuple_of_row * len(labels) + value_codes
-            hist = np.bincount(flat, weights=row_counts, minlength=len(tuples) * len(labels))
-            histograms[name] = hist.astype(np.int64).reshape(len(tuples), len(labels))
-            overall = histograms[name].sum(axis=0)
-            domains[name] = SensitiveDomain(name, labels, overall, hierarchy)
-        return cls(
-            names,
-            tuple(hierarchies[n] for n in names),
-            tuples.astype(np.int32),
-            counts.astype(np.int64),
-            histograms,
-            domains,
-        )
+                value_codes, labels = _codes_in_order_seen(values)
+            hist = np.zeros(len(first) * len(labels), np.int64)
+            np.add.at(hist, tuple_of_row * len(labels) + value_codes, row_counts)
+            histograms[name] = hist.reshape(len(first), len(labels))
+            overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
+            domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
+        return cls(names, tuple(hierarchies[n] for n in names), stacked[first], counts,
+                   histograms, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
         """Group tuples into classes: ``class_of_tuple[i]`` is tuple i's class id."""
@@ -208,6 +220,35 @@ class FrequencyTable:
         uniq, class_of_tuple = np.unique(key, return_inverse=True)
         class_of_tuple = class_of_tuple.reshape(-1)
         return self.classes(class_of_tuple, len(uniq)), class_of_tuple
+
+
+def _sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A row of each distinct key, in key order, and each row's group."""
+    order = np.argsort(key)
+    ordered = key[order]
+    starts = np.empty(len(key), bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    group = np.empty(len(key), np.int64)
+    group[order] = np.cumsum(starts) - 1
+    return order[starts], group
+
+
+def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's code among the distinct values of a text column (numbered in order of
+    first appearance) and those values."""
+    if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+        column = pa.chunked_array([pc.dictionary_encode(column.cast(pa.string())
+                                                        .combine_chunks())])
+    chunk = column.chunk(0)
+    indices = chunk.indices.to_numpy()
+    first = np.full(len(chunk.dictionary), len(indices), np.int64)
+    first[indices[::-1]] = np.arange(len(indices) - 1, -1, -1)
+    seen = np.argsort(first, kind="stable")[: np.count_nonzero(first < len(indices))]
+    rank = np.empty(len(first), np.int32)
+    rank[seen] = np.arange(len(seen))
+    labels = np.array(chunk.dictionary.take(pa.array(seen)).to_pylist(), dtype=object)
+    return rank[indices], labels
 
 
 def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:

@@ -174,32 +174,17 @@ def range_share(width: np.ndarray, domain_width: float) -> np.ndarray:
 
 def ground_frequencies(ft: FrequencyTable) -> list[np.ndarray]:
     """Records per ground value of each QI (float, indexed by ground code)."""
-    return [
-        np.bincount(ft.tuples[:, i], weights=ft.counts, minlength=len(h.ground)).astype(float)
-        for i, h in enumerate(ft.hierarchies)
-    ]
+    sizes = [len(h.ground) for h in ft.hierarchies]
+    starts = np.cumsum([0, *sizes])
+    # one bincount over every QI's codes, each QI's ground values numbered after the last's
+    entries = (ft.tuples + starts[:-1].astype(ft.tuples.dtype)).ravel()
+    counts = np.bincount(entries, weights=np.repeat(ft.counts, len(sizes)),
+                         minlength=int(starts[-1])).astype(float)
+    return [counts[a:b] for a, b in zip(starts[:-1], starts[1:])]
 
 
 def _is_numeric(h: Hierarchy) -> bool:
     return h.kind in ("numeric", "date") and h.numbers is not None
-
-
-def _level_loss_ncp(h: Hierarchy, level: int) -> tuple[np.ndarray, np.ndarray]:
-    codes = h.codes[level]
-    n_labels = len(h.labels[level])
-    if _is_numeric(h):
-        numbers = np.asarray(h.numbers, dtype=float)
-        lo = np.full(n_labels, np.inf)
-        hi = np.full(n_labels, -np.inf)
-        np.fmin.at(lo, codes, numbers)
-        np.fmax.at(hi, codes, numbers)
-        width = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
-        dom = np.nanmax(numbers) - np.nanmin(numbers) if np.isfinite(numbers).any() else 0.0
-        share = range_share(width, float(dom))
-        return share, share
-    leaves = np.bincount(codes, minlength=n_labels)
-    total = len(h.ground)
-    return categorical_loss(leaves, total), categorical_ncp(leaves, total)
 
 
 _COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -238,42 +223,23 @@ class CellCosts:
 
     @classmethod
     def _compute(cls, ft: FrequencyTable) -> CellCosts:
-        freqs = ground_frequencies(ft)
-        loss, ncp, log_mass, share, bits, arx_share = [], [], [], [], [], []
-        totals: dict[str, list[np.ndarray]] = {m: [] for m in (*CELL_METRICS, "arx-loss")}
+        qis = [_QiCosts.of(h, f) for h, f in zip(ft.hierarchies, ground_frequencies(ft))]
         n = float(ft.n_records)
-        for h, f in zip(ft.hierarchies, freqs):
-            h_loss, h_ncp, h_mass = [], [], []
-            top = h.height - 1
-            h_share = np.arange(h.height) / top if top > 0 else np.zeros(h.height)
-            present = f > 0
-            g_bits = float((f[present] * np.log2(f[present])).sum())
-            for level in range(h.height):
-                codes = h.codes[level]
-                lv_loss, lv_ncp = _level_loss_ncp(h, level)
-                mass = np.bincount(codes, weights=f, minlength=len(h.labels[level]))
-                lv_mass = np.log2(np.where(mass > 0, mass, 1.0))
-                h_loss.append(lv_loss)
-                h_ncp.append(lv_ncp)
-                h_mass.append(lv_mass)
-            loss.append(tuple(h_loss))
-            ncp.append(tuple(h_ncp))
-            log_mass.append(tuple(h_mass))
-            share.append(h_share)
-            bits.append(g_bits)
-            per_level = range(h.height)
-            totals["loss"].append(np.array([f @ h_loss[lv][h.codes[lv]] for lv in per_level]))
-            totals["gcp"].append(np.array([f @ h_ncp[lv][h.codes[lv]] for lv in per_level]))
-            totals["precision"].append(h_share * n)
-            totals["entropy"].append(
-                np.array([f @ h_mass[lv][h.codes[lv]] - g_bits for lv in per_level]))
-            totals["height"].append(np.arange(h.height, dtype=float))
-            h_arx = tuple(domain_shares(h, lv) for lv in per_level)
-            arx_share.append(h_arx)
-            totals["arx-loss"].append(np.array([f @ h_arx[lv][h.codes[lv]] for lv in per_level]))
+        shares = [np.arange(h.height) / (h.height - 1) if h.height > 1 else np.zeros(h.height)
+                  for h in ft.hierarchies]
+        totals = {
+            "loss": tuple(c.total(c.loss) for c in qis),
+            "gcp": tuple(c.total(c.ncp) for c in qis),
+            "precision": tuple(share * n for share in shares),
+            "entropy": tuple(c.total(c.log_mass) - c.ground_bits for c in qis),
+            "height": tuple(np.arange(h.height, dtype=float) for h in ft.hierarchies),
+            "arx-loss": tuple(c.total(c.arx_share) for c in qis),
+        }
         return cls(
-            tuple(loss), tuple(ncp), tuple(log_mass), tuple(share), np.array(bits),
-            {m: tuple(v) for m, v in totals.items()}, int(n), tuple(arx_share),
+            tuple(c.levels(c.loss) for c in qis), tuple(c.levels(c.ncp) for c in qis),
+            tuple(c.levels(c.log_mass) for c in qis), tuple(shares),
+            np.array([c.ground_bits for c in qis]), totals, int(n),
+            tuple(c.levels(c.arx_share) for c in qis),
             np.array([domain_size(h) for h in ft.hierarchies], dtype=float),
         )
 
@@ -316,6 +282,63 @@ class CellCosts:
         for i, w in enumerate(weights):
             raw += w * self.totals[metric][i][nodes[:, i]]
         return finish_cell_metric(metric, raw, self.n_records, nodes.shape[1])
+
+
+@dataclass(frozen=True, eq=False)
+class _QiCosts:
+    """One QI's cell costs over the labels of all its levels at once: label ``j`` of level
+    ``l`` is entry ``starts[l] + j`` (one bincount or gather serves every level)."""
+
+    hierarchy: Hierarchy
+    freqs: np.ndarray
+    starts: np.ndarray
+    labels: np.ndarray  # the entry of every (level, ground value), levels by row
+    loss: np.ndarray
+    ncp: np.ndarray
+    log_mass: np.ndarray
+    arx_share: np.ndarray
+    ground_bits: float
+
+    @classmethod
+    def of(cls, h: Hierarchy, freqs: np.ndarray) -> _QiCosts:
+        starts = np.cumsum([0, *(len(labels) for labels in h.labels)])
+        labels = h.codes + starts[:-1, None]
+        flat, n_labels, n_ground = labels.ravel(), int(starts[-1]), len(h.ground)
+        leaves = np.bincount(flat, minlength=n_labels)
+        mass = np.bincount(flat, weights=np.tile(freqs, h.height), minlength=n_labels)
+        if _is_numeric(h):
+            loss = ncp = _range_shares(h, flat, n_labels)
+        else:
+            loss, ncp = categorical_loss(leaves, n_ground), categorical_ncp(leaves, n_ground)
+        if h.domain_leaves is not None and h.domain_size:
+            arx_share = np.concatenate(h.domain_leaves).astype(float) / float(h.domain_size)
+        else:
+            arx_share = leaves / float(n_ground)
+        present = freqs[freqs > 0]
+        return cls(h, freqs, starts, labels, loss, ncp, np.log2(np.where(mass > 0, mass, 1.0)),
+                   arx_share, float((present * np.log2(present)).sum()))
+
+    def levels(self, costs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``costs`` of all labels cut into one array per level."""
+        return tuple(costs[a:b] for a, b in zip(self.starts[:-1], self.starts[1:]))
+
+    def total(self, costs: np.ndarray) -> np.ndarray:
+        """Per level, the sum over records of each one's cost (nothing suppressed)."""
+        return np.array([self.freqs @ row for row in costs[self.labels]])
+
+
+def _range_shares(h: Hierarchy, flat: np.ndarray, n_labels: int) -> np.ndarray:
+    """LM and NCP of every numeric label: the range its ground values span over the
+    domain's (missing values, NaN, span nothing)."""
+    numbers = np.asarray(h.numbers, dtype=float)
+    values = np.tile(numbers, h.height)
+    lo = np.full(n_labels, np.inf)
+    hi = np.full(n_labels, -np.inf)
+    np.fmin.at(lo, flat, values)
+    np.fmax.at(hi, flat, values)
+    width = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
+    dom = np.nanmax(numbers) - np.nanmin(numbers) if np.isfinite(numbers).any() else 0.0
+    return range_share(width, float(dom))
 
 
 def finish_cell_metric(metric: str, raw, n_records: int, n_qis: int):

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
@@ -453,7 +452,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
 
 def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: pa.Table,
                missing: str) -> dict[str, Hierarchy]:
-    from blendin.frequency import as_text
+    from blendin.frequency import distinct_texts
 
     built = {}
     for name, builder in builders.items():
@@ -463,8 +462,9 @@ def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: p
         if name not in distinct.column_names:
             raise BlendinError(f"the data has no column {name!r}",
                                fix="check the column names of the spec against the data")
-        values = pc.unique(as_text(distinct.column(name), missing)).to_pylist()
-        built[name] = builder.build(np.array(sorted(values), dtype=object), name, missing)
+        values = distinct_texts(distinct.column(name), missing)
+        built[name] = builder.build(np.sort(values.to_numpy(zero_copy_only=False)), name,
+                                    missing)
     return built
 
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter, distinct_tuples
-from blendin.engines.kernels import RowColumns
+from blendin.engines.kernels import RowColumns, decoded, plain_schema
 from blendin.errors import BlendinError
 from blendin.io import Source
 
@@ -46,7 +46,7 @@ class EmbeddedEngine:
     >>> import pandas as pd
     >>> engine = EmbeddedEngine()
     >>> source = engine.source(pd.DataFrame({"sex": ["f", "m", "f"]}))
-    >>> engine.distinct(source, ["sex"]).sort_by("sex").to_pydict()
+    >>> engine.distinct(source, ["sex"]).to_pydict()
     {'sex': ['f', 'm'], '__blendin_count__': [2, 1]}
     """
 
@@ -86,20 +86,23 @@ class EmbeddedEngine:
     def release(self, source: Source, recoder: Recoder, *, check_columns: Sequence[str],
                 missing: str = "", suppressed: str = "drop",
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
-                delimiter: str = ",", escape_formulas: bool = False) -> Iterator[Release]:
+                delimiter: str = ",", escape_formulas: bool = False,
+                labelled: Sequence[str] = ()) -> Iterator[Release]:
         """Recode every batch, regroup it for the checker and keep or write it.
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
-        is made; leaving the block renames it into place, an exception removes it.
+        is made; leaving the block renames it into place, an exception removes it. The
+        ``labelled`` columns (the recoded QIs) are released as text, the others with the
+        source's types.
         """
         counter = DistinctCounter(check_columns, missing)
         drop = suppressed == "drop"
+        shown = ShownSchema(source.types(), labelled)
         if output is None:
-            parts = []
-            for marked, removed in self._recoded(source, recoder, row_columns, counter):
-                parts.append(marked.filter(pa.array(~removed)) if drop else marked)
-            table = pa.concat_tables(parts)
+            parts = [kept(marked, removed, drop) for marked, removed in
+                     self._recoded(source, recoder, row_columns, counter)]
+            table = shown.decoded(pa.concat_tables(parts))
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows)
             return
@@ -107,10 +110,10 @@ class EmbeddedEngine:
         from blendin.io import atomic_path
 
         with atomic_path(path) as temp:
-            with BatchWriter(temp, path, delimiter=delimiter,
-                             escape_formulas=escape_formulas) as writer:
+            with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
+                             shown=shown) as writer:
                 for marked, removed in self._recoded(source, recoder, row_columns, counter):
-                    writer.write(marked.filter(pa.array(~removed)) if drop else marked)
+                    writer.write(kept(marked, removed, drop))
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
@@ -130,12 +133,46 @@ class EmbeddedEngine:
         return write_table(table, path, **options)
 
 
+class ShownSchema:
+    """The types a release shows: the ``labelled`` columns as text, the others as the
+    source has them. Batches travel dictionary-encoded (labels once, an index per row);
+    that is how they are made, not a type the user asked for.
+
+    >>> shown = ShownSchema({"age": pa.string()}, labelled=["age"])
+    >>> shown(pa.schema([("age", pa.dictionary(pa.int32(), pa.string()))]))
+    age: string
+    """
+
+    def __init__(self, source_types: dict[str, pa.DataType], labelled: Sequence[str]) -> None:
+        self.kept = {name for name, kind in source_types.items()
+                     if pa.types.is_dictionary(kind) and name not in labelled}
+
+    def __call__(self, schema: pa.Schema) -> pa.Schema:
+        return plain_schema(schema, [n for n in schema.names if n not in self.kept])
+
+    def decoded(self, table: pa.Table) -> pa.Table:
+        """``table`` as shown."""
+        return decoded(table, [n for n in table.column_names if n not in self.kept])
+
+
+def kept(marked: pa.Table, removed: np.ndarray, drop: bool) -> pa.Table:
+    """The rows of ``marked`` released: all of them, or those not ``removed``."""
+    return marked.filter(pa.array(~removed)) if drop and removed.any() else marked
+
+
 class BatchWriter:
     """Writes tables one after another to one CSV or Parquet file (the first sets the
-    columns and types)."""
+    columns and types).
+
+    ``shown`` gives the schema the file is to be read back with (by default the tables'
+    own): dictionary columns are written to Parquet as they are (the indices, no text made
+    per row) when a file without Arrow's stored schema reads back exactly as shown;
+    otherwise, and for CSV, they are decoded first.
+    """
 
     def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
-                 escape_formulas: bool = False) -> None:
+                 escape_formulas: bool = False,
+                 shown: Callable[[pa.Schema], pa.Schema] | None = None) -> None:
         from blendin.io import _suffix, output_delimiter
 
         self.temp = temp
@@ -145,6 +182,7 @@ class BatchWriter:
                                fix=f"write one of {', '.join(STREAMED_SUFFIXES)}")
         self.delimiter = output_delimiter(delimiter)
         self.escape_formulas = escape_formulas
+        self.shown = shown or (lambda schema: schema)
         self.writer = None
         self.schema: pa.Schema | None = None
         self.columns: list[str] = []
@@ -158,25 +196,28 @@ class BatchWriter:
         if self.writer is not None:
             self.writer.close()
 
-    def _open(self, schema: pa.Schema) -> None:
+    def _open(self, schema: pa.Schema, shown: pa.Schema) -> None:
         from blendin.io import check_writable_types
 
-        self.schema, self.columns = schema, list(schema.names)
+        self.columns = list(shown.names)
         if self.suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            self.writer = pq.ParquetWriter(self.temp, schema)
+            encoded = _reads_back(schema, shown)
+            self.schema = schema if encoded else shown
+            self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded)
         else:
             import pyarrow.csv as pcsv
 
-            check_writable_types(schema, self.suffix)
-            self.writer = pcsv.CSVWriter(self.temp, schema, write_options=pcsv.WriteOptions(
+            self.schema = shown
+            check_writable_types(shown, self.suffix)
+            self.writer = pcsv.CSVWriter(self.temp, shown, write_options=pcsv.WriteOptions(
                 delimiter=self.delimiter))
 
     def write(self, table: pa.Table) -> None:
         if self.writer is None:
-            self._open(table.schema)
-        elif table.schema != self.schema:
+            self._open(table.schema, self.shown(table.schema))
+        if table.schema != self.schema:
             table = table.cast(self.schema)
         if self.escape_formulas and self.suffix == ".csv":
             from blendin.io import escape_formula_text
@@ -186,3 +227,17 @@ class BatchWriter:
             self.writer.write_table(table)
             self.batches += 1
             self.rows += table.num_rows
+
+
+def _reads_back(schema: pa.Schema, shown: pa.Schema) -> bool:
+    """Whether Parquet columns written from ``schema``, without Arrow's stored schema, are
+    read back with the ``shown`` types (a string dictionary reads back as strings; a time
+    zone, say, would be lost)."""
+    import pyarrow.parquet as pq
+
+    if schema.equals(shown):
+        return False
+    buffer = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), buffer, store_schema=False)
+    back = pq.read_schema(pa.BufferReader(buffer.getvalue()))
+    return back.remove_metadata().equals(shown.remove_metadata())

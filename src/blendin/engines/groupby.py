@@ -3,10 +3,17 @@
 The frequency table and the checker both start here: rows are reduced, batch by batch, to
 their distinct (quasi-identifier, sensitive) tuples with counts. Memory holds the distinct
 tuples (small however many rows there are), never the rows.
+
+Every value is hashed once, by Arrow's dictionary encoding of its column; from then on a
+column is its small dictionary (mapped once to a running vocabulary) and integer indices.
+The distinct tuples come out dictionary-encoded too (each column's vocabulary and a code
+per tuple), so whoever needs the tuples as codes reads the indices instead of hashing the
+texts again.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -16,8 +23,10 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, as_text, combine_keys
 
-#: rows handed to one call of Arrow's group-by
+#: rows coalesced before they are merged into the running distinct tuples
 GROUP_ROWS = 1 << 19
+#: a key space at most this many times the rows is counted densely (np.bincount)
+DENSE_FACTOR = 4
 
 
 class _Vocabulary:
@@ -26,36 +35,73 @@ class _Vocabulary:
     def __init__(self) -> None:
         self.values = pa.array([], pa.string())
 
-    def codes(self, column: pa.Array) -> np.ndarray:
-        """Code of every value of a text column (new values get the next codes)."""
-        encoded = pc.dictionary_encode(column)
-        local = encoded.dictionary
-        known = pc.index_in(local, value_set=self.values)
+    def codes(self, texts: pa.Array) -> np.ndarray:
+        """Code of each of ``texts`` (a small array; new texts get the next codes)."""
+        known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
-            new = pc.filter(local, pc.is_null(known))
-            start = len(self.values)
-            self.values = pa.concat_arrays([self.values, new.cast(pa.string())])
-            fresh = np.cumsum(known.is_null().to_numpy(zero_copy_only=False)) - 1 + start
-            known = pa.array(np.where(known.is_null().to_numpy(zero_copy_only=False), fresh,
-                                      known.fill_null(0).to_numpy(zero_copy_only=False)))
-        mapping = np.asarray(known.to_numpy(zero_copy_only=False), dtype=np.int32)
-        return mapping[encoded.indices.to_numpy(zero_copy_only=False)]
+            new = pc.unique(pc.filter(texts, known.is_null()))
+            self.values = pa.concat_arrays([self.values, new])
+            known = pc.index_in(texts, value_set=self.values)
+        return known.to_numpy().astype(np.int32, copy=False)
+
+
+def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryArray]:
+    """The column as dictionary-encoded chunks (a dictionary column as it is; a plain one
+    encoded in one piece, so that each value is hashed once), nulls as dictionary entries
+    or null indices."""
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if pa.types.is_dictionary(column.type):
+        return list(column.chunks)
+    if column.type == pa.null():  # Arrow does not dictionary-encode a column of nulls
+        column = column.cast(pa.string())
+    whole = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return [pc.dictionary_encode(whole, null_encoding="encode")]
+
+
+def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
+               missing: str = "") -> np.ndarray:
+    """The code, in ``vocabulary``, of every value of ``column`` read as text
+    (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text."""
+    parts = []
+    for chunk in dictionary_chunks(column):
+        # a null index points past the dictionary, at the missing label
+        entries = pa.concat_arrays([as_text(chunk.dictionary, missing).combine_chunks(),
+                                    pa.array([missing], pa.string())])
+        indices = chunk.indices.fill_null(len(chunk.dictionary))
+        parts.append(vocabulary.codes(entries)[indices.to_numpy()])
+    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
+    """The group of every key (groups numbered in order of first appearance) and their
+    number; ``space`` bounds the keys (dense counting when it is small, hashing else)."""
+    if space > DENSE_FACTOR * len(key) + 1024:
+        encoded = pc.dictionary_encode(pa.array(key))
+        return encoded.indices.to_numpy(), len(encoded.dictionary)
+    first = np.full(space, len(key), np.int64)
+    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write, the first row, wins
+    present = np.flatnonzero(first < len(key))
+    rank = np.empty(space, np.int64)
+    rank[present[np.argsort(first[present])]] = np.arange(len(present))
+    return rank[key], len(present)
 
 
 class DistinctCounter:
     """A streaming group-by: add batches, get the distinct tuples of ``columns`` counted.
 
-    Each column's texts are dictionary-encoded against a vocabulary that grows as values
-    appear, so a batch becomes a small integer matrix; batches are coalesced into about
-    ``group_rows`` rows and merged into the running distinct tuples by one int64 key per
-    tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
-    follows the number of distinct tuples, not of rows.
+    Each column's values are read as text (nulls, NaN and empty texts as ``missing``) and
+    coded against a vocabulary that grows as values appear, so a batch becomes a small
+    integer matrix; batches are coalesced into about ``group_rows`` rows and merged into the
+    running distinct tuples by one int64 key per tuple. The state is the distinct tuples
+    (codes and counts) and the vocabularies: memory follows the number of distinct tuples,
+    not of rows. Dictionary-encoded columns cost a gather of their indices.
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
     >>> counter.add(pa.table({"sex": ["m", None]}))
-    >>> sorted(zip(*counter.result().to_pydict().values()))
-    [('', 1), ('f', 2), ('m', 2)]
+    >>> plain(counter.result()).to_pydict()
+    {'sex': ['f', 'm', ''], '__blendin_count__': [2, 2, 1]}
     """
 
     def __init__(self, columns: Sequence[str], missing: str = "",
@@ -64,7 +110,8 @@ class DistinctCounter:
         self.missing = missing
         self.group_rows = group_rows
         self.vocabularies = [_Vocabulary() for _ in self.columns]
-        self.tuples = np.zeros((0, len(self.columns)), np.int32)
+        #: the distinct tuples' codes, one row per column (so that a column is contiguous)
+        self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
         self.pending: list[np.ndarray] = []
         self.pending_rows = 0
@@ -74,10 +121,9 @@ class DistinctCounter:
         n = batch.num_rows
         if not n:
             return
-        codes = np.empty((n, len(self.columns)), np.int32)
+        codes = np.empty((len(self.columns), n), np.int32)
         for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies)):
-            text = as_text(batch.column(name), self.missing).combine_chunks()
-            codes[:, j] = vocabulary.codes(text)
+            codes[j] = text_codes(batch.column(name), vocabulary, self.missing)
         self.pending.append(codes)
         self.pending_rows += n
         self.rows += n
@@ -87,37 +133,50 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        stacked = np.concatenate([self.tuples, *self.pending])
-        weights = np.concatenate([self.counts, np.ones(self.pending_rows, np.int64)])
+        known = self.tuples.shape[1]
+        stacked = np.concatenate([self.tuples, *self.pending], axis=1)
         self.pending, self.pending_rows = [], 0
         radices = [max(len(v.values), 1) for v in self.vocabularies]
-        key = combine_keys(stacked, radices)
-        # a hash table, not a sort: linear in the rows (pandas' factorize on int64 keys)
-        from pandas import factorize
-
-        inverse, uniques = factorize(key)
-        first = np.empty(len(uniques), np.int64)
-        first[inverse[::-1]] = np.arange(len(key) - 1, -1, -1)
-        self.counts = np.bincount(inverse, weights=weights,
-                                  minlength=len(uniques)).astype(np.int64)
-        self.tuples = stacked[first]
+        group, groups = group_keys(combine_keys(stacked.T, radices), math.prod(radices))
+        first = np.empty(groups, np.int64)
+        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)
+        counts = np.bincount(group[known:], minlength=groups)
+        if known:
+            counts += np.bincount(group[:known], weights=self.counts,
+                                  minlength=groups).astype(np.int64)
+        self.tuples, self.counts = stacked[:, first], counts
 
     def result(self) -> pa.Table:
-        """The distinct tuples with their counts (column ``COUNT``)."""
+        """The distinct tuples with their counts (column ``COUNT``), each column dictionary
+        encoded (its vocabulary, and the code of each tuple's value)."""
         self._merge()
         if not self.rows:
             raise BlendinError("the table has no rows", fix="give a table with at least one row")
-        columns = {name: vocabulary.values.take(pa.array(self.tuples[:, j]))
+        columns = {name: pa.DictionaryArray.from_arrays(self.tuples[j], vocabulary.values)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
+
+
+def plain(table: pa.Table) -> pa.Table:
+    """``table`` with its dictionary-encoded columns decoded (e.g. to sort or concatenate).
+
+    >>> plain(distinct_tuples([pa.table({"a": ["x"]})], ["a"])).schema.field("a").type
+    DataType(string)
+    """
+    for i, kind in enumerate(table.schema.types):
+        if pa.types.is_dictionary(kind):
+            table = table.set_column(i, table.field(i).with_type(kind.value_type),
+                                     table.column(i).cast(kind.value_type))
+    return table
 
 
 def distinct_tuples(
     batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
 ) -> pa.Table:
-    """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk.
+    """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk
+    (dictionary-encoded columns, see :meth:`DistinctCounter.result`).
 
-    >>> distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"]).sort_by("a").to_pydict()
+    >>> plain(distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"])).to_pydict()
     {'a': ['x', 'y'], '__blendin_count__': [2, 1]}
     """
     counter = DistinctCounter(columns, missing)

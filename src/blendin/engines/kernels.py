@@ -5,7 +5,7 @@ embedded engine calls them batch by batch and the Spark engine ships the very sa
 to its executors (``mapInArrow``): both engines recode a row the same way.
 
 - :class:`FullDomainRecoder` applies a full-domain node (one gather per QI, suppressed
-  classes found by their generalized key);
+  classes found by their generalized key), and a release in parts;
 - :class:`MondrianRecoder` applies a Mondrian partitioning (each row's tuple looked up among
   the frequency table's tuples, its group's labels taken);
 - :class:`RowColumns` adds the optional class-number and source-row columns while a release
@@ -13,12 +13,14 @@ to its executors (``mapInArrow``): both engines recode a row the same way.
 
 A recoder returns the *marked* batch (suppressed records kept, ``*`` in every QI) and the
 mask of suppressed rows; the checker regroups the marked values, the writer drops the
-masked rows when suppressed records are removed.
+masked rows when suppressed records are removed. The QI columns of a marked batch are
+dictionary-encoded (the labels once, an index per row): no text is made per row, and the
+checker and the Parquet writer work on the indices; :func:`decoded` gives plain text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,48 +45,175 @@ def as_table(batch: pa.Table | pa.RecordBatch) -> pa.Table:
 # -- full-domain recoding ------------------------------------------------------------------
 
 
-def _label_column(hierarchy: Hierarchy, level: int, codes: np.ndarray,
-                  blank: np.ndarray | None) -> pa.Array:
-    """Labels of generalized ``codes`` as a string column; rows in ``blank`` become ``*``."""
-    labels = [str(v) for v in hierarchy.labels[level]]
-    codes = codes.astype(np.int32)
-    if blank is not None and blank.any():
-        if SUPPRESSED in labels:
-            star = labels.index(SUPPRESSED)
-        else:
-            star = len(labels)
-            labels.append(SUPPRESSED)
-        codes = np.where(blank, np.int32(star), codes)
-    dictionary = pa.array(labels, type=pa.string())
-    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.string())
+def ground_codes(column: pa.Array | pa.ChunkedArray, hierarchy: Hierarchy, name: str,
+                 missing: str = "") -> np.ndarray:
+    """Ground code (int32) of every value of ``column``, read as text.
+
+    A dictionary-encoded column is encoded through its dictionary (the distinct values only,
+    those the rows use) and one gather; any other column by one hash look-up per row.
+
+    >>> h = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    >>> ground_codes(pa.array(["b", "a", "b"]).dictionary_encode(), h, "x").tolist()
+    [1, 0, 1]
+    """
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if not pa.types.is_dictionary(column.type):
+        return hierarchy.encode(as_text(column, missing), name)
+    parts = [np.zeros(0, np.int32)]
+    for chunk in column.chunks:
+        dictionary, indices = chunk.dictionary, chunk.indices
+        if indices.null_count:  # a missing value: one more entry, read as missing
+            indices = pc.fill_null(indices, len(dictionary))
+            dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+        index = indices.to_numpy(zero_copy_only=False)
+        # only the entries the rows use must be ground values (a pandas category may be unused)
+        used = np.flatnonzero(np.bincount(index, minlength=len(dictionary)))
+        codes = np.zeros(len(dictionary), np.int32)
+        codes[used] = hierarchy.encode(as_text(dictionary.take(pa.array(used)), missing), name)
+        parts.append(codes[index])
+    return np.concatenate(parts)
 
 
-def recode_marked(batch: pa.Table | pa.RecordBatch,
-                  recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
-    """The chunk recoded with suppressed records kept as ``*``, and which rows those are."""
-    table = as_table(batch)
-    generalized = {}
-    for name, hierarchy, level in zip(recoding.qi_names, recoding.hierarchies,
-                                      recoding.levels):
-        ground = hierarchy.encode(as_text(table.column(name), recoding.missing), name)
-        generalized[name] = hierarchy.codes[level][ground]
-    matrix = (np.stack([generalized[n] for n in recoding.qi_names], axis=1)
-              if recoding.qi_names else np.zeros((table.num_rows, 0), dtype=np.int32))
-    removed = recoding.suppressed_rows(matrix)
-    columns, names = [], []
-    positions = dict(zip(recoding.qi_names, range(len(recoding.qi_names))))
-    for name in table.column_names:
-        if name in recoding.identifiers:
-            continue
-        if name in positions:
-            i = positions[name]
-            column = _label_column(recoding.hierarchies[i], recoding.levels[i],
-                                   generalized[name], removed)
-        else:
-            column = table.column(name)
-        columns.append(column)
-        names.append(name)
-    return pa.table(columns, names=names), removed
+def labelled(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
+    """``codes`` as a column of the texts they index (no text is copied per row)."""
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32, copy=False)),
+                                          dictionary)
+
+
+def decoded(table: pa.Table, names: Collection[str] | None = None) -> pa.Table:
+    """``table`` with its dictionary-encoded columns (of ``names``, or all) as plain values.
+
+    >>> decoded(pa.table({"a": pa.array(["x", "y", "x"]).dictionary_encode()})).schema
+    a: string
+    """
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type) and (names is None or field.name in names):
+            plain = field.type.value_type
+            table = table.set_column(i, field.with_type(plain), pa.chunked_array(
+                [_plain(chunk) for chunk in table.column(i).chunks], plain))
+    return table
+
+
+def _plain(chunk: pa.DictionaryArray) -> pa.Array:
+    indices = chunk.indices
+    if len(chunk) and not indices.null_count:
+        codes = indices.to_numpy()
+        if codes.min() == codes.max():  # one label on every row (a QI at its top, say)
+            return repeated(chunk.dictionary[codes[0]], len(chunk))
+    return chunk.cast(chunk.type.value_type)
+
+
+def repeated(value: pa.Scalar, n: int) -> pa.Array:
+    """``value`` ``n`` times. A text is laid out directly, its offsets a range and its
+    bytes repeated: 7x faster than ``pa.repeat``, which copies it value by value.
+
+    >>> repeated(pa.scalar("ab"), 3).to_pylist()
+    ['ab', 'ab', 'ab']
+    """
+    text = value.as_buffer() if value.type == pa.string() and value.is_valid else None
+    if text is None or len(text) * n >= 2**31:
+        return pa.repeat(value, n)
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(text))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(text.to_pybytes() * n)])
+
+
+def plain_schema(schema: pa.Schema, names: Collection[str] | None = None) -> pa.Schema:
+    """``schema`` with dictionary types (of ``names``, or all) replaced by their value types."""
+    return pa.schema([
+        field.with_type(field.type.value_type)
+        if pa.types.is_dictionary(field.type) and (names is None or field.name in names)
+        else field for field in schema], metadata=schema.metadata)
+
+
+class FullDomainRecoder:
+    """A full-domain node applied to one batch: ``recoder(batch) -> (marked, removed)``.
+
+    ``marked`` is the batch with identifiers removed and each QI replaced by its labels,
+    dictionary-encoded (the level's labels are the dictionary, the rows' generalized codes
+    the indices); the rows of suppressed classes show ``*`` in every QI and are True in
+    ``removed``. Other columns are kept as they are, in their order.
+
+    With ``parts`` (a release in parts), the rows ``recoding`` suppresses go to the first
+    part, those it suppresses to the next, and so on; only what the last part suppresses
+    shows ``*``.
+
+    >>> import pandas as pd
+    >>> from blendin.models import KAnonymity
+    >>> from blendin.release import plan
+    >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"sex": ["f", "f", "m"]}), {"sex": sex})
+    >>> recoder = FullDomainRecoder(plan(ft, [0], [KAnonymity(2)]))
+    >>> marked, removed = recoder(pa.table({"sex": ["f", "f", "m"]}))
+    >>> marked.column("sex").to_pylist(), removed.tolist()
+    (['f', 'f', '*'], [False, False, True])
+    """
+
+    def __init__(self, recoding: Recoding, parts: Sequence[Recoding] = ()) -> None:
+        self.recoding, self.parts = recoding, tuple(parts)
+        stages = (recoding, *self.parts)
+        # per QI: one dictionary holding the labels of every stage's level, then ``*``
+        self.dictionaries, self.offsets, self.stars = [], [], []
+        for i, hierarchy in enumerate(recoding.hierarchies):
+            labels, offsets = [], []
+            for stage in stages:
+                offsets.append(len(labels))
+                labels += [str(v) for v in hierarchy.labels[stage.levels[i]]]
+            self.offsets.append(offsets)
+            self.stars.append(len(labels))
+            self.dictionaries.append(pa.array([*labels, SUPPRESSED], pa.string()))
+        # a QI with one label at every stage shows it on every row: its values need no
+        # look-up (they were checked against the hierarchy when these same rows were counted)
+        self.looked_up = [i for i, h in enumerate(recoding.hierarchies)
+                          if any(len(h.labels[stage.levels[i]]) > 1 for stage in stages)]
+
+    def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
+        table = as_table(batch)
+        main = self.recoding
+        ground = np.zeros((table.num_rows, len(main.qi_names)), np.int32, order="F")
+        for i in self.looked_up:
+            name = main.qi_names[i]
+            ground[:, i] = ground_codes(table.column(name), main.hierarchies[i], name,
+                                        main.missing)
+        codes = generalized(main, ground)
+        removed = main.suppressed_rows(codes)
+        for stage, part in enumerate(self.parts, start=1):
+            if not removed.any():
+                break
+            at_part = generalized(part, ground)
+            still = removed & part.suppressed_rows(at_part)
+            back = removed & ~still
+            for i, offsets in enumerate(self.offsets):
+                np.copyto(codes[:, i], at_part[:, i] + offsets[stage], where=back)
+            removed = still
+        if removed.any():
+            for i, star in enumerate(self.stars):
+                codes[removed, i] = star
+        shown = {name: labelled(codes[:, i], d)
+                 for i, (name, d) in enumerate(zip(main.qi_names, self.dictionaries))}
+        names = [n for n in table.column_names if n not in main.identifiers]
+        return pa.table([shown[n] if n in shown else table.column(n) for n in names],
+                        names=names), removed
+
+
+def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
+    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column: each
+    QI's codes stay contiguous for the gathers and keys that read them."""
+    matrix = np.empty((rows, len(codes)), np.int32, order="F")
+    for i, c in enumerate(codes):
+        matrix[:, i] = c
+    return matrix
+
+
+def generalized(recoding: Recoding, ground: np.ndarray) -> np.ndarray:
+    """Each QI's generalized codes at ``recoding``'s node, from the ground codes (stored
+    column by column; a single label is code 0, no gather needed)."""
+    out = np.zeros(ground.shape, np.int32, order="F")
+    for i, (h, level) in enumerate(zip(recoding.hierarchies, recoding.levels)):
+        if len(h.labels[level]) > 1:
+            np.take(h.codes[level], ground[:, i], out=out[:, i])
+    return out
 
 
 def check_mode(suppressed: str) -> None:
@@ -95,17 +224,17 @@ def check_mode(suppressed: str) -> None:
 
 def recode(batch: pa.Table | pa.RecordBatch, recoding: Recoding,
            suppressed: str = "drop") -> pa.Table:
-    """Apply ``recoding`` to one chunk of rows (vectorized: one gather per QI).
+    """Apply ``recoding`` to one chunk of rows (vectorized: one gather per QI), as text.
 
     Identifiers are removed, QIs replaced by their labels, the records of suppressed classes
     dropped (``"drop"``) or kept with ``*`` in every QI (``"keep"``); other columns are kept
     as they are and in their order.
     """
     check_mode(suppressed)
-    marked, removed = recode_marked(batch, recoding)
+    marked, removed = FullDomainRecoder(recoding)(batch)
     if suppressed == "drop" and removed.any():
-        return marked.filter(pa.array(~removed))
-    return marked
+        marked = marked.filter(pa.array(~removed))
+    return decoded(marked, recoding.qi_names)
 
 
 def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
@@ -119,73 +248,14 @@ def recode_all(batches: Iterable[pa.Table | pa.RecordBatch], recoding: Recoding,
 
 def recode_all_marked(batches: Iterable[pa.Table | pa.RecordBatch],
                       recoding: Recoding) -> tuple[pa.Table, np.ndarray]:
-    """Every chunk recoded with suppressed records as ``*``, and the mask of those rows."""
-    parts = [recode_marked(b, recoding) for b in batches]
+    """Every chunk recoded with suppressed records as ``*`` (as text), and the mask of
+    those rows."""
+    recoder = FullDomainRecoder(recoding)
+    parts = [recoder(b) for b in batches]
     if not parts:
         raise BlendinError("the table has no rows", fix="give a table with at least one row")
-    return (pa.concat_tables([t for t, _ in parts]),
+    return (decoded(pa.concat_tables([t for t, _ in parts]), recoding.qi_names),
             np.concatenate([m for _, m in parts]))
-
-
-def recode_parts_marked(batch: pa.Table | pa.RecordBatch, main: Recoding,
-                        parts: Sequence[Recoding]) -> tuple[pa.Table, np.ndarray]:
-    """Like :func:`recode_marked` for a release in parts: the rows ``main`` suppresses go
-    to the first part, those it suppresses to the next, and so on; what the last part
-    suppresses shows ``*``."""
-    table = as_table(batch)
-    ground = {name: h.encode(as_text(table.column(name), main.missing), name)
-              for name, h in zip(main.qi_names, main.hierarchies)}
-
-    def at(recoding: Recoding) -> np.ndarray:
-        cols = [h.codes[lv][ground[n]] for n, h, lv in zip(
-            recoding.qi_names, recoding.hierarchies, recoding.levels)]
-        return np.stack(cols, axis=1) if cols else np.zeros((table.num_rows, 0), np.int32)
-
-    matrix = at(main)
-    removed = main.suppressed_rows(matrix)
-    columns = {n: _label_column(h, lv, matrix[:, i], None) for i, (n, h, lv) in enumerate(
-        zip(main.qi_names, main.hierarchies, main.levels))}
-    for part in parts:
-        if not removed.any():
-            break
-        codes = at(part)
-        still = removed & part.suppressed_rows(codes)
-        back = pa.array(removed & ~still)
-        for i, (n, h, lv) in enumerate(zip(part.qi_names, part.hierarchies, part.levels)):
-            columns[n] = pc.if_else(back, _label_column(h, lv, codes[:, i], None), columns[n])
-        removed = still
-    star = pa.scalar(SUPPRESSED, pa.string())
-    names, out = [], []
-    for name in table.column_names:
-        if name in main.identifiers:
-            continue
-        column = table.column(name)
-        if name in columns:
-            column = pc.if_else(pa.array(removed), star, columns[name])
-        names.append(name)
-        out.append(column)
-    return pa.table(out, names=names), removed
-
-
-class PartsRecoder:
-    """A release in parts (the suppressed records of one node recoded at further nodes):
-    ``recoder(batch) -> (marked, removed)``, see :func:`recode_parts_marked`."""
-
-    def __init__(self, main: Recoding, parts: Sequence[Recoding]) -> None:
-        self.main, self.parts = main, list(parts)
-
-    def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
-        return recode_parts_marked(batch, self.main, self.parts)
-
-
-class FullDomainRecoder:
-    """A full-domain node applied to one batch: ``recoder(batch) -> (marked, removed)``."""
-
-    def __init__(self, recoding: Recoding) -> None:
-        self.recoding = recoding
-
-    def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
-        return recode_marked(batch, self.recoding)
 
 
 # -- Mondrian ------------------------------------------------------------------------------
@@ -230,8 +300,8 @@ class MondrianRecoder:
         """Group (0-based; -1 when suppressed) of every row."""
         if not self.qi_names:
             return np.full(table.num_rows, 0 if self.n_groups else -1, np.int64)
-        codes = np.stack([h.encode(as_text(table.column(n), self.missing), n)
-                          for n, h in zip(self.qi_names, self.hierarchies)], axis=1)
+        codes = qi_matrix([ground_codes(table.column(n), h, n, self.missing)
+                           for n, h in zip(self.qi_names, self.hierarchies)], table.num_rows)
         keys = self.keyer(codes)
         at = np.minimum(np.searchsorted(self.tuple_keys, keys), len(self.tuple_keys) - 1)
         if not (self.tuple_keys[at] == keys).all():
@@ -242,15 +312,10 @@ class MondrianRecoder:
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
         table = as_table(batch)
         group = self.groups(table)
-        index = pa.array(np.where(group < 0, self.n_groups, group))
-        names, columns = [], []
-        for name in table.column_names:
-            if name in self.identifiers:
-                continue
-            names.append(name)
-            columns.append(self.shown[name].take(index) if name in self.shown
-                           else table.column(name))
-        return pa.table(columns, names=names), group < 0
+        index = np.where(group < 0, self.n_groups, group)
+        names = [n for n in table.column_names if n not in self.identifiers]
+        return pa.table([labelled(index, self.shown[n]) if n in self.shown
+                         else table.column(n) for n in names], names=names), group < 0
 
 
 # -- added columns -------------------------------------------------------------------------

@@ -6,6 +6,11 @@
 - the search runs on the driver, unchanged;
 - the solution is applied on the executors by ``mapInArrow`` with the very recoders the
   embedded engine uses (:mod:`blendin.engines.kernels`), shipped to them once;
+- the added class and row numbers (``--group-column``, ``--original-row``) are made by the
+  same :class:`~blendin.engines.kernels.RowColumns` on the executors: one small aggregation
+  gives each partition's row count and each class's first row, so every partition starts
+  numbering where the rows before it end (the rows' order is the DataFrame's partition order:
+  for one input file, the file's);
 - the checker regroups the released values by a Spark aggregation, and nothing is written
   or returned unless it passes; a file release is written to a temporary path beside the
   target and renamed into place only then (through Hadoop's file system, so local paths,
@@ -16,8 +21,10 @@ Needs ``pip install "blendin[spark]"`` (pyspark 4) and Java 17.
 
 from __future__ import annotations
 
+import copy
 import os
 import secrets
+import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,11 +33,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.engines import Release, is_spark
+from blendin.engines.kernels import plain_schema
 from blendin.errors import BlendinError, preview
 from blendin.frequency import COUNT
 
 #: the column that marks suppressed records between recoding and writing
 REMOVED = "__blendin_removed__"
+#: a row's partition, and its place in the DataFrame's order, while rows are numbered
+PART, AT = "__blendin_part__", "__blendin_at__"
 DEFAULT_MASTER = "local[*]"
 
 # pyspark 4 warns that it does not yet fully support pandas 3: blendin hands Spark Arrow
@@ -45,6 +55,14 @@ def _pyspark():
     except ImportError:
         raise BlendinError("the Spark engine needs pyspark",
                            fix='pip install "blendin[spark]" (and Java 17)') from None
+
+
+def _has_quote(path: Path, chunk: int = 1 << 24) -> bool:
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            if b'"' in block:
+                return True
+    return False
 
 
 class SparkSource:
@@ -114,6 +132,23 @@ class _Recode:
             yield from marked.cast(self.schema).to_batches()
 
 
+class _Number:
+    """Executor side: the class and row numbers of one partition's rows, by a copy of the
+    driver's :class:`RowColumns` that already knows every class and starts counting rows
+    where the partitions before this one end."""
+
+    def __init__(self, numbering, starts: Mapping[int, int], schema: pa.Schema) -> None:
+        self.numbering, self.starts, self.schema = numbering, starts, schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        numbering = copy.copy(self.numbering)
+        numbering.rows = self.starts.get(TaskContext.get().partitionId(), 0)
+        for batch in batches:
+            yield from numbering(pa.Table.from_batches([batch])).cast(self.schema).to_batches()
+
+
 class _Escape:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from blendin.io import escape_formula_text
@@ -142,6 +177,9 @@ class SparkEngine:
         if self._session is None:
             from pyspark.sql import SparkSession
 
+            if self.master.startswith("local"):  # workers run this Python, with pyarrow
+                os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
             builder = SparkSession.builder.appName("blendin").master(self.master)
             for key, value in self.conf.items():
                 builder = builder.config(key, value)
@@ -168,21 +206,26 @@ class SparkEngine:
 
         delimiter = getattr(spec, "delimiter", None)
         encoding = getattr(spec, "encoding", None) or "utf-8"
-        local, kind = "://" not in path, None
-        if local and Path(path).is_dir():  # a folder of part files, as Spark writes them
+        local = None if "://" in path else Path(path)  # a file read by the embedded checks
+        kind = None
+        if local is not None and local.is_dir():  # a folder of part files, as Spark writes
             kind = "csv" if path.rstrip("/").lower().endswith(".csv") else "parquet"
-            path, local = Path(path).resolve().as_uri(), False
-        if local:  # the same checks and delimiter sniffing as the embedded engine
+            path, local = local.resolve().as_uri(), None
+        if local is not None:  # the same checks and delimiter sniffing as the embedded engine
             header = Source(path, delimiter=delimiter, encoding=encoding)
             kind, delimiter = header.kind, header.delimiter
-            path = Path(path).resolve().as_uri()
+            path = local.resolve().as_uri()
         if kind is None:  # a remote path: its name tells
             kind = "parquet" if path.rstrip("/").lower().endswith((".parquet", ".pq")) else "csv"
         if kind == "parquet":
             df = self.spark.read.parquet(path)
         else:
+            # a value may hold a line break only between quotes: a local file without any
+            # quote is read line by line, in parallel splits (multiLine reads it in one task)
+            multiline = local is None or _has_quote(local)
             df = self.spark.read.csv(path, header=True, sep=delimiter or ",", encoding=encoding,
-                                     multiLine=True, quote='"', escape='"', inferSchema=False)
+                                     multiLine=multiline, quote='"', escape='"',
+                                     inferSchema=False)
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
@@ -224,24 +267,25 @@ class SparkEngine:
     def release(self, source: SparkSource, recoder, *, check_columns: Sequence[str],
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output: str | os.PathLike | None = None, delimiter: str = ",",
-                escape_formulas: bool = False) -> Iterator[Release]:
+                escape_formulas: bool = False, labelled: Sequence[str] = ()
+                ) -> Iterator[Release]:
         """Recode on the executors, regroup the released values for the checker, and hand
-        back a DataFrame or write it (to a temporary path, renamed when the block ends)."""
+        back a DataFrame or write it (to a temporary path, renamed when the block ends).
+        Spark has no dictionary type: every column, the ``labelled`` ones included, is
+        released with plain values."""
         from pyspark.sql.functions import col
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        if row_columns is not None and row_columns.active:
-            raise BlendinError("the Spark engine does not number classes or rows (their "
-                               "order of appearance is not defined across partitions)",
-                               fix="leave out --group-column/--original-row, or use "
-                               "--engine embedded")
         empty = pa.schema(list(source.types().items())).empty_table()
         marked, _ = recoder(empty)
-        schema = marked.schema.append(pa.field(REMOVED, pa.bool_()))
+        schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
         recoded = source.df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
         recoded = recoded.persist()
         regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
-        released = recoded.filter(~col(REMOVED)) if suppressed == "drop" else recoded
+        released = recoded
+        if row_columns is not None and row_columns.active:
+            released = self._numbered(recoded, row_columns, schema.empty_table())
+        released = released.filter(~col(REMOVED)) if suppressed == "drop" else released
         released = released.drop(REMOVED)
         columns = list(released.columns)
         if output is None:
@@ -253,6 +297,36 @@ class SparkEngine:
                 yield Release(regrouped, columns, path=Path(output))
         finally:
             recoded.unpersist()
+
+    @staticmethod
+    def _numbered(recoded, row_columns, empty: pa.Table):
+        """``recoded`` with the class and row numbers ``row_columns`` asks for, as the
+        embedded engine numbers them reading the rows in order.
+
+        ``monotonically_increasing_id`` follows that order (partition, then row) but is no
+        row number; one aggregation over the (cached) release gives each partition's row
+        count, hence where its numbering starts, and each class's first row, hence the
+        classes' order of first appearance."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        schema = copy.copy(row_columns)(empty).schema  # a clashing name fails here, once
+        qis = row_columns.qis
+        seen = (recoded.select(F.spark_partition_id().alias(PART),
+                               F.monotonically_increasing_id().alias(AT), *qis)
+                .groupBy(PART, *qis).agg(F.min(AT).alias(AT), F.count(F.lit(1)).alias(COUNT))
+                .toArrow())
+        starts, rows = {}, 0
+        per_part = seen.group_by(PART).aggregate([(COUNT, "sum")]).sort_by(PART)
+        for part, count in zip(per_part.column(PART).to_pylist(),
+                               per_part.column(f"{COUNT}_sum").to_pylist()):
+            starts[part], rows = rows, rows + count
+        numbering = copy.copy(row_columns)
+        numbering.ids, numbering.rows = {}, 0
+        if row_columns.group_column is not None:  # classes met in the order of the rows
+            numbering(seen.sort_by(AT).select(qis))
+        numbering.rows = 0
+        return recoded.mapInArrow(_Number(numbering, starts, schema), from_arrow_schema(schema))
 
     def write(self, df, path: str | os.PathLike, *, delimiter: str = ",",
               escape_formulas: bool = False, **_) -> Path:

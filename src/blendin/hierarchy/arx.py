@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, restrict
 from blendin.hierarchy.dates import parse_dates
-from blendin.hierarchy.intervals import parse_numbers, try_numbers
+from blendin.hierarchy.intervals import number_or_nan, parse_numbers
 
 DELIMITERS = (";", ",", "\t", "|")
 KINDS = ("numeric", "date", "categorical")
@@ -172,19 +173,32 @@ def with_kind(hierarchy: Hierarchy, kind: str | None, name: str, missing: str) -
     """The hierarchy as numbers or dates (NaN for the missing label) when asked or possible."""
     if kind == "categorical":
         return hierarchy
-    ground = hierarchy.ground
-    present = ground != missing
-    numbers = np.full(len(ground), np.nan)
     if kind == "date":
-        numbers[present] = parse_dates(ground[present], name).astype(np.int64)
-    elif kind == "numeric":
-        numbers[present] = parse_numbers(ground[present], name)
-    else:
-        parsed = try_numbers(ground[present])
-        if parsed is None or not present.any():
-            return hierarchy
-        numbers[present], kind = parsed, "numeric"
-    return dataclasses.replace(hierarchy, kind=kind, numbers=numbers)
+        present = hierarchy.ground != missing
+        numbers = np.full(len(present), np.nan)
+        numbers[present] = parse_dates(hierarchy.ground[present], name).astype(np.int64)
+        return dataclasses.replace(hierarchy, kind=kind, numbers=numbers)
+    return as_numbers(numbered(hierarchy), kind == "numeric", name, missing)
+
+
+def numbered(hierarchy: Hierarchy) -> Hierarchy:
+    """The hierarchy holding each ground value's number, NaN where it is not one (still
+    categorical: :func:`as_numbers` decides)."""
+    return dataclasses.replace(hierarchy, numbers=number_or_nan(hierarchy.ground))
+
+
+def as_numbers(numbered: Hierarchy, required: bool, name: str, missing: str) -> Hierarchy:
+    """A :func:`numbered` hierarchy as numbers (NaN for the missing label) when every other
+    ground value is one, else categorical; ``required`` raises instead, naming the values."""
+    present = numbered.ground != missing
+    numbers = np.where(present, numbered.numbers, np.nan)
+    if not np.isfinite(numbers[present]).all():
+        if required:
+            parse_numbers(numbered.ground[present], name)  # raises, naming the values
+        return dataclasses.replace(numbered, numbers=None)
+    if not (required or present.any()):
+        return dataclasses.replace(numbered, numbers=None)
+    return dataclasses.replace(numbered, kind="numeric", numbers=numbers)
 
 
 class FromCsv(HierarchyBuilder):
@@ -206,8 +220,16 @@ class FromCsv(HierarchyBuilder):
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         source = f"the hierarchy file {str(self.path)!r}"
-        restricted = restrict(self._hierarchy, values, name, missing, source=source)
-        return with_kind(restricted, self.kind, name, missing)
+        if self.kind in ("categorical", "date"):
+            restricted = restrict(self._hierarchy, values, name, missing, source=source)
+            return with_kind(restricted, self.kind, name, missing)
+        cut = restrict(self._numbered, values, name, missing, source=source)
+        return as_numbers(cut, self.kind == "numeric", name, missing)
+
+    @cached_property
+    def _numbered(self) -> Hierarchy:
+        """The file's ground values parsed as numbers once, for every build to cut down."""
+        return numbered(self._hierarchy)
 
     def given(self) -> Hierarchy:
         return with_kind(self._hierarchy, self.kind, str(self.path), "")

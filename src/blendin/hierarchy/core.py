@@ -19,7 +19,6 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -75,18 +74,40 @@ class Hierarchy:
     def encode(self, column: pa.Array | pa.ChunkedArray, name: str = "column") -> np.ndarray:
         """Ground codes (int32) of a text column; every value must be a ground value.
 
+        A dictionary-encoded column costs one lookup per dictionary entry and a gather.
         Raises a BlendinError listing the values the hierarchy does not cover.
+
+        >>> h = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+        >>> h.encode(pa.array(["m", "f", "m"]).dictionary_encode()).tolist()
+        [1, 0, 1]
         """
-        codes = pc.index_in(column, value_set=self._ground_arrow)
-        if codes.null_count:
-            missing = pc.unique(pc.filter(column, pc.is_null(codes))).to_pylist()
-            raise BlendinError(
-                f"the hierarchy of {name!r} does not cover {len(missing)} value(s) of the "
-                f"data: {preview(sorted(map(str, missing)))}",
-                fix=f"add these values to the hierarchy of {name!r}, or map them "
-                "(missing values: [input] missing = ...)",
-            )
-        return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
+        if isinstance(column, pa.Array):
+            column = pa.chunked_array([column])
+        if not pa.types.is_dictionary(column.type):
+            codes = pc.index_in(column, value_set=self._ground_arrow)
+            if codes.null_count:
+                raise self._uncovered(pc.filter(column, codes.is_null()), name)
+            return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
+        parts = [self._encode_dictionary(chunk, name) for chunk in column.chunks]
+        return parts[0] if len(parts) == 1 else np.concatenate([np.zeros(0, np.int32), *parts])
+
+    def _encode_dictionary(self, chunk: pa.DictionaryArray, name: str) -> np.ndarray:
+        entries = pc.index_in(chunk.dictionary, value_set=self._ground_arrow)
+        # an entry not covered, or a null index, is -1: an error only if a row has it
+        lookup = np.append(entries.fill_null(-1).to_numpy(), -1).astype(np.int32)
+        codes = lookup[chunk.indices.fill_null(len(entries)).to_numpy()]
+        if (codes < 0).any():
+            raise self._uncovered(chunk.filter(pa.array(codes < 0)), name)
+        return codes
+
+    def _uncovered(self, values: pa.Array | pa.ChunkedArray, name: str) -> BlendinError:
+        missing = pc.unique(values).to_pylist()
+        return BlendinError(
+            f"the hierarchy of {name!r} does not cover {len(missing)} value(s) of the "
+            f"data: {preview(sorted(map(str, missing)))}",
+            fix=f"add these values to the hierarchy of {name!r}, or map them "
+            "(missing values: [input] missing = ...)",
+        )
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         """This hierarchy checked against, and cut down to, the data's values (as a builder)."""
@@ -126,7 +147,7 @@ class Hierarchy:
                 fix="give every value the same number of levels",
             )
         table = np.array(rows, dtype=object).astype(str).astype(object)
-        dupes = pd.unique(table[pd.Series(table[:, 0]).duplicated().to_numpy(), 0])
+        dupes = _unique_in_order(table[_repeated(table[:, 0]), 0])[0]
         if len(dupes):
             raise BlendinError(
                 f"{name}: value(s) listed more than once: {preview(dupes)}",
@@ -148,8 +169,22 @@ class Hierarchy:
 
 def _unique_in_order(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct labels (in order of first appearance) and each entry's index (hashing)."""
-    codes, labels = pd.factorize(column, sort=False)
-    return np.asarray(labels, dtype=object), codes.astype(np.int32)
+    encoded = pc.dictionary_encode(pa.array(column, type=pa.string()))
+    return (encoded.dictionary.to_numpy(zero_copy_only=False).astype(object),
+            encoded.indices.to_numpy(zero_copy_only=False).astype(np.int32))
+
+
+def _repeated(column: np.ndarray) -> np.ndarray:
+    """Which entries repeat an earlier one."""
+    _, codes = _unique_in_order(column)
+    return _first_seen(codes, len(codes))[codes] != np.arange(len(codes))
+
+
+def _first_seen(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Index of each code's first entry (``len(codes)`` for a code absent)."""
+    first = np.full(n_codes, len(codes), np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first
+    return first
 
 
 def _check_tree(codes: np.ndarray, labels: list[np.ndarray], name: str) -> None:
@@ -262,31 +297,67 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
     A hierarchy whose ground values are exactly ``values`` is returned as it is.
     """
     values = distinct_text(values)
-    ground = hierarchy.ground.astype(str)
-    covered = isin_text(values, ground)
-    uncovered = values[~covered & (values != missing)]
+    if not len(values):
+        raise BlendinError(f"{name} has no rows", fix="give one row per value")
+    found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy._ground_arrow)
+    position = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    absent = position < 0
+    uncovered = values[absent & (values != missing)]
     if len(uncovered):
         raise BlendinError(
             f"{source} of {name!r} does not cover {len(uncovered)} value(s) of the data: "
             f"{preview(uncovered)}",
             fix=f"add a row for each of these values to {source} of {name!r}",
         )
-    add_missing = not covered.all()  # only the missing label can be left
-    keep = isin_text(ground, values)
-    if keep.all() and not add_missing:
+    if len(position) == len(hierarchy.ground) and not absent.any():
         return hierarchy
-    table = np.stack([hierarchy.label_array(lv) for lv in range(hierarchy.height)], axis=1)
-    table = table[keep]
-    numbers = None if hierarchy.numbers is None else hierarchy.numbers[keep]
-    if add_missing:
-        branch = np.array([[missing] * (hierarchy.height - 1) + [SUPPRESSED]], dtype=object)
-        if hierarchy.height == 1:
-            branch = np.array([[missing]], dtype=object)
-        table = np.concatenate([table, branch])
-        if numbers is not None:
-            numbers = np.append(numbers, np.nan)
-    cut = Hierarchy.from_rows(table.tolist(), kind=hierarchy.kind, numbers=numbers, name=name)
-    return _with_domain(cut, hierarchy)
+    keep = np.zeros(len(hierarchy.ground), dtype=bool)
+    keep[position[~absent]] = True
+    cut = _kept(hierarchy, keep)
+    if not absent.any():
+        return cut
+    # only the missing label is left: a branch of its own, whose labels may meet the others
+    return _with_domain(_with_branch(cut, missing, name), hierarchy)
+
+
+def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
+    """The ground values ``keep`` marks with their labels, as :meth:`Hierarchy.from_rows`
+    would build them from those rows (labels in order of first appearance), each label
+    remembering how many of ``whole``'s ground values it covers.
+
+    Labels are numbered across levels (label ``j`` of level ``l`` is ``starts[l] + j``), so
+    one pass over the kept rows serves every level."""
+    starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
+    entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
+    first = _first_seen(entries, int(starts[-1]))
+    used = np.flatnonzero(first < len(entries))
+    used = used[np.argsort(first[used], kind="stable")]  # by level, then first appearance
+    level = np.searchsorted(starts, used, side="right") - 1
+    bounds = np.cumsum([0, *np.bincount(level, minlength=whole.height)])
+    rank = np.zeros(int(starts[-1]), np.int32)
+    rank[used] = np.arange(len(used)) - bounds[level]
+    leaves = np.concatenate([_domain_leaves(whole, lv) for lv in range(whole.height)])[used]
+    pieces = list(zip(bounds[:-1], bounds[1:]))
+    return Hierarchy(
+        tuple(whole.labels[lv][used[a:b] - starts[lv]] for lv, (a, b) in enumerate(pieces)),
+        rank[entries].reshape(whole.height, -1), whole.kind,
+        None if whole.numbers is None else whole.numbers[keep],
+        tuple(leaves[a:b] for a, b in pieces), whole.domain_size or len(whole.ground))
+
+
+def _domain_leaves(hierarchy: Hierarchy, level: int) -> np.ndarray:
+    """How many ground values of the hierarchy as given each label at ``level`` covers."""
+    if hierarchy.domain_leaves is not None:
+        return np.asarray(hierarchy.domain_leaves[level], dtype=np.int64)
+    return np.bincount(hierarchy.codes[level], minlength=len(hierarchy.labels[level]))
+
+
+def _with_branch(cut: Hierarchy, missing: str, name: str) -> Hierarchy:
+    """``cut`` with a row for the missing label: itself below the top, ``*`` on top."""
+    branch = [missing] * (cut.height - 1) + [SUPPRESSED] if cut.height > 1 else [missing]
+    numbers = None if cut.numbers is None else np.append(cut.numbers, np.nan)
+    return Hierarchy.from_rows([*cut.to_rows(), branch], kind=cut.kind, numbers=numbers,
+                               name=name)
 
 
 def _with_domain(cut: Hierarchy, whole: Hierarchy) -> Hierarchy:
@@ -295,10 +366,7 @@ def _with_domain(cut: Hierarchy, whole: Hierarchy) -> Hierarchy:
     added = ~isin_text(cut.ground.astype(str), whole.ground.astype(str))
     leaves = []
     for level in range(cut.height):
-        if whole.domain_leaves is not None:
-            counts = np.asarray(whole.domain_leaves[level], dtype=np.int64)
-        else:
-            counts = np.bincount(whole.codes[level], minlength=len(whole.labels[level]))
+        counts = _domain_leaves(whole, level)
         known = dict(zip(whole.labels[level].astype(str), counts.tolist()))
         extra = np.bincount(cut.codes[level][added], minlength=len(cut.labels[level]))
         leaves.append(np.array([known.get(label, 0) for label in

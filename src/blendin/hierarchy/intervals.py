@@ -46,10 +46,14 @@ def parse_numbers(values: np.ndarray, name: str = "column") -> np.ndarray:
     return numbers
 
 
-def try_numbers(values: np.ndarray) -> np.ndarray | None:
-    """The values as floats, or None when one of them is not a number."""
-    numbers, bad = _try_parse(values)
-    return None if len(bad) else numbers
+def number_or_nan(values: np.ndarray) -> np.ndarray:
+    """Each text value as a float, NaN where it is not a (finite) number.
+
+    >>> number_or_nan(np.array(["29", "x", "1e999"], dtype=object)).tolist()
+    [29.0, nan, nan]
+    """
+    numbers, _ = _try_parse(values)
+    return np.where(np.isfinite(numbers), numbers, np.nan)
 
 
 def _try_parse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

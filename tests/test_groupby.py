@@ -1,0 +1,180 @@
+"""Rows to the frequency table: the dictionary-encoded group-by and the encoding from codes
+against the straightforward versions (a Counter over the rows' texts, a dict per hierarchy)."""
+
+import collections
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys, plain
+from blendin.errors import BlendinError
+from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts
+from blendin.hierarchy.core import Hierarchy
+
+TEXTS = ["a", "b", "c", "", "007", "7", "é", "*"]
+
+
+@st.composite
+def tables(draw):
+    """A table of 1-3 columns (text with nulls and empty texts, or numbers with NaN), some
+    dictionary-encoded, split into batches of any sizes."""
+    rows = draw(st.integers(1, 40))
+    columns = {}
+    for j in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()):
+            values = draw(st.lists(st.sampled_from([*TEXTS, None]), min_size=rows,
+                                   max_size=rows))
+            column = pa.array(values, pa.string())
+        else:
+            values = draw(st.lists(st.sampled_from([1.0, 2.5, -0.0, float("nan"), None]),
+                                   min_size=rows, max_size=rows))
+            column = pa.array(values, pa.float64())
+        if draw(st.booleans()):
+            column = column.dictionary_encode()
+        columns[f"c{j}"] = column
+    table = pa.table(columns)
+    cuts = sorted(draw(st.lists(st.integers(0, rows), max_size=4)))
+    bounds = [0, *cuts, rows]
+    batches = [table.slice(a, b - a) for a, b in zip(bounds, bounds[1:])]
+    return table, batches
+
+
+def counted(table: pa.Table, columns, missing: str) -> collections.Counter:
+    """The straightforward group-by: every row's texts, counted."""
+    texts = [as_text(table.column(c), missing).to_pylist() for c in columns]
+    return collections.Counter(zip(*texts))
+
+
+def as_counter(distinct: pa.Table, columns) -> collections.Counter:
+    table = plain(distinct)
+    rows = zip(*(table.column(c).to_pylist() for c in columns))
+    return collections.Counter(dict(zip(rows, table.column(COUNT).to_pylist())))
+
+
+@settings(max_examples=150, deadline=None)
+@given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]))
+def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, group_rows):
+    table, batches = data
+    columns = table.column_names
+    counter = DistinctCounter(columns, missing, group_rows=group_rows)
+    for batch in batches:
+        counter.add(batch)
+    distinct = counter.result()
+    assert as_counter(distinct, columns) == counted(table, columns, missing)
+    assert len(set(zip(*(plain(distinct).column(c).to_pylist() for c in columns)))) == \
+        distinct.num_rows  # each tuple once
+    for column in columns:  # the hierarchy builders' view: each column's distinct texts
+        assert sorted(distinct_texts(distinct.column(column), missing).to_pylist()) == \
+            sorted(set(as_text(table.column(column), missing).to_pylist()))
+
+
+def test_distinct_tuples_one_row_and_record_batches():
+    batch = pa.record_batch({"a": pa.array(["x"]).dictionary_encode(), "b": [None]})
+    assert as_counter(distinct_tuples([batch], ["a", "b"], "?"), ["a", "b"]) == {
+        ("x", "?"): 1}
+
+
+def test_distinct_tuples_of_a_column_of_nulls_and_of_no_rows():
+    table = pa.table({"a": pa.nulls(3)})
+    assert as_counter(distinct_tuples([table], ["a"], "?"), ["a"]) == {("?",): 3}
+    with pytest.raises(BlendinError, match="no rows"):
+        distinct_tuples([table.slice(0, 0)], ["a"])
+
+
+def test_dictionary_chunks_with_different_dictionaries_and_null_indices():
+    first = pa.DictionaryArray.from_arrays(pa.array([0, None, 1]), pa.array(["x", "y"]))
+    second = pa.DictionaryArray.from_arrays(pa.array([1, 1]), pa.array(["unused", "x", ""]))
+    table = pa.table({"a": pa.chunked_array([first, second])})
+    assert as_counter(distinct_tuples([table], ["a"], "?"), ["a"]) == {
+        ("x",): 3, ("?",): 1, ("y",): 1}
+    assert sorted(distinct_texts(table.column("a"), "?").to_pylist()) == ["?", "x", "y"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=200))
+def test_group_keys_dense_and_hashed_agree(keys):
+    key = np.array(keys, np.int64)
+    dense, n_dense = group_keys(key, 51)
+    hashed, n_hashed = group_keys(key, 1 << 40)
+    assert n_dense == n_hashed == len(set(keys))
+    assert dense.tolist() == hashed.tolist()
+    # groups are numbered in order of first appearance
+    assert dense.tolist() == [list(dict.fromkeys(keys)).index(k) for k in keys]
+
+
+def test_group_keys_counts_a_key_space_too_large_for_int64():
+    counter = DistinctCounter([f"c{i}" for i in range(12)])
+    values = [str(v) for v in range(60)]
+    table = pa.table({f"c{i}": values[i:] + values[:i] for i in range(12)})
+    counter.add(table)
+    counter.add(table)
+    assert math.prod(len(v.values) for v in counter.vocabularies) > 2**63
+    assert sorted(counter.result().column(COUNT).to_pylist()) == [2] * 60
+
+
+# -- the frequency table from the distinct tuples -------------------------------------------
+
+
+def reference_table(distinct: pa.Table, hierarchies, sensitive):
+    """FrequencyTable's arrays the straightforward way: a dict per hierarchy, sorted tuples."""
+    table = plain(distinct)
+    names = list(hierarchies)
+    index = {n: {v: i for i, v in enumerate(hierarchies[n].ground)} for n in names}
+    rows = [tuple(index[n][v] for n, v in zip(names, values))
+            for values in zip(*(table.column(n).to_pylist() for n in names))]
+    counts = table.column(COUNT).to_pylist()
+    tuples = sorted(set(rows))
+    where = {t: i for i, t in enumerate(tuples)}
+    total = collections.Counter()
+    for row, count in zip(rows, counts):
+        total[row] += count
+    hists = {}
+    for name in sensitive:
+        values = table.column(name).to_pylist()
+        labels = list(dict.fromkeys(values))
+        hist = np.zeros((len(tuples), len(labels)), np.int64)
+        for row, value, count in zip(rows, values, counts):
+            hist[where[row], labels.index(value)] += count
+        hists[name] = (labels, hist)
+    return tuples, [total[t] for t in tuples], hists
+
+
+def hierarchy_of(values) -> Hierarchy:
+    return Hierarchy.from_rows([[v, "*"] for v in sorted(set(values))])
+
+
+@settings(max_examples=120, deadline=None)
+@given(tables(), st.sampled_from(["", "?"]), st.booleans())
+def test_frequency_table_from_codes_equals_the_straightforward_one(data, missing, duplicates):
+    table, batches = data
+    names = table.column_names
+    distinct = distinct_tuples(batches, names, missing)
+    if duplicates:  # as a filtered or projected table may have: the same tuple twice
+        distinct = pa.concat_tables([distinct, distinct])
+    hierarchies = {n: hierarchy_of(distinct_texts(distinct.column(n)).to_pylist())
+                   for n in names[:-1] or names}
+    sensitive = names[-1:] if len(names) > 1 else []
+    tuples, counts, hists = reference_table(distinct, hierarchies, sensitive)
+    for given_table in (distinct, plain(distinct)):  # dictionary-encoded, and as text
+        ft = FrequencyTable.from_distinct(given_table, hierarchies, sensitive)
+        assert [tuple(t) for t in ft.tuples.tolist()] == tuples
+        assert ft.counts.tolist() == counts and ft.tuples.dtype == np.int32
+        for name, (labels, hist) in hists.items():
+            assert ft.domains[name].labels.tolist() == labels
+            assert (ft.sensitive[name] == hist).all()
+            assert ft.domains[name].overall.tolist() == hist.sum(axis=0).tolist()
+
+
+def test_encode_a_dictionary_column_reads_only_the_used_entries():
+    sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+    column = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1]), pa.array(["f", "m", "x"]))
+    assert sex.encode(column).tolist() == [1, 0, 1]
+    assert sex.encode(pa.chunked_array([column, column.slice(1)])).tolist() == [1, 0, 1, 0, 1]
+    uncovered = pa.DictionaryArray.from_arrays(pa.array([2, 0, None]), column.dictionary)
+    with pytest.raises(BlendinError, match=r"does not cover 2 value\(s\)"):
+        sex.encode(uncovered, "sex")
+    assert sex.encode(pa.chunked_array([], column.type)).tolist() == []
