@@ -91,9 +91,8 @@ class _Sweep:
         self.cutoff = np.inf  # the best plus the tolerance of ties
         self.leader = None  # the smallest policy key among the ties of the best
         self.limited = ctx.checker.limit > 0
-        #: acceptable nodes checked, when acceptability passes up to generalizations (all
-        #: models monotone, nothing suppressed): what lies above them needs no check
-        self.accepted = np.zeros((0, lattice.q), self.nodes.dtype)
+        #: acceptability passes up to generalizations (all models monotone, nothing
+        #: suppressed): a node above an acceptable one needs no check
         self.tagging = ctx.checker.monotone and not self.limited
 
     def run(self) -> None:
@@ -158,8 +157,6 @@ class _Sweep:
         if not result.acceptable:
             self.dead[j] |= result.proven
             return result
-        if self.tagging:
-            self.accepted = np.concatenate([self.accepted, self.nodes[j][None]])
         candidate = ctx.candidate(result)
         if self.limited and self.exact_penalty and ctx.metric in CELL_METRICS:
             self.penalty[j] = max(self.penalty[j], candidate.score - self.bound[j])
@@ -176,8 +173,13 @@ class _Sweep:
         return result
 
     def above_accepted(self, j: int) -> bool:
-        """Node ``j`` generalizes a checked acceptable node (see ``accepted``)."""
-        return self.tagging and bool((self.accepted <= self.nodes[j]).all(axis=1).any())
+        """Node ``j`` generalizes a node known acceptable, one of its predecessors (see
+        ``tagging``; the climbs, going up, mostly meet acceptable nodes next to them)."""
+        if not self.tagging:
+            return False
+        status = self.status
+        return any(status[j - s] == 1
+                   for s, lv in zip(self.ctx.lattice.strides, self.ctx.lattice.levels(j)) if lv)
 
     def climb(self, j: int, layer: np.ndarray) -> None:
         """From a node proven unacceptable, walk up through unacceptable generalizations
