@@ -17,7 +17,8 @@ Exact, with pruning that is proven, never guessed:
   that are monotone in the setting at hand (with suppression when records may be
   suppressed), every specialization of it fails too and is not checked. Without
   suppression a failing node is first extended upward through failing generalizations, so
-  one check rules out a larger sub-lattice.
+  one check rules out a larger sub-lattice; on the way up, a node above an acceptable one
+  is acceptable (and no better) without a check, when every model is monotone.
 - *ties*: nodes that can at best tie with the best found are checked only if the
   preference policy could put them first.
 
