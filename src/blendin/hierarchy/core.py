@@ -330,8 +330,9 @@ def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
     would build them from those rows (labels in order of first appearance), each label
     remembering how many of ``whole``'s ground values it covers.
 
-    Labels are numbered across levels (label ``j`` of level ``l`` is ``starts[l] + j``), so
-    one pass over the kept rows serves every level."""
+    ``whole`` is as from_rows makes it (ground values in text order, level 0 their own
+    codes), so its rows stay in order. Labels are numbered across levels (label ``j`` of
+    level ``l`` is ``starts[l] + j``): one pass over the kept rows serves every level."""
     starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
     entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
     first = _first_seen(entries, int(starts[-1]))
