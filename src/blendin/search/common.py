@@ -72,6 +72,8 @@ class Solution:
     trace: tuple[tuple[float, int, float], ...] = ()
     #: for ``algorithm="auto"``: which algorithm ran and why
     reason: str = ""
+    #: the search's check of the node: its classes and those to suppress
+    check: NodeCheck | None = None
 
     @property
     def named_levels(self) -> dict[str, int]:
@@ -360,6 +362,7 @@ class Context:
             seconds=time.perf_counter() - self.started,
             optimal=optimal,
             trace=trace,
+            check=result,
         )
 
     def nothing_found(self) -> BlendinError:
