@@ -96,9 +96,10 @@ algorithm = "optimal"
     return data, spec
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
-    parent, rss = {}, {}
+def _tree(pid: int) -> dict[int, tuple[int, int]]:
+    """Resident bytes and CPU ticks (user + system) of ``pid`` and each of its descendants,
+    from /proc."""
+    parent, usage = {}, {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -106,10 +107,11 @@ def _tree_rss(pid: int) -> int:
             with open(f"/proc/{entry}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             parent[int(entry)] = int(fields[1])
-            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            usage[int(entry)] = (int(fields[21]) * os.sysconf("SC_PAGE_SIZE"),
+                                 int(fields[11]) + int(fields[12]))
         except (OSError, IndexError, ValueError):
             continue
-    family, total = {pid}, 0
+    family = {pid}
     changed = True
     while changed:
         changed = False
@@ -117,25 +119,27 @@ def _tree_rss(pid: int) -> int:
             if up in family and child not in family:
                 family.add(child)
                 changed = True
-    for member in family:
-        total += rss.get(member, 0)
-    return total
+    return {member: usage[member] for member in family if member in usage}
 
 
-def measure(command: list[str]) -> tuple[float, float, str]:
+def measure(command: list[str]) -> tuple[float, float, float, str]:
     """Wall seconds, peak MiB (the process tree sampled, or the kernel's exact peak of the
-    process when larger), and what the command printed."""
+    process when larger), CPU seconds of the whole tree (as sampled, or the kernel's count
+    for the process and the children it waited for, when larger: it does not depend on
+    what else runs on the machine as wall time does), and what the command printed."""
     import tempfile
 
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, stdout=out, stderr=err, text=True)
-        peak = 0
+        peak, ticks = 0, {}
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            peak = max(peak, _tree_rss(proc.pid))
+            tree = _tree(proc.pid)
+            peak = max(peak, sum(rss for rss, _ in tree.values()))
+            ticks.update({member: cpu for member, (_, cpu) in tree.items()})
             time.sleep(0.05)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -144,13 +148,14 @@ def measure(command: list[str]) -> tuple[float, float, str]:
         text, problem = out.read(), err.read()
     if proc.returncode:
         raise RuntimeError(f"{command[:4]} failed: {problem.strip()[-800:]}")
-    return seconds, max(peak, usage.ru_maxrss * 1024) / 2**20, text
+    cpu = max(sum(ticks.values()) / os.sysconf("SC_CLK_TCK"), usage.ru_utime + usage.ru_stime)
+    return seconds, max(peak, usage.ru_maxrss * 1024) / 2**20, cpu, text
 
 
 def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
     data, spec = prepare(rows, fmt)
     floor = "whole" if rows <= WHOLE_FLOOR_ROWS else "stream"
-    floor_s, floor_mib, _ = measure([sys.executable, "-c", FLOOR, str(data), floor])
+    floor_s, floor_mib, floor_cpu, _ = measure([sys.executable, "-c", FLOOR, str(data), floor])
 
     def blendin(engine: str) -> list[str]:
         out = data.parent / f"release-{engine}.parquet"  # a file, or Spark's folder
@@ -159,34 +164,33 @@ def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
                 "--engine", engine]
 
     row = {"rows": rows, "format": fmt, "floor": floor, "floor_s": floor_s,
-           "floor_mib": floor_mib}
-    seconds, mib, text = measure(blendin("embedded"))
+           "floor_mib": floor_mib, "floor_cpu": floor_cpu}
+    seconds, mib, cpu, text = measure(blendin("embedded"))
     levels = json.loads(text)["levels"]
-    row.update(embedded_s=seconds, embedded_mib=mib, levels=levels)
+    row.update(embedded_s=seconds, embedded_mib=mib, embedded_cpu=cpu, levels=levels)
     if spark:
-        seconds, mib, text = measure(blendin("spark") + ["--spark-master", master,
+        seconds, mib, cpu, text = measure(blendin("spark") + ["--spark-master", master,
                                                 "--spark-conf", "spark.ui.enabled=false",
                                                 "--spark-conf", "spark.driver.memory=4g"])
-        row.update(spark_s=seconds, spark_mib=mib, spark_same=json.loads(text)["levels"]
-                   == levels)
+        row.update(spark_s=seconds, spark_mib=mib, spark_cpu=cpu,
+                   spark_same=json.loads(text)["levels"] == levels)
     return row
 
 
 def show(rows: list[dict]) -> None:
     spark = any("spark_s" in r for r in rows)
     head = (f"{'rows':>12} {'format':>8} {'floor':>7} {'floor s':>8} {'floor MiB':>10}"
-            f" {'embedded s':>11}"
-            f" {'x floor':>8} {'embedded MiB':>13}")
+            f" {'embedded s':>11} {'x floor':>8} {'cpu s':>7} {'embedded MiB':>13}")
     if spark:
-        head += f" {'spark s':>8} {'spark MiB':>10} {'same node':>10}"
+        head += f" {'spark s':>8} {'cpu s':>7} {'spark MiB':>10} {'same node':>10}"
     print(head)
     for r in rows:
         line = (f"{r['rows']:>12,} {r['format']:>8} {r['floor']:>7} {r['floor_s']:>8.2f}"
-                f" {r['floor_mib']:>10.0f}"
-                f" {r['embedded_s']:>11.2f} {r['embedded_s'] / r['floor_s']:>8.1f}"
+                f" {r['floor_mib']:>10.0f} {r['embedded_s']:>11.2f}"
+                f" {r['embedded_s'] / r['floor_s']:>8.1f} {r['embedded_cpu']:>7.1f}"
                 f" {r['embedded_mib']:>13.0f}")
         if "spark_s" in r:
-            line += (f" {r['spark_s']:>8.1f} {r['spark_mib']:>10.0f}"
+            line += (f" {r['spark_s']:>8.1f} {r['spark_cpu']:>7.1f} {r['spark_mib']:>10.0f}"
                      f" {'yes' if r['spark_same'] else 'NO':>10}")
         print(line)
     by_format: dict[str, list[dict]] = {}
@@ -197,8 +201,8 @@ def show(rows: list[dict]) -> None:
             continue
         first, last = group[0], group[-1]
         scale = math.log(last["rows"] / first["rows"])
-        keys = ["floor_s", "embedded_s", "embedded_mib"] + (
-            ["spark_s", "spark_mib"] if "spark_s" in last else [])
+        keys = ["floor_s", "embedded_s", "embedded_cpu", "embedded_mib"] + (
+            ["spark_s", "spark_cpu", "spark_mib"] if "spark_s" in last else [])
         exps = ", ".join(f"{k} {math.log(last[k] / first[k]) / scale:.2f}" for k in keys)
         print(f"growth exponents ({fmt}, {first['rows']:,} -> {last['rows']:,} rows): {exps}")
 

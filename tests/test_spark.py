@@ -222,3 +222,37 @@ max_suppression = 0.05
     assert multiset(written) == multiset(pd.read_csv(embedded, dtype=str))
     bad = runner.invoke(main, args + ["--spark-conf", "x"])
     assert bad.exit_code == 2 and "--engine spark" in bad.stderr
+
+
+def test_uris_reach_spark_and_the_commit_is_hadoops(spark, tmp_path, monkeypatch):
+    df = table()
+    data = tmp_path / "people.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), data)
+    spec = spec_for(df)
+    out = tmp_path / "release.parquet"
+
+    def no_os_rename(*args):
+        raise AssertionError("a Spark release is committed by Hadoop's file system")
+
+    monkeypatch.setattr(os, "rename", no_os_rename)
+    monkeypatch.setattr(os, "replace", no_os_rename)
+    result = anonymize(data.as_uri(), spec, output=out.as_uri(), engine=SparkEngine(spark),
+                       group_column="group")
+    assert out.is_dir() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    embedded = anonymize(df, spec, group_column="group").data
+    assert multiset(pq.read_table(out)) == multiset(embedded)
+    assert result.written is not None
+
+
+def test_a_scheme_without_its_connector_is_named(spark, tmp_path):
+    spec = tmp_path / "release.toml"
+    spec.write_text('[quasi_identifiers]\nzip = { masking = 5 }\n[[privacy]]\n'
+                    'model = "k-anonymity"\nk = 2\n')
+    out = tmp_path / "release.parquet"
+    run = CliRunner().invoke(main, ["anonymize", "s3a://bucket/people.parquet", "--spec",
+                                    str(spec), "-o", str(out), "--engine", "spark",
+                                    "--group-column", "group"])
+    assert run.exit_code != 0 and "no file system for s3a://" in run.stderr
+    assert "hadoop-aws" in run.stderr and not out.exists()
+    with pytest.raises(BlendinError, match="no file system for gs://"):
+        SparkEngine(spark).write(spark.range(1), "gs://bucket/release.parquet")

@@ -533,7 +533,7 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
                                               mark=dp.MARK), [*columns, dp.MARK], spec.missing)
     else:
-        distinct = engine.distinct(source, columns, spec.missing)
+        distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec))
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
     tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
@@ -554,6 +554,15 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         model.validate(ft.n_records, ft.domains)
     return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine, subset,
                     sample)
+
+
+def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
+    """The ground values of the quasi-identifiers whose hierarchy is given whole (a file, a
+    tree): the texts their columns are expected to hold."""
+    given = {name: builder if isinstance(builder, Hierarchy) else builder.given()
+             for name, builder in spec.quasi_identifiers.items()}
+    return {name: pa.array(h.ground.astype(str), pa.string())
+            for name, h in given.items() if h is not None}
 
 
 # -- algorithms ----------------------------------------------------------------------------

@@ -268,6 +268,8 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
     """--group-column must not take the name of an input column (an identifier's even)."""
     from blendin.io import Source
 
+    if "://" in data or Path(data).is_dir():  # Spark's to read: anonymize() checks it
+        return
     columns = Source(data, delimiter=delimiter or spec.delimiter,
                      encoding=encoding or spec.encoding).columns
     if name in columns:

@@ -11,7 +11,7 @@ never the number of rows. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,9 +66,11 @@ class EmbeddedEngine:
                           encoding=getattr(spec, "encoding", None), block_size=self.block_size)
         return Source(data)
 
-    def distinct(self, source: Source, columns: Sequence[str], missing: str = "") -> pa.Table:
-        """Distinct text tuples of ``columns`` with their counts, batch by batch."""
-        return distinct_tuples(self.batches(source, columns), columns, missing)
+    def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
+                 expected: Mapping[str, pa.Array] | None = None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts, batch by batch (the
+        ``expected`` texts of a column are looked up rather than encoded)."""
+        return distinct_tuples(self.batches(source, columns), columns, missing, expected)
 
     def batches(self, source: Source, columns: Sequence[str] | None = None
                 ) -> Iterator[pa.Table]:

@@ -65,6 +65,24 @@ def _has_quote(path: Path, chunk: int = 1 << 24) -> bool:
     return False
 
 
+@contextmanager
+def _storage(path: str) -> Iterator[None]:
+    """Says which connector a path's scheme needs when Spark has none for it (s3a://,
+    gs://, abfs:// come as jars beside Spark, not with pyspark)."""
+    try:
+        yield
+    except Exception as error:
+        text = str(error)
+        if "ClassNotFoundException" not in text or "FileSystem" not in text:
+            raise
+        scheme = path.partition("://")[0]
+        raise BlendinError(
+            f"Spark has no file system for {scheme}:// (its connector is not installed)",
+            fix="add the connector's jars to Spark, e.g. for s3a:// --spark-conf "
+            "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>"
+            ) from None
+
+
 class SparkSource:
     """A Spark DataFrame as the pipeline's input: its columns and their Arrow types."""
 
@@ -181,10 +199,22 @@ class SparkEngine:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
             builder = SparkSession.builder.appName("blendin").master(self.master)
-            for key, value in self.conf.items():
+            for key, value in {**self.defaults(), **self.conf}.items():
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
         return self._session
+
+    def defaults(self) -> dict[str, str]:
+        """Settings for the session this engine starts (``conf`` overrides them): larger
+        Arrow batches (the recoders' cost is mostly per batch), and on a single machine
+        one shuffle partition per core rather than Spark's 200 (the group-bys shuffle
+        only distinct tuples)."""
+        settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"}
+        if self.master.startswith("local"):
+            cores = self.master.partition("[")[2].rstrip("]")
+            settings["spark.sql.shuffle.partitions"] = str(
+                int(cores) if cores.isdigit() else os.cpu_count() or 1)
+        return settings
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -196,7 +226,8 @@ class SparkEngine:
             self._session = self._session or data.sparkSession
             return SparkSource(data)
         if isinstance(data, str | os.PathLike):
-            return self._read(str(data), spec)
+            with _storage(str(data)):
+                return self._read(str(data), spec)
         from blendin.io import to_arrow
 
         return SparkSource(self.spark.createDataFrame(to_arrow(data)), "the table")
@@ -207,7 +238,7 @@ class SparkEngine:
         delimiter = getattr(spec, "delimiter", None)
         encoding = getattr(spec, "encoding", None) or "utf-8"
         local = None if "://" in path else Path(path)  # a file read by the embedded checks
-        kind = None
+        kind, schema = None, None
         if local is not None and local.is_dir():  # a folder of part files, as Spark writes
             kind = "csv" if path.rstrip("/").lower().endswith(".csv") else "parquet"
             path, local = local.resolve().as_uri(), None
@@ -215,6 +246,10 @@ class SparkEngine:
             header = Source(path, delimiter=delimiter, encoding=encoding)
             kind, delimiter = header.kind, header.delimiter
             path = local.resolve().as_uri()
+            if kind == "csv":  # every column text: no Spark job to read the header again
+                from pyspark.sql.types import StringType, StructField, StructType
+
+                schema = StructType([StructField(c, StringType()) for c in header.columns])
         if kind is None:  # a remote path: its name tells
             kind = "parquet" if path.rstrip("/").lower().endswith((".parquet", ".pq")) else "csv"
         if kind == "parquet":
@@ -223,14 +258,15 @@ class SparkEngine:
             # a value may hold a line break only between quotes: a local file without any
             # quote is read line by line, in parallel splits (multiLine reads it in one task)
             multiline = local is None or _has_quote(local)
-            df = self.spark.read.csv(path, header=True, sep=delimiter or ",", encoding=encoding,
-                                     multiLine=multiline, quote='"', escape='"',
-                                     inferSchema=False)
+            df = self.spark.read.csv(path, schema=schema, header=True, sep=delimiter or ",",
+                                     encoding=encoding, multiLine=multiline, quote='"',
+                                     escape='"', inferSchema=False)
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
-                 missing: str = "") -> pa.Table:
-        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected."""
+                 missing: str = "", expected=None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected
+        (``expected`` texts, a hint for the embedded engine, are not needed)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
@@ -357,7 +393,8 @@ class SparkEngine:
             text = Path(text).resolve().as_uri()
         jvm = self.spark._jvm
         hadoop_path = jvm.org.apache.hadoop.fs.Path(text)
-        return hadoop_path, hadoop_path.getFileSystem(self.spark._jsc.hadoopConfiguration())
+        with _storage(text):
+            return hadoop_path, hadoop_path.getFileSystem(self.spark._jsc.hadoopConfiguration())
 
     @contextmanager
     def atomic(self, path: str | os.PathLike) -> Iterator[str]:

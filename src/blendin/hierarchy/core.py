@@ -93,9 +93,14 @@ class Hierarchy:
 
     def _encode_dictionary(self, chunk: pa.DictionaryArray, name: str) -> np.ndarray:
         entries = pc.index_in(chunk.dictionary, value_set=self._ground_arrow)
+        if not entries.null_count and not chunk.indices.null_count:
+            return entries.to_numpy()[chunk.indices.to_numpy()]
         # an entry not covered, or a null index, is -1: an error only if a row has it
         lookup = np.append(entries.fill_null(-1).to_numpy(), -1).astype(np.int32)
-        codes = lookup[chunk.indices.fill_null(len(entries)).to_numpy()]
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(entries))
+        codes = lookup[indices.to_numpy()]
         if (codes < 0).any():
             raise self._uncovered(chunk.filter(pa.array(codes < 0)), name)
         return codes
@@ -325,8 +330,9 @@ def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
     would build them from those rows (labels in order of first appearance), each label
     remembering how many of ``whole``'s ground values it covers.
 
-    Labels are numbered across levels (label ``j`` of level ``l`` is ``starts[l] + j``), so
-    one pass over the kept rows serves every level."""
+    ``whole`` is as from_rows makes it (ground values in text order, level 0 their own
+    codes), so its rows stay in order. Labels are numbered across levels (label ``j`` of
+    level ``l`` is ``starts[l] + j``): one pass over the kept rows serves every level."""
     starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
     entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
     first = _first_seen(entries, int(starts[-1]))
