@@ -654,6 +654,8 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
         found = utility_of_node(ft, levels, recoding.suppressed_tuples,
                                 weights=spec.weights or None)
     utility = {k: _plain(v) for k, v in found.items()}
+    if getattr(solution, "check", None) is not None:  # planned: its classes are not kept
+        solution = dataclasses.replace(solution, check=None)
     return Outcome(prepared.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
                    solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)
