@@ -55,12 +55,20 @@ def as_counter(distinct: pa.Table, columns) -> collections.Counter:
     return collections.Counter(dict(zip(rows, table.column(COUNT).to_pylist())))
 
 
+def expected_texts(draw, columns):
+    """Texts some columns are expected to hold: some of the data's, some not."""
+    sets = st.lists(st.sampled_from([*TEXTS, "1", "nan", "zzz"]), unique=True, max_size=6)
+    return {c: pa.array(draw(sets), pa.string()) for c in columns if draw(st.booleans())}
+
+
 @settings(max_examples=150, deadline=None)
-@given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]))
-def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, group_rows):
+@given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]), st.data())
+def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, group_rows,
+                                                                 draw):
     table, batches = data
     columns = table.column_names
-    counter = DistinctCounter(columns, missing, group_rows=group_rows)
+    counter = DistinctCounter(columns, missing, group_rows=group_rows,
+                              expected=expected_texts(draw.draw, columns))
     for batch in batches:
         counter.add(batch)
     distinct = counter.result()
@@ -148,11 +156,13 @@ def hierarchy_of(values) -> Hierarchy:
 
 
 @settings(max_examples=120, deadline=None)
-@given(tables(), st.sampled_from(["", "?"]), st.booleans())
-def test_frequency_table_from_codes_equals_the_straightforward_one(data, missing, duplicates):
+@given(tables(), st.sampled_from(["", "?"]), st.booleans(), st.data())
+def test_frequency_table_from_codes_equals_the_straightforward_one(data, missing, duplicates,
+                                                                  draw):
     table, batches = data
     names = table.column_names
-    distinct = distinct_tuples(batches, names, missing)
+    # expected texts leave entries no tuple uses in the dictionaries
+    distinct = distinct_tuples(batches, names, missing, expected_texts(draw.draw, names))
     if duplicates:  # as a filtered or projected table may have: the same tuple twice
         distinct = pa.concat_tables([distinct, distinct])
     hierarchies = {n: hierarchy_of(distinct_texts(distinct.column(n)).to_pylist())
@@ -178,3 +188,15 @@ def test_encode_a_dictionary_column_reads_only_the_used_entries():
     with pytest.raises(BlendinError, match=r"does not cover 2 value\(s\)"):
         sex.encode(uncovered, "sex")
     assert sex.encode(pa.chunked_array([], column.type)).tolist() == []
+
+
+@pytest.mark.parametrize("missing", ["", "?"])
+def test_known_texts_looked_up_and_the_few_others_encoded(missing):
+    first = pa.table({"a": ["x", "y"] * 8})
+    few = pa.table({"a": ["x"] * 14 + [None, "new"]})  # 1 in 8 missed: looked up
+    many = pa.table({"a": ["", "z", None, "x"]})      # half missed: encoded whole
+    counter = DistinctCounter(["a"], missing)
+    for batch in (first, few, many):
+        counter.add(batch)
+    whole = pa.concat_tables([first, few, many])
+    assert as_counter(counter.result(), ["a"]) == counted(whole, ["a"], missing)

@@ -63,6 +63,17 @@ def test_lattice_numbering():
     assert lat.top == (2, 1, 3) and lat.max_height == 6
 
 
+@given(st.lists(st.integers(1, 5), min_size=0, max_size=6))
+def test_nodes_follow_the_mixed_radix_numbering(heights):
+    lat = Lattice(heights)
+    idx = np.arange(lat.size)
+    want = (np.stack([(idx // s) % h for s, h in zip(lat.strides, heights)], axis=1)
+            if heights else np.zeros((1, 0)))
+    nodes = lat.nodes()
+    assert nodes.dtype == np.int16 and nodes.shape == (lat.size, len(heights))
+    assert np.array_equal(nodes, want)
+
+
 def test_suppression_limit():
     assert suppression_limit(0.0, 100) == 0
     assert suppression_limit(0.29, 100) == 29  # 0.29 * 100 is 28.999... in floating point

@@ -3,6 +3,7 @@ datafly climbs greedily; a worked example with answers known by hand."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -23,6 +24,7 @@ from blendin.models import (
     TCloseness,
 )
 from blendin.search import POLICIES, find
+from blendin.search.common import Context
 
 
 @st.composite
@@ -75,6 +77,22 @@ def test_optimal_agrees_with_exhaustive_t_closeness_with_suppression(t, k, close
     agree(t, models, max_sup, metric, None, None)
 
 
+@settings(max_examples=150, deadline=None)
+@given(t=st.one_of(tables(min_qis=1, max_qis=1, max_records=12), tables(max_records=1),
+                   tables(max_records=6, max_height=2)),
+       k=st.integers(1, 6), extra=st.sampled_from(["none", "distinct", "equal"]),
+       max_sup=st.sampled_from([0.0, 0.5, 1.0]), metric=st.sampled_from(list(METRICS)),
+       policy=st.sampled_from([None, *POLICIES]))
+def test_optimal_agrees_with_exhaustive_on_small_tables(t, k, extra, max_sup, metric, policy):
+    """A single QI, one record, ties everywhere (two levels, few records), all suppressed."""
+    models = [KAnonymity(min(k, len(t.records)))]
+    if extra == "distinct" and len(set(t.secret)) >= 2:
+        models.append(DistinctLDiversity("s", 2))
+    elif extra == "equal":
+        models.append(TCloseness("s", 0.3))
+    agree(t, models, max_sup, metric, policy, None)
+
+
 def agree(t, models, max_sup, metric, policy, weights):
     ft = t.frequency_table()
     want = run(ft, models, max_sup, metric, policy, weights, "exhaustive")
@@ -92,6 +110,16 @@ def agree(t, models, max_sup, metric, policy, weights):
     for name, value in figures.items():
         assert got.utility[name] == pytest.approx(value, rel=1e-9, abs=1e-9)
     assert got.score == pytest.approx(figures[metric], rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases())
+def test_bounds_of_the_whole_lattice_are_the_bounds_of_each_node(case):
+    t, models, max_sup, metric, policy, weights = case
+    ctx = Context(t.frequency_table(), models, max_suppression=max_sup, metric=metric,
+                  policy=policy, weights=weights, progress=None)
+    want = ctx.lower_bounds(ctx.lattice.nodes())
+    assert np.array_equal(ctx.lattice_bounds(), want)  # the same figures, bit for bit
 
 
 @settings(max_examples=100, deadline=None)

@@ -64,3 +64,11 @@ def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no_such_name"):
         bl.no_such_name  # noqa: B018
     assert "anonymize" in dir(bl)
+
+
+def test_the_anonymize_path_imports_no_heavy_library():
+    """Spec, hierarchies, metrics and the pipeline import light: pandas loads only once data
+    is converted (pyarrow imports it then, when it is installed)."""
+    assert loaded_after("import blendin.anonymize, blendin.spec, blendin.metrics, "
+                        "blendin.hierarchy.arx, blendin.hierarchy.registry, "
+                        "blendin.cli.anonymize") == []

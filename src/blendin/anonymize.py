@@ -533,7 +533,7 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
                                               mark=dp.MARK), [*columns, dp.MARK], spec.missing)
     else:
-        distinct = engine.distinct(source, columns, spec.missing)
+        distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec))
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
     tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
@@ -554,6 +554,15 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         model.validate(ft.n_records, ft.domains)
     return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine, subset,
                     sample)
+
+
+def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
+    """The ground values of the quasi-identifiers whose hierarchy is given whole (a file, a
+    tree): the texts their columns are expected to hold."""
+    given = {name: builder if isinstance(builder, Hierarchy) else builder.given()
+             for name, builder in spec.quasi_identifiers.items()}
+    return {name: pa.array(h.ground.astype(str), pa.string())
+            for name, h in given.items() if h is not None}
 
 
 # -- algorithms ----------------------------------------------------------------------------
@@ -635,7 +644,7 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
     """
     spec, ft = prepared.spec, prepared.ft
     recoding = plan(ft, levels, spec.models, identifiers=prepared.removed_columns,
-                    missing=spec.missing)
+                    missing=spec.missing, checked=getattr(solution, "check", None))
     _within_limit(recoding, ft, spec, saved)
     named = dict(zip(ft.qi_names, (int(v) for v in levels)))
     found = getattr(solution, "utility", None)
@@ -645,6 +654,8 @@ def full_domain_outcome(prepared: Prepared, levels: Sequence[int], *,
         found = utility_of_node(ft, levels, recoding.suppressed_tuples,
                                 weights=spec.weights or None)
     utility = {k: _plain(v) for k, v in found.items()}
+    if getattr(solution, "check", None) is not None:  # planned: its classes are not kept
+        solution = dataclasses.replace(solution, check=None)
     return Outcome(prepared.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
                    solution,
                    recoding.suppressed_records, recoding.class_sizes, utility)

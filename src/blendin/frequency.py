@@ -2,8 +2,9 @@
 
 A table is reduced, chunk by chunk, to its distinct (quasi-identifier, sensitive) text tuples
 with counts by the engine's group-by; hierarchies are built from the distinct values, and the
-tuples are encoded to integer ground codes. Equivalence classes at any generalization are then
-group-sums over this small table, never over rows.
+tuples are encoded to integer ground codes (of dictionary-encoded tuples, only the
+dictionaries are looked up). Equivalence classes at any generalization are then group-sums
+over this small table, never over rows.
 """
 
 from __future__ import annotations
@@ -237,9 +238,10 @@ def _sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Each row's code among the distinct values of a text column (numbered in order of
     first appearance) and those values."""
-    if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
-        column = pa.chunked_array([pc.dictionary_encode(column.cast(pa.string())
-                                                        .combine_chunks())])
+    if pa.types.is_dictionary(column.type) and column.num_chunks != 1:
+        column = column.cast(column.type.value_type)  # one dictionary for every chunk
+    if not pa.types.is_dictionary(column.type):
+        column = pa.chunked_array([pc.dictionary_encode(column.combine_chunks())])
     chunk = column.chunk(0)
     indices = chunk.indices.to_numpy()
     first = np.full(len(chunk.dictionary), len(indices), np.int64)
@@ -263,6 +265,7 @@ def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
             _, key = np.unique(key, return_inverse=True)
             key = key.reshape(-1).astype(np.int64)
             span = int(key.max()) + 1 if key.size else 1
-        key = key * radix + codes[:, i]
+        key *= radix
+        key += codes[:, i]
         span *= radix
     return key

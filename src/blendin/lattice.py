@@ -134,7 +134,9 @@ class Groups:
         self._codes = codes
         self._keys = keys
         self._radices = radices
-        #: (the finer node's histogram triples, its class -> this node's class)
+        #: (the finer node's histogram triples, its class -> this node's class), or until
+        #: first needed (most checked nodes never need histograms), (the source of the
+        #: roll-up, its class -> this node's class)
         self._pending = pending
         self._weights = None
 
@@ -164,7 +166,7 @@ class Groups:
             if self._pending is None:
                 self._hists = {}
             else:
-                finer, inverse = self._pending
+                finer, inverse = self._finer()
                 self._hists = {attr: _roll_hist(np.take(inverse, rows), vals, counts,
                                                     len(self.sizes))
                                for attr, (rows, vals, counts) in finer.items()}
@@ -187,7 +189,7 @@ class Groups:
         the way down from the table's tuples are never a source again)."""
         if self._hists is not None or self._pending is None:
             return self.hists, None
-        finer, inverse = self._pending
+        finer, inverse = self._finer()
         n = len(self.sizes)
         cells = sum(n * (int(v.max()) + 1) for _, v, _ in finer.values() if len(v))
         triples = sum(len(r) for r, _, _ in finer.values())
@@ -195,11 +197,19 @@ class Groups:
             return self.hists, None
         return finer, inverse
 
+    def _finer(self):
+        """``_pending`` with the source's triples (asked of the source now)."""
+        source, inverse = self._pending
+        if isinstance(source, Groups):
+            base, through = source.base()
+            self._pending = (base, inverse if through is None else np.take(inverse, through))
+        return self._pending
+
     def triples(self, attr: str):
         """(class, value, count, through) of ``attr``: the class of a triple is
         ``through[class]`` when ``through`` is not None (histograms not summed yet)."""
         if self._hists is None and self._pending is not None:
-            finer, inverse = self._pending
+            finer, inverse = self._finer()
             rows, vals, counts = finer[attr]
             return rows, vals, counts, inverse
         return (*self.hists[attr], None)
@@ -450,62 +460,61 @@ class Checker:
         levels = tuple(map(int, levels))
         self.checks += 1
         groups = self._groups(levels)
-        sizes = groups.sizes
-        holds = np.ones(len(sizes), bool)
+        sizes, domains = groups.sizes, self.ft.domains
+        # the classes failing a model so far (a new array per model: ``settled`` keeps one)
+        violating = np.zeros(len(sizes), bool)
         n_sup, proven, settled, floor, counting = 0, True, None, 0, True
         for model in self._order:
             flagged = getattr(model, self._flag)
             if settled is None and not flagged:
-                settled = ~holds  # what the monotone models alone suppress
-                floor = int(sizes[settled].sum())
-            if model.release:
-                # a release-wide bound: its suppression proves nothing per class below
-                counting = False
-                live = np.flatnonzero(holds)
-                budget = self.limit - int(sizes[~holds].sum())
-                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains),
-                                            budget=budget)]
-            elif model.needs_population:
-                live = np.flatnonzero(holds)
-                people = model.population_at(levels, groups.codes_of(live))
-                failing = live[~model.holds(Classes(sizes[live], {}, self.ft.domains, people))]
-            elif model.attribute is None:
-                failing = np.flatnonzero(holds & ~model.holds(Classes(sizes, {},
-                                                                      self.ft.domains)))
+                settled, floor = violating, n_sup  # what the monotone models alone suppress
+            if model.attribute is None and not model.release and not model.needs_population:
+                new = ~model.holds(Classes(sizes, {}, domains)) & ~violating
             else:
-                live = np.flatnonzero(holds)
-                classes = Classes(sizes[live], self._dense_hists(groups, live, model.attribute),
-                                  self.ft.domains)
-                local = ~model.holds(classes)
-                failing = live[local]
-                if not flagged and counting and model.monotone:
-                    floor += _must_go(model, classes, local) - len(failing)
-            holds[failing] = False
+                live = np.flatnonzero(~violating)
+                if model.release:
+                    # a release-wide bound: its suppression proves nothing per class below
+                    counting = False
+                    local = ~model.holds(Classes(sizes[live], {}, domains),
+                                         budget=self.limit - n_sup)
+                elif model.needs_population:
+                    people = model.population_at(levels, groups.codes_of(live))
+                    local = ~model.holds(Classes(sizes[live], {}, domains, people))
+                else:
+                    classes = Classes(sizes[live], self._dense_hists(groups, live,
+                                                                     model.attribute), domains)
+                    local = ~model.holds(classes)
+                    if not flagged and counting and model.monotone:
+                        floor += _must_go(model, classes, local) - int(local.sum())
+                new = np.zeros(len(sizes), bool)
+                new[live[local]] = True
+            violating = violating | new
             if not flagged:
                 counting = counting and model.monotone
-                floor += len(failing) if counting else 0
-            n_sup = int(sizes[~holds].sum())
+                floor += int(new.sum()) if counting else 0
+            n_sup = int(sizes[violating].sum())
             proven = proven and flagged
             if n_sup > self.limit:
                 break
         ok = n_sup <= self.limit
         if settled is None:
-            settled = ~holds
-            floor = n_sup
+            settled, floor = violating, n_sup
         proven = not ok and (proven or floor > self.limit)
-        return NodeCheck(levels, ok, n_sup, groups, ~holds, proven=proven, settled=settled,
+        return NodeCheck(levels, ok, n_sup, groups, violating, proven=proven, settled=settled,
                          floor_records=floor)
 
     def _dense_hists(self, groups: Groups, live: np.ndarray, attr: str) -> dict[str, np.ndarray]:
         """Dense (len(live), values) histogram of ``attr`` in the classes ``live``."""
-        # other classes go to one extra row, dropped at the end
-        position = np.full(len(groups), len(live), np.int64)
-        position[live] = np.arange(len(live))
         rows, vals, counts, through = groups.triples(attr)
-        if through is not None:
-            position = np.take(position, through)
+        if len(live) == len(groups):  # every class (as always without suppression)
+            position = through
+        else:  # other classes go to one extra row, dropped at the end
+            position = np.full(len(groups), len(live), np.int64)
+            position[live] = np.arange(len(live))
+            if through is not None:
+                position = np.take(position, through)
         width = len(self.ft.domains[attr].labels)
-        flat = np.take(position, rows) * width + vals
+        flat = (rows if position is None else np.take(position, rows)) * width + vals
         dense = np.bincount(flat, weights=counts, minlength=(len(live) + 1) * width)
         return {attr: dense[:len(live) * width].astype(np.int64).reshape(len(live), width)}
 
@@ -631,8 +640,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) 
                 (c if source.levels[i] == levels[i] else up[i][source.levels[i]][levels[i]][c])[
                     first] for i, c in enumerate(codes)))
     if has_hists:
-        base, through = source.base()
-        groups._pending = (base, inverse if through is None else np.take(inverse, through))
+        groups._pending = (source, inverse)
     return groups
 
 

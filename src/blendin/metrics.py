@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,13 +174,9 @@ def range_share(width: np.ndarray, domain_width: float) -> np.ndarray:
 
 def ground_frequencies(ft: FrequencyTable) -> list[np.ndarray]:
     """Records per ground value of each QI (float, indexed by ground code)."""
-    sizes = [len(h.ground) for h in ft.hierarchies]
-    starts = np.cumsum([0, *sizes])
-    # one bincount over every QI's codes, each QI's ground values numbered after the last's
-    entries = (ft.tuples + starts[:-1].astype(ft.tuples.dtype)).ravel()
-    counts = np.bincount(entries, weights=np.repeat(ft.counts, len(sizes)),
-                         minlength=int(starts[-1])).astype(float)
-    return [counts[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    weights = ft.counts.astype(float)  # converted once, not by every bincount
+    return [np.bincount(ft.tuples[:, i], weights=weights, minlength=len(h.ground))
+            for i, h in enumerate(ft.hierarchies)]
 
 
 def _is_numeric(h: Hierarchy) -> bool:
@@ -227,14 +223,14 @@ class CellCosts:
         n = float(ft.n_records)
         shares = [np.arange(h.height) / (h.height - 1) if h.height > 1 else np.zeros(h.height)
                   for h in ft.hierarchies]
-        totals = {
-            "loss": tuple(c.total(c.loss) for c in qis),
-            "gcp": tuple(c.total(c.ncp) for c in qis),
-            "precision": tuple(share * n for share in shares),
-            "entropy": tuple(c.total(c.log_mass) - c.ground_bits for c in qis),
-            "height": tuple(np.arange(h.height, dtype=float) for h in ft.hierarchies),
-            "arx-loss": tuple(c.total(c.arx_share) for c in qis),
-        }
+        totals = _Totals({
+            "loss": lambda: tuple(c.total(c.loss) for c in qis),
+            "gcp": lambda: tuple(c.total(c.ncp) for c in qis),
+            "precision": lambda: tuple(share * n for share in shares),
+            "entropy": lambda: tuple(c.total(c.log_mass) - c.ground_bits for c in qis),
+            "height": lambda: tuple(np.arange(h.height, dtype=float) for h in ft.hierarchies),
+            "arx-loss": lambda: tuple(c.total(c.arx_share) for c in qis),
+        })
         return cls(
             tuple(c.levels(c.loss) for c in qis), tuple(c.levels(c.ncp) for c in qis),
             tuple(c.levels(c.log_mass) for c in qis), tuple(shares),
@@ -282,6 +278,25 @@ class CellCosts:
         for i, w in enumerate(weights):
             raw += w * self.totals[metric][i][nodes[:, i]]
         return finish_cell_metric(metric, raw, self.n_records, nodes.shape[1])
+
+
+class _Totals(Mapping):
+    """Each metric's totals, computed when first asked for (a search bounds one metric)."""
+
+    def __init__(self, makers: Mapping[str, Callable[[], tuple[np.ndarray, ...]]]) -> None:
+        self._makers = makers
+        self._made: dict[str, tuple[np.ndarray, ...]] = {}
+
+    def __getitem__(self, metric: str) -> tuple[np.ndarray, ...]:
+        if metric not in self._made:
+            self._made[metric] = self._makers[metric]()
+        return self._made[metric]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,8 +7,8 @@ Every engine provides:
 
 - ``source(data, spec)``: the input, with its ``columns`` and ``types()``;
 - ``distinct(source, columns, missing)``: the distinct text tuples of ``columns`` with their
-  counts (a pyarrow Table with a ``COUNT`` column): the frequency table's rows, and the
-  checker's regrouping of a table as it stands;
+  counts (a pyarrow Table with a ``COUNT`` column; its text columns may be dictionary
+  encoded): the frequency table's rows, and the checker's regrouping of a table as it stands;
 - ``release(source, recoder, ...)``: a context manager that applies a solution (``recoder``
   from :mod:`blendin.engines.kernels`, the same per-batch code in every engine), regroups
   the released values for the checker while they are made, and yields a

@@ -11,12 +11,13 @@ never the number of rows. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter, distinct_tuples
@@ -65,9 +66,11 @@ class EmbeddedEngine:
                           encoding=getattr(spec, "encoding", None), block_size=self.block_size)
         return Source(data)
 
-    def distinct(self, source: Source, columns: Sequence[str], missing: str = "") -> pa.Table:
-        """Distinct text tuples of ``columns`` with their counts, batch by batch."""
-        return distinct_tuples(self.batches(source, columns), columns, missing)
+    def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
+                 expected: Mapping[str, pa.Array] | None = None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts, batch by batch (the
+        ``expected`` texts of a column are looked up rather than encoded)."""
+        return distinct_tuples(self.batches(source, columns), columns, missing, expected)
 
     def batches(self, source: Source, columns: Sequence[str] | None = None
                 ) -> Iterator[pa.Table]:
@@ -156,8 +159,30 @@ class ShownSchema:
 
 
 def kept(marked: pa.Table, removed: np.ndarray, drop: bool) -> pa.Table:
-    """The rows of ``marked`` released: all of them, or those not ``removed``."""
-    return marked.filter(pa.array(~removed)) if drop and removed.any() else marked
+    """The rows of ``marked`` released: all of them, or those not ``removed``.
+
+    The removed rows were the only ones pointing at the last entry of a recoder's
+    dictionaries (the ``*`` of suppression): the dictionaries lose the entries past the last
+    one still used, so that a file's indices are no wider than the labels need (1 bit, not
+    2, for two labels).
+    """
+    if not (drop and removed.any()):
+        return marked
+    keep = pa.array(~removed)
+    # column by column: a table's filter would cut every column into the chunks of the
+    # most chunked one (a text column read in 1 MiB blocks), and writing them costs more
+    columns = [pc.filter(column, keep) for column in marked.columns]
+    columns = [pa.chunked_array([_used(chunk) for chunk in column.chunks], column.type)
+               if pa.types.is_dictionary(column.type) else column for column in columns]
+    return pa.table(columns, schema=marked.schema)
+
+
+def _used(chunk: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``chunk`` with its dictionary cut after the last entry an index points to."""
+    last = pc.max(chunk.indices).as_py()
+    if last is None or last + 1 == len(chunk.dictionary):
+        return chunk
+    return pa.DictionaryArray.from_arrays(chunk.indices, chunk.dictionary.slice(0, last + 1))
 
 
 class BatchWriter:
@@ -166,8 +191,8 @@ class BatchWriter:
 
     ``shown`` gives the schema the file is to be read back with (by default the tables'
     own): dictionary columns are written to Parquet as they are (the indices, no text made
-    per row) when a file without Arrow's stored schema reads back exactly as shown;
-    otherwise, and for CSV, they are decoded first.
+    per row, no min/max statistics) when a file without Arrow's stored schema reads back
+    exactly as shown; otherwise, and for CSV, they are decoded first.
     """
 
     def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
@@ -205,7 +230,12 @@ class BatchWriter:
 
             encoded = _reads_back(schema, shown)
             self.schema = schema if encoded else shown
-            self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded)
+            # min/max statistics of a dictionary column cost a hash of every row (Arrow
+            # finds the entries in use first): a third of the writing; they are kept for
+            # the other columns
+            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)]
+            self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
+                                           write_statistics=plain)
         else:
             import pyarrow.csv as pcsv
 

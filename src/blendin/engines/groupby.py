@@ -4,8 +4,9 @@ The frequency table and the checker both start here: rows are reduced, batch by 
 their distinct (quasi-identifier, sensitive) tuples with counts. Memory holds the distinct
 tuples (small however many rows there are), never the rows.
 
-Every value is hashed once, by Arrow's dictionary encoding of its column; from then on a
-column is its small dictionary (mapped once to a running vocabulary) and integer indices.
+Every value is hashed once (Arrow's dictionary encoding of its column, or a lookup among
+the column's texts seen so far); from then on a column is its small dictionary (mapped once
+to a running vocabulary) and integer indices.
 The distinct tuples come out dictionary-encoded too (each column's vocabulary and a code
 per tuple), so whoever needs the tuples as codes reads the indices instead of hashing the
 texts again.
@@ -14,7 +15,7 @@ texts again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,13 +28,19 @@ from blendin.frequency import COUNT, as_text, combine_keys
 GROUP_ROWS = 1 << 19
 #: a key space at most this many times the rows is counted densely (np.bincount)
 DENSE_FACTOR = 4
+#: a column is looked up in its vocabulary, its misses encoded apart, when at most one
+#: value in this many is new, missing or empty
+LOOKUP_MISSES = 8
 
 
 class _Vocabulary:
-    """The distinct texts of one column seen so far, each with a stable code (0, 1, ...)."""
+    """The distinct texts of one column seen so far (or expected), each with a stable code
+    (0, 1, ...)."""
 
-    def __init__(self) -> None:
-        self.values = pa.array([], pa.string())
+    def __init__(self, expected: pa.Array | None = None, missing: str = "") -> None:
+        # only texts a value can read as: an expected empty text reads as ``missing``
+        self.values = (pa.nulls(0, pa.string()) if expected is None else
+                       pc.unique(as_text(expected, missing)))
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
@@ -63,12 +70,32 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
                missing: str = "") -> np.ndarray:
     """The code, in ``vocabulary``, of every value of ``column`` read as text
     (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text."""
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if len(vocabulary.values) and pa.types.is_string(column.type):
+        # once a column's texts are known, looking them up is cheaper than encoding them
+        found = pc.index_in(column, value_set=vocabulary.values)
+        if not found.null_count:
+            return found.to_numpy().astype(np.int32, copy=False)
+        if found.null_count * LOOKUP_MISSES <= len(found):
+            missed = found.is_null()
+            codes = found.fill_null(0).to_numpy().astype(np.int32)
+            codes[missed.to_numpy()] = _encoded_codes(pc.filter(column, missed), vocabulary,
+                                                      missing)
+            return codes
+    return _encoded_codes(column, vocabulary, missing)
+
+
+def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
+                   missing: str) -> np.ndarray:
     parts = []
     for chunk in dictionary_chunks(column):
         # a null index points past the dictionary, at the missing label
         entries = pa.concat_arrays([as_text(chunk.dictionary, missing).combine_chunks(),
                                     pa.array([missing], pa.string())])
-        indices = chunk.indices.fill_null(len(chunk.dictionary))
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(chunk.dictionary))
         parts.append(vocabulary.codes(entries)[indices.to_numpy()])
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
@@ -92,10 +119,12 @@ class DistinctCounter:
 
     Each column's values are read as text (nulls, NaN and empty texts as ``missing``) and
     coded against a vocabulary that grows as values appear, so a batch becomes a small
-    integer matrix; batches are coalesced into about ``group_rows`` rows and merged into the
-    running distinct tuples by one int64 key per tuple. The state is the distinct tuples
-    (codes and counts) and the vocabularies: memory follows the number of distinct tuples,
-    not of rows. Dictionary-encoded columns cost a gather of their indices.
+    integer matrix; batches are coalesced into about ``group_rows`` rows (or as many as the
+    distinct tuples so far) and merged into the running distinct tuples by one int64 key per
+    tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
+    follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
+    gather of their indices. ``expected`` texts of a column (say its hierarchy's ground
+    values) are looked up from the first batch on, as if seen before.
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -105,11 +134,13 @@ class DistinctCounter:
     """
 
     def __init__(self, columns: Sequence[str], missing: str = "",
-                 group_rows: int = GROUP_ROWS) -> None:
+                 group_rows: int = GROUP_ROWS,
+                 expected: Mapping[str, pa.Array] | None = None) -> None:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
-        self.vocabularies = [_Vocabulary() for _ in self.columns]
+        self.vocabularies = [_Vocabulary((expected or {}).get(c), missing)
+                             for c in self.columns]
         #: the distinct tuples' codes, one row per column (so that a column is contiguous)
         self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
@@ -127,7 +158,9 @@ class DistinctCounter:
         self.pending.append(codes)
         self.pending_rows += n
         self.rows += n
-        if self.pending_rows >= self.group_rows:
+        # a merge hashes the tuples known so far again: waiting for as many new rows keeps
+        # the work linear in the rows, the memory within twice the distinct tuples
+        if self.pending_rows >= max(self.group_rows, len(self.counts)):
             self._merge()
 
     def _merge(self) -> None:
@@ -138,8 +171,9 @@ class DistinctCounter:
         self.pending, self.pending_rows = [], 0
         radices = [max(len(v.values), 1) for v in self.vocabularies]
         group, groups = group_keys(combine_keys(stacked.T, radices), math.prod(radices))
-        first = np.empty(groups, np.int64)
-        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)
+        # groups are numbered as they first appear: a group's first row raises the maximum
+        highest = np.maximum.accumulate(group)
+        first = np.flatnonzero(np.diff(highest, prepend=-1))
         counts = np.bincount(group[known:], minlength=groups)
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
@@ -152,7 +186,9 @@ class DistinctCounter:
         self._merge()
         if not self.rows:
             raise BlendinError("the table has no rows", fix="give a table with at least one row")
-        columns = {name: pa.DictionaryArray.from_arrays(self.tuples[j], vocabulary.values)
+        # the codes index the vocabularies by construction: no bounds check
+        columns = {name: pa.DictionaryArray.from_arrays(pa.array(self.tuples[j]),
+                                                        vocabulary.values, safe=False)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
 
@@ -171,15 +207,16 @@ def plain(table: pa.Table) -> pa.Table:
 
 
 def distinct_tuples(
-    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = ""
+    batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = "",
+    expected: Mapping[str, pa.Array] | None = None,
 ) -> pa.Table:
     """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk
-    (dictionary-encoded columns, see :meth:`DistinctCounter.result`).
+    (dictionary-encoded columns, see :meth:`DistinctCounter.result`; ``expected`` as there).
 
     >>> plain(distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"])).to_pydict()
     {'a': ['x', 'y'], '__blendin_count__': [2, 1]}
     """
-    counter = DistinctCounter(columns, missing)
+    counter = DistinctCounter(columns, missing, expected=expected)
     for batch in batches:
         counter.add(batch)
     return counter.result()

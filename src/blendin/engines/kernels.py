@@ -20,6 +20,7 @@ checker and the Parquet writer work on the indices; :func:`decoded` gives plain 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -27,8 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, as_text
+from blendin.frequency import FrequencyTable, as_text, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 
 if TYPE_CHECKING:
@@ -76,9 +78,10 @@ def ground_codes(column: pa.Array | pa.ChunkedArray, hierarchy: Hierarchy, name:
 
 
 def labelled(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
-    """``codes`` as a column of the texts they index (no text is copied per row)."""
+    """``codes`` as a column of the texts they index (no text is copied per row). The
+    recoders make every code an index of their dictionary, so it is not checked again."""
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32, copy=False)),
-                                          dictionary)
+                                          dictionary, safe=False)
 
 
 def decoded(table: pa.Table, names: Collection[str] | None = None) -> pa.Table:
@@ -171,17 +174,16 @@ class FullDomainRecoder:
     def __call__(self, batch: pa.Table | pa.RecordBatch) -> tuple[pa.Table, np.ndarray]:
         table = as_table(batch)
         main = self.recoding
-        ground = np.zeros((table.num_rows, len(main.qi_names)), np.int32, order="F")
-        for i in self.looked_up:
-            name = main.qi_names[i]
-            ground[:, i] = ground_codes(table.column(name), main.hierarchies[i], name,
-                                        main.missing)
-        codes = generalized(main, ground)
+        rows = table.num_rows
+        ground = [ground_codes(table.column(name), h, name, main.missing)
+                  if i in self.looked_up else None
+                  for i, (name, h) in enumerate(zip(main.qi_names, main.hierarchies))]
+        codes = generalized(main, ground, rows)
         removed = main.suppressed_rows(codes)
         for stage, part in enumerate(self.parts, start=1):
             if not removed.any():
                 break
-            at_part = generalized(part, ground)
+            at_part = generalized(part, ground, rows)
             still = removed & part.suppressed_rows(at_part)
             back = removed & ~still
             for i, offsets in enumerate(self.offsets):
@@ -189,7 +191,7 @@ class FullDomainRecoder:
             removed = still
         if removed.any():
             for i, star in enumerate(self.stars):
-                codes[removed, i] = star
+                np.copyto(codes[:, i], star, where=removed)
         shown = {name: labelled(codes[:, i], d)
                  for i, (name, d) in enumerate(zip(main.qi_names, self.dictionaries))}
         names = [n for n in table.column_names if n not in main.identifiers]
@@ -198,21 +200,22 @@ class FullDomainRecoder:
 
 
 def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
-    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column: each
-    QI's codes stay contiguous for the gathers and keys that read them."""
+    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column."""
     matrix = np.empty((rows, len(codes)), np.int32, order="F")
     for i, c in enumerate(codes):
         matrix[:, i] = c
     return matrix
 
 
-def generalized(recoding: Recoding, ground: np.ndarray) -> np.ndarray:
-    """Each QI's generalized codes at ``recoding``'s node, from the ground codes (stored
-    column by column; a single label is code 0, no gather needed)."""
-    out = np.zeros(ground.shape, np.int32, order="F")
-    for i, (h, level) in enumerate(zip(recoding.hierarchies, recoding.levels)):
+def generalized(recoding: Recoding, ground: Sequence[np.ndarray | None],
+                rows: int) -> np.ndarray:
+    """Each QI's generalized codes at ``recoding``'s node, from its ground codes, as one
+    (rows, QIs) int32 matrix stored column by column (each QI's codes contiguous for the
+    keys that read them); a level with a single label is code 0, no gather needed."""
+    out = np.zeros((rows, len(ground)), np.int32, order="F")
+    for i, (h, level, codes) in enumerate(zip(recoding.hierarchies, recoding.levels, ground)):
         if len(h.labels[level]) > 1:
-            np.take(h.codes[level], ground[:, i], out=out[:, i])
+            np.take(h.codes[level], codes, out=out[:, i], mode="clip")  # unbuffered
     return out
 
 
@@ -335,9 +338,6 @@ class RowColumns:
     {'age': ['30-39', '20-29'], 'group': [2, 1], 'row': [3, 4]}
     """
 
-    #: joins a row's QI labels into one text key (a control character no label holds)
-    SEPARATOR = "\x1f"
-
     def __init__(self, quasi_identifiers: Sequence[str], *, group_column: str | None = None,
                  original_row: str | None = None, index_base: int = 1) -> None:
         if index_base not in (0, 1):
@@ -348,8 +348,16 @@ class RowColumns:
         self.base = index_base
         self.group_column = group_column
         self.original_row = original_row
-        self.ids: dict[str, int] = {}
+        # each QI's texts seen so far, coded; the classes numbered so far as rows of their
+        # texts' codes (class i + 1 in row i)
+        self.vocabularies = [_Vocabulary() for _ in self.qis]
+        self.known = np.zeros((0, len(self.qis)), np.int32)
         self.rows = 0
+
+    def fresh(self) -> RowColumns:
+        """A RowColumns with the same options that has numbered nothing yet."""
+        return RowColumns(self.qis, group_column=self.group_column,
+                          original_row=self.original_row, index_base=self.base)
 
     @property
     def active(self) -> bool:
@@ -375,20 +383,22 @@ class RowColumns:
         n = table.num_rows
         if not self.qis:
             return np.ones(n, np.int64)
-        texts = [pc.fill_null(pc.cast(table.column(q), pa.string()), "") for q in self.qis]
-        suppressed = np.ones(n, bool)
-        for text in texts:
-            suppressed &= pc.equal(text, SUPPRESSED).to_numpy(zero_copy_only=False)
-        key = pc.binary_join_element_wise(*texts, self.SEPARATOR) if len(texts) > 1 else texts[0]
-        encoded = pc.dictionary_encode(key).combine_chunks()
-        index = encoded.indices.to_numpy(zero_copy_only=False)
-        labels = encoded.dictionary.to_pylist()
-        starred = np.zeros(len(labels), bool)
-        starred[index[suppressed]] = True
-        # dictionary codes follow first appearance; new classes take the next numbers
-        # (a loop over the batch's classes, not its rows)
-        ids = np.zeros(len(labels), np.int64)
-        for code, label in enumerate(labels):
-            if not starred[code]:
-                ids[code] = self.ids.setdefault(label, len(self.ids) + 1)
-        return ids[index]
+        codes = [text_codes(table.column(q), v) for q, v in zip(self.qis, self.vocabularies)]
+        stars = tuple(int(v.codes(pa.array([SUPPRESSED]))[0]) for v in self.vocabularies)
+        radices = [max(len(v.values), 1) for v in self.vocabularies]
+        group, groups = group_keys(combine_keys(np.stack(codes, axis=1), radices),
+                                   math.prod(radices))
+        first = np.empty(groups, np.int64)
+        first[group[::-1]] = np.arange(n - 1, -1, -1)
+        classes = np.stack([c[first] for c in codes], axis=1)  # in order of appearance
+        shown = ~(classes == np.array(stars)).all(axis=1)
+        # grouped with the classes known, which come first (known class i is group i): a
+        # class new to the stream takes the next group, in order of appearance
+        known = len(self.known)
+        both = np.concatenate([self.known, classes[shown]])
+        number, _ = group_keys(combine_keys(both, radices), math.prod(radices))
+        number = number[known:]
+        self.known = np.concatenate([self.known, classes[shown][number >= known]])
+        ids = np.zeros(groups, np.int64)
+        ids[shown] = number + 1
+        return ids[group]

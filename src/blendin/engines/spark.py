@@ -268,8 +268,9 @@ class SparkEngine:
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
-                 missing: str = "") -> pa.Table:
-        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected."""
+                 missing: str = "", expected=None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected
+        (``expected`` texts, a hint for the embedded engine, are not needed)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
@@ -349,7 +350,7 @@ class SparkEngine:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        schema = copy.copy(row_columns)(empty).schema  # a clashing name fails here, once
+        schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
         qis = row_columns.qis
         seen = (recoded.select(F.spark_partition_id().alias(PART),
                                F.monotonically_increasing_id().alias(AT), *qis)
@@ -360,8 +361,7 @@ class SparkEngine:
         for part, count in zip(per_part.column(PART).to_pylist(),
                                per_part.column(f"{COUNT}_sum").to_pylist()):
             starts[part], rows = rows, rows + count
-        numbering = copy.copy(row_columns)
-        numbering.ids, numbering.rows = {}, 0
+        numbering = row_columns.fresh()
         if row_columns.group_column is not None:  # classes met in the order of the rows
             numbering(seen.sort_by(AT).select(qis))
         numbering.rows = 0

@@ -192,13 +192,12 @@ def as_numbers(numbered: Hierarchy, required: bool, name: str, missing: str) -> 
     ground value is one, else categorical; ``required`` raises instead, naming the values."""
     present = numbered.ground != missing
     numbers = np.where(present, numbered.numbers, np.nan)
-    if not np.isfinite(numbers[present]).all():
-        if required:
-            parse_numbers(numbered.ground[present], name)  # raises, naming the values
-        return dataclasses.replace(numbered, numbers=None)
-    if not (required or present.any()):
-        return dataclasses.replace(numbered, numbers=None)
-    return dataclasses.replace(numbered, kind="numeric", numbers=numbers)
+    all_numbers = bool(np.isfinite(numbers[present]).all())
+    if required and not all_numbers:
+        parse_numbers(numbered.ground[present], name)  # raises, naming the values
+    if required or (all_numbers and present.any()):
+        return dataclasses.replace(numbered, kind="numeric", numbers=numbers)
+    return dataclasses.replace(numbered, numbers=None)
 
 
 class FromCsv(HierarchyBuilder):
@@ -232,6 +231,11 @@ class FromCsv(HierarchyBuilder):
         return numbered(self._hierarchy)
 
     def given(self) -> Hierarchy:
+        return self._given
+
+    @cached_property
+    def _given(self) -> Hierarchy:
+        """The whole file's hierarchy with its kind, made once (every run asks for it)."""
         return with_kind(self._hierarchy, self.kind, str(self.path), "")
 
     def to_toml(self, base_dir: Path | None = None) -> dict:

@@ -93,9 +93,14 @@ class Hierarchy:
 
     def _encode_dictionary(self, chunk: pa.DictionaryArray, name: str) -> np.ndarray:
         entries = pc.index_in(chunk.dictionary, value_set=self._ground_arrow)
+        if not entries.null_count and not chunk.indices.null_count:
+            return entries.to_numpy()[chunk.indices.to_numpy()]
         # an entry not covered, or a null index, is -1: an error only if a row has it
         lookup = np.append(entries.fill_null(-1).to_numpy(), -1).astype(np.int32)
-        codes = lookup[chunk.indices.fill_null(len(entries)).to_numpy()]
+        indices = chunk.indices
+        if indices.null_count:
+            indices = indices.fill_null(len(entries))
+        codes = lookup[indices.to_numpy()]
         if (codes < 0).any():
             raise self._uncovered(chunk.filter(pa.array(codes < 0)), name)
         return codes
@@ -299,6 +304,8 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
     values = distinct_text(values)
     if not len(values):
         raise BlendinError(f"{name} has no rows", fix="give one row per value")
+    if len(values) == len(hierarchy.ground) and np.array_equal(values, hierarchy.ground):
+        return hierarchy  # the data has every value (both are in text order)
     found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy._ground_arrow)
     position = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
     absent = position < 0
@@ -309,8 +316,6 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
             f"{preview(uncovered)}",
             fix=f"add a row for each of these values to {source} of {name!r}",
         )
-    if len(position) == len(hierarchy.ground) and not absent.any():
-        return hierarchy
     keep = np.zeros(len(hierarchy.ground), dtype=bool)
     keep[position[~absent]] = True
     cut = _kept(hierarchy, keep)
@@ -325,8 +330,9 @@ def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
     would build them from those rows (labels in order of first appearance), each label
     remembering how many of ``whole``'s ground values it covers.
 
-    Labels are numbered across levels (label ``j`` of level ``l`` is ``starts[l] + j``), so
-    one pass over the kept rows serves every level."""
+    ``whole`` is as from_rows makes it (ground values in text order, level 0 their own
+    codes), so its rows stay in order. Labels are numbered across levels (label ``j`` of
+    level ``l`` is ``starts[l] + j``): one pass over the kept rows serves every level."""
     starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
     entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
     first = _first_seen(entries, int(starts[-1]))

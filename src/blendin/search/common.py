@@ -72,6 +72,9 @@ class Solution:
     trace: tuple[tuple[float, int, float], ...] = ()
     #: for ``algorithm="auto"``: which algorithm ran and why
     reason: str = ""
+    #: the search's check of the node: its classes and those to suppress (what the release
+    #: is planned from; dropped once it is)
+    check: NodeCheck | None = field(default=None, repr=False)
 
     @property
     def named_levels(self) -> dict[str, int]:
@@ -360,6 +363,7 @@ class Context:
             seconds=time.perf_counter() - self.started,
             optimal=optimal,
             trace=trace,
+            check=result,
         )
 
     def nothing_found(self) -> BlendinError:

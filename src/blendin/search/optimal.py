@@ -17,7 +17,8 @@ Exact, with pruning that is proven, never guessed:
   that are monotone in the setting at hand (with suppression when records may be
   suppressed), every specialization of it fails too and is not checked. Without
   suppression a failing node is first extended upward through failing generalizations, so
-  one check rules out a larger sub-lattice.
+  one check rules out a larger sub-lattice; on the way up, a node above an acceptable one
+  is acceptable (and no better) without a check, when every model is monotone.
 - *ties*: nodes that can at best tie with the best found are checked only if the
   preference policy could put them first.
 
@@ -73,7 +74,9 @@ class _Sweep:
         #: proven unacceptable (failed monotone models, or below such a node)
         self.dead = np.zeros(lattice.size, bool)
         #: 1 acceptable, -1 not, 0 not checked
-        self.status = np.zeros(lattice.size, np.int8)
+        self.status = [0] * lattice.size
+        #: the bounds and levels as Python numbers, for the node-by-node steps
+        self.bounds: list[float] = self.bound.tolist()
         #: records settled as suppressed, and a suppression penalty known, at the node or a
         #: generalization (passed down: both bound the node's figure from below)
         self.records = np.zeros(lattice.size)
@@ -86,11 +89,11 @@ class _Sweep:
         self.tops = np.array(lattice.heights) - 1
         self.found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
         self.best = np.inf
+        self.cutoff = np.inf  # the best plus the tolerance of ties
         self.leader = None  # the smallest policy key among the ties of the best
         self.limited = ctx.checker.limit > 0
-        #: acceptable nodes checked, when acceptability passes up to generalizations (all
-        #: models monotone, nothing suppressed): what lies above them needs no check
-        self.accepted = np.zeros((0, lattice.q), self.nodes.dtype)
+        #: acceptability passes up to generalizations (all models monotone, nothing
+        #: suppressed): a node above an acceptable one needs no check
         self.tagging = ctx.checker.monotone and not self.limited
 
     def run(self) -> None:
@@ -115,11 +118,12 @@ class _Sweep:
                 records[layer] = np.maximum(records[layer], records[above].max(axis=1))
                 penalty[layer] = np.maximum(penalty[layer], penalty[above].max(axis=1))
             # nodes of one layer do not cover each other: filter the layer once
-            live = layer[~dead[layer] & (bound[layer] <= self.best + tolerance(self.best))]
+            live = layer[~dead[layer] & (bound[layer] <= self.cutoff)]
+            bounds = self.bounds
             for j in live.tolist():
-                if bound[j] > self.best + tolerance(self.best):
+                if bounds[j] > self.cutoff:
                     break  # the layer is sorted by bound: the rest cannot win either
-                if dead[j] or not self.worth_checking(j):
+                if dead[j] or (self.limited and not self.worth_checking(j)):
                     continue
                 result = self.visit(j)
                 if result.proven and not self.limited:
@@ -128,7 +132,8 @@ class _Sweep:
                     self.climb(j, layer)
 
     def worth_checking(self, j: int) -> bool:
-        """False when the node provably cannot be (or tie with a preferred) best node."""
+        """False when the node provably cannot be (or tie with a preferred) best node.
+        (Without suppression, its bound alone tells: :meth:`run` filters on it.)"""
         best = self.best
         low = self.ctx.bound_with(self.bound[j], self.records[j], self.floor[j],
                                   self.penalty[j])
@@ -146,15 +151,13 @@ class _Sweep:
     def visit(self, j: int):
         """Check node ``j`` and record what it shows."""
         ctx = self.ctx
-        result = ctx.check(self.nodes[j])
+        result = ctx.check(self.ctx.lattice.levels(j))
         if self.limited:
             self.records[j] = max(self.records[j], ctx.settled(result))
         self.status[j] = 1 if result.acceptable else -1
         if not result.acceptable:
             self.dead[j] |= result.proven
             return result
-        if self.tagging:
-            self.accepted = np.concatenate([self.accepted, self.nodes[j][None]])
         candidate = ctx.candidate(result)
         if self.limited and self.exact_penalty and ctx.metric in CELL_METRICS:
             self.penalty[j] = max(self.penalty[j], candidate.score - self.bound[j])
@@ -164,14 +167,20 @@ class _Sweep:
         self.found.append(candidate)
         if candidate.score < best:
             self.best = best = candidate.score
+            self.cutoff = best + tolerance(best)
             self.found = [c for c in self.found if c.score <= best + tolerance(best)]
         keys = [ctx.static_key(c.levels) for c in self.found]
         self.leader = min(keys) if None not in keys else None
         return result
 
     def above_accepted(self, j: int) -> bool:
-        """Node ``j`` generalizes a checked acceptable node (see ``accepted``)."""
-        return self.tagging and bool((self.accepted <= self.nodes[j]).all(axis=1).any())
+        """Node ``j`` generalizes a node known acceptable, one of its predecessors (see
+        ``tagging``; the climbs, going up, mostly meet acceptable nodes next to them)."""
+        if not self.tagging:
+            return False
+        status = self.status
+        return any(status[j - s] == 1
+                   for s, lv in zip(self.ctx.lattice.strides, self.ctx.lattice.levels(j)) if lv)
 
     def climb(self, j: int, layer: np.ndarray) -> None:
         """From a node proven unacceptable, walk up through unacceptable generalizations
@@ -182,21 +191,23 @@ class _Sweep:
         layer, through which :meth:`run` passes the mark down (a node x below the last
         one, lower in QI i, has x + e_i below it one layer up). Marking the whole lattice
         each time cost a sixth of the search on a 13,000-node lattice."""
+        lattice, status, dead = self.ctx.lattice, self.status, self.dead
         moved = True
         while moved:
             moved = False
-            levels = self.nodes[j]
-            ups = [j + int(s) for s, lv, top in zip(self.strides, levels, self.tops) if lv < top]
-            for s in sorted(ups, key=lambda u: self.bound[u]):
-                if self.status[s] == 1 or (self.status[s] == -1 and not self.dead[s]):
+            levels = lattice.levels(j)
+            ups = [j + s for s, lv, h in zip(lattice.strides, levels, lattice.heights)
+                   if lv + 1 < h]
+            for s in sorted(ups, key=self.bounds.__getitem__):
+                if status[s] == 1 or (status[s] == -1 and not dead[s]):
                     continue
-                if self.status[s] == 0 and self.above_accepted(s):
+                if status[s] == 0 and self.above_accepted(s):
                     # acceptable, and no better than the accepted node below it (its
                     # figure is no lower without suppression, and it loses the tie by
                     # every policy); its layer is done, so nothing else would check it
-                    self.status[s] = 1
+                    status[s] = 1
                     continue
-                if self.status[s] == 0 and not self.visit(s).proven:
+                if status[s] == 0 and not self.visit(s).proven:
                     continue
                 j, moved = s, True
                 break
