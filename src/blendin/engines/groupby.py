@@ -41,15 +41,32 @@ class _Vocabulary:
         # only texts a value can read as: an expected empty text reads as ``missing``
         self.values = (pa.nulls(0, pa.string()) if expected is None else
                        pc.unique(as_text(expected, missing)))
+        #: the last dictionary read, its entries' codes, and whether they are 0, 1, ...:
+        #: batches of one source (a recoder's labels, a file's dictionaries) repeat it
+        self._last: tuple[pa.Array, np.ndarray, bool] | None = None
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
+        if not len(self.values):  # every text is new
+            self.values = pc.unique(texts)
         known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
             new = pc.unique(pc.filter(texts, known.is_null()))
             self.values = pa.concat_arrays([self.values, new])
             known = pc.index_in(texts, value_set=self.values)
         return known.to_numpy().astype(np.int32, copy=False)
+
+    def entry_codes(self, dictionary: pa.Array, missing: str) -> tuple[np.ndarray, bool]:
+        """Code of each entry of ``dictionary`` read as text, then of a missing value (where
+        a null index points), and whether the entries' codes are their positions."""
+        if self._last is not None and self._last[0].equals(dictionary):
+            return self._last[1:]
+        entries = pa.concat_arrays([as_text(dictionary, missing).combine_chunks(),
+                                    pa.array([missing], pa.string())])
+        codes = self.codes(entries)
+        same = bool((codes[:-1] == np.arange(len(dictionary))).all())
+        self._last = (dictionary, codes, same)
+        return codes, same
 
 
 def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryArray]:
@@ -90,13 +107,13 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
                    missing: str) -> np.ndarray:
     parts = []
     for chunk in dictionary_chunks(column):
-        # a null index points past the dictionary, at the missing label
-        entries = pa.concat_arrays([as_text(chunk.dictionary, missing).combine_chunks(),
-                                    pa.array([missing], pa.string())])
+        codes, same = vocabulary.entry_codes(chunk.dictionary, missing)
         indices = chunk.indices
         if indices.null_count:
-            indices = indices.fill_null(len(chunk.dictionary))
-        parts.append(vocabulary.codes(entries)[indices.to_numpy()])
+            indices, same = indices.fill_null(len(chunk.dictionary)), False
+        index = indices.to_numpy()
+        # a dictionary coded as it is ordered (a recoder's labels, say): its indices are the codes
+        parts.append(index.astype(np.int32) if same else codes[index])
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
@@ -147,6 +164,9 @@ class DistinctCounter:
         self.pending: list[np.ndarray] = []
         self.pending_rows = 0
         self.rows = 0
+        #: the one code of each column while every row so far holds it, else -1 (varying): a
+        #: column with one value (a QI at its top level, say) takes no part in the key
+        self.single = np.full(len(self.columns), -2, np.int64)
 
     def add(self, batch: pa.Table | pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -155,6 +175,9 @@ class DistinctCounter:
         codes = np.empty((len(self.columns), n), np.int32)
         for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies)):
             codes[j] = text_codes(batch.column(name), vocabulary, self.missing)
+            if self.single[j] != -1:
+                low, high = codes[j].min(), codes[j].max()
+                self.single[j] = low if low == high and self.single[j] in (-2, low) else -1
         self.pending.append(codes)
         self.pending_rows += n
         self.rows += n
@@ -167,13 +190,16 @@ class DistinctCounter:
         if not self.pending:
             return
         known = self.tuples.shape[1]
-        stacked = np.concatenate([self.tuples, *self.pending], axis=1)
+        parts = [self.tuples, *self.pending] if known else self.pending
+        stacked = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
         self.pending, self.pending_rows = [], 0
-        radices = [max(len(v.values), 1) for v in self.vocabularies]
-        group, groups = group_keys(combine_keys(stacked.T, radices), math.prod(radices))
-        # groups are numbered as they first appear: a group's first row raises the maximum
-        highest = np.maximum.accumulate(group)
-        first = np.flatnonzero(np.diff(highest, prepend=-1))
+        keyed = np.flatnonzero(self.single == -1)
+        radices = [len(self.vocabularies[j].values) for j in keyed]
+        key = combine_keys(stacked[keyed].T, radices)
+        group, groups = group_keys(key, math.prod(radices))
+        # groups are numbered as they first appear: the first rows, in order
+        first = np.empty(groups, np.int64)
+        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # the last write wins
         counts = np.bincount(group[known:], minlength=groups)
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
