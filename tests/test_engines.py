@@ -211,3 +211,34 @@ def test_recoded_parts_stream_too(case, tmp_path):
     whole = anonymize(Source(path).read_all(), spec, recode_suppressed=True)
     assert pq.read_table(out).equals(whole.data)
     assert whole.recoded_parts and streamed.recoded_parts == whole.recoded_parts
+
+
+@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
+@pytest.mark.parametrize("output", [None, "release.parquet", "release.csv"])
+def test_parquet_text_read_as_dictionaries_is_released_with_its_types(case, tmp_path,
+                                                                      algorithm, output):
+    path, spec = case
+    table = Source(path).read_all()
+    note = pa.array([None if i % 7 == 0 else v for i, v in
+                     enumerate(table.column("note").to_pylist())], pa.string())
+    table = table.set_column(table.column_names.index("note"), "note", note).append_column(
+        "wide", table.column("dx").cast(pa.large_string())).append_column(
+        "kind", table.column("dx").dictionary_encode()).append_column(
+        "n", pa.array(np.arange(table.num_rows)))
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source, row_group_size=300)  # a dictionary per row group
+    assert pa.types.is_dictionary(next(Source(source).batches(["dx"], encoded=True)).schema[0].type)
+    assert Source(source).read_all().schema == table.schema
+    whole = anonymize(table, spec, algorithm=algorithm)
+    out = None if output is None else tmp_path / output
+    read = anonymize(source, spec, engine=TINY, algorithm=algorithm, output=out)
+    whole = whole.data
+    if out is None:
+        released = read.data
+    elif output.endswith(".parquet"):
+        released = pq.read_table(out)
+    else:
+        released, whole = Source(out).read_all(), Source(
+            write_table(whole, tmp_path / "whole.csv")).read_all()
+    assert released.schema.remove_metadata() == whole.schema.remove_metadata()
+    assert released.to_pylist() == whole.to_pylist()

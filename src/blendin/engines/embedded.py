@@ -11,7 +11,7 @@ never the number of rows. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,9 +74,10 @@ class EmbeddedEngine:
 
     def batches(self, source: Source, columns: Sequence[str] | None = None
                 ) -> Iterator[pa.Table]:
-        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``)."""
+        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
+        text columns of a Parquet file dictionary-encoded, released as text)."""
         group, rows = [], 0
-        for batch in source.batches(columns):
+        for batch in source.batches(columns, encoded=True):
             group.append(batch)
             rows += batch.num_rows
             if rows >= self.batch_rows:
@@ -114,7 +115,7 @@ class EmbeddedEngine:
 
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
-                             shown=shown) as writer:
+                             shown=shown, unstated=shown.encoded) as writer:
                 for marked, removed in self._recoded(source, recoder, row_columns, counter):
                     writer.write(kept(marked, removed, drop))
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
@@ -149,6 +150,9 @@ class ShownSchema:
     def __init__(self, source_types: dict[str, pa.DataType], labelled: Sequence[str]) -> None:
         self.kept = {name for name, kind in source_types.items()
                      if pa.types.is_dictionary(kind) and name not in labelled}
+        #: the columns dictionary-encoded as made or as the source has them (not those
+        #: only read so: a Parquet file's texts)
+        self.encoded = self.kept | set(labelled)
 
     def __call__(self, schema: pa.Schema) -> pa.Schema:
         return plain_schema(schema, [n for n in schema.names if n not in self.kept])
@@ -192,12 +196,14 @@ class BatchWriter:
     ``shown`` gives the schema the file is to be read back with (by default the tables'
     own): dictionary columns are written to Parquet as they are (the indices, no text made
     per row, no min/max statistics) when a file without Arrow's stored schema reads back
-    exactly as shown; otherwise, and for CSV, they are decoded first.
+    exactly as shown; otherwise, and for CSV, they are decoded first. The ``unstated``
+    dictionary columns (by default all) are written without min/max statistics.
     """
 
     def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
                  escape_formulas: bool = False,
-                 shown: Callable[[pa.Schema], pa.Schema] | None = None) -> None:
+                 shown: Callable[[pa.Schema], pa.Schema] | None = None,
+                 unstated: Collection[str] | None = None) -> None:
         from blendin.io import _suffix, output_delimiter
 
         self.temp = temp
@@ -208,6 +214,7 @@ class BatchWriter:
         self.delimiter = output_delimiter(delimiter)
         self.escape_formulas = escape_formulas
         self.shown = shown or (lambda schema: schema)
+        self.unstated = unstated
         self.writer = None
         self.schema: pa.Schema | None = None
         self.columns: list[str] = []
@@ -232,8 +239,9 @@ class BatchWriter:
             self.schema = schema if encoded else shown
             # min/max statistics of a dictionary column cost a hash of every row (Arrow
             # finds the entries in use first): a third of the writing; they are kept for
-            # the other columns
-            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)]
+            # the other columns (a text column only read as a dictionary among them)
+            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)
+                     or (self.unstated is not None and f.name not in self.unstated)]
             self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
                                            write_statistics=plain)
         else:
