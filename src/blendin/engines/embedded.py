@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.engines import Release
-from blendin.engines.groupby import DistinctCounter, distinct_tuples
+from blendin.engines.groupby import DistinctCounter
 from blendin.engines.kernels import RowColumns, decoded, plain_schema
 from blendin.errors import BlendinError
 from blendin.io import Source
@@ -69,15 +69,26 @@ class EmbeddedEngine:
     def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
                  expected: Mapping[str, pa.Array] | None = None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts, batch by batch (the
-        ``expected`` texts of a column are looked up rather than encoded)."""
-        return distinct_tuples(self.batches(source, columns), columns, missing, expected)
+        ``expected`` texts of a column are looked up rather than encoded).
 
-    def batches(self, source: Source, columns: Sequence[str] | None = None
-                ) -> Iterator[pa.Table]:
+        An in-memory source keeps each column's codes, so that the release, which reads the
+        quasi-identifiers ``encoded``, gathers instead of hashing every text again.
+        """
+        keep = source.kind == "memory"
+        counter = DistinctCounter(columns, missing, expected=expected, keep_codes=keep)
+        for batch in self.batches(source, columns, encoded=columns):
+            counter.add(batch)
+        distinct = counter.result()
+        for name in columns if keep else ():
+            source.keep_codes(name, counter.codes(name))
+        return distinct
+
+    def batches(self, source: Source, columns: Sequence[str] | None = None, *,
+                encoded: Collection[str] = ()) -> Iterator[pa.Table]:
         """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
-        text columns of a Parquet file dictionary-encoded, released as text)."""
+        ``encoded`` text columns dictionary-encoded, see :meth:`Source.batches`)."""
         group, rows = [], 0
-        for batch in source.batches(columns, encoded=True):
+        for batch in source.batches(columns, encoded=encoded):
             group.append(batch)
             rows += batch.num_rows
             if rows >= self.batch_rows:
@@ -105,7 +116,7 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         if output is None:
             parts = [kept(marked, removed, drop) for marked, removed in
-                     self._recoded(source, recoder, row_columns, counter)]
+                     self._recoded(source, recoder, row_columns, counter, labelled)]
             table = shown.decoded(pa.concat_tables(parts))
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows)
@@ -116,14 +127,17 @@ class EmbeddedEngine:
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
                              shown=shown, unstated=shown.encoded) as writer:
-                for marked, removed in self._recoded(source, recoder, row_columns, counter):
+                for marked, removed in self._recoded(source, recoder, row_columns, counter,
+                                                     labelled):
                     writer.write(kept(marked, removed, drop))
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
     def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
-                 counter: DistinctCounter) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        for batch in self.batches(source):
+                 counter: DistinctCounter, labelled: Sequence[str]
+                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        # the QIs come as codes (released as labels)
+        for batch in self.batches(source, encoded=labelled):
             marked, removed = recoder(batch)
             if row_columns is not None and row_columns.active:
                 marked = row_columns(marked)

@@ -141,7 +141,8 @@ class DistinctCounter:
     tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
     follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
     gather of their indices. ``expected`` texts of a column (say its hierarchy's ground
-    values) are looked up from the first batch on, as if seen before.
+    values) are looked up from the first batch on, as if seen before. With ``keep_codes``
+    the codes of every row are kept too (:meth:`codes`).
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -152,7 +153,8 @@ class DistinctCounter:
 
     def __init__(self, columns: Sequence[str], missing: str = "",
                  group_rows: int = GROUP_ROWS,
-                 expected: Mapping[str, pa.Array] | None = None) -> None:
+                 expected: Mapping[str, pa.Array] | None = None,
+                 keep_codes: bool = False) -> None:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
@@ -164,6 +166,8 @@ class DistinctCounter:
         self.pending: list[np.ndarray] = []
         self.pending_rows = 0
         self.rows = 0
+        #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
+        self.batch_codes: list[np.ndarray] | None = [] if keep_codes else None
         #: the one code of each column while every row so far holds it, else -1 (varying): a
         #: column with one value (a QI at its top level, say) takes no part in the key
         self.single = np.full(len(self.columns), -2, np.int64)
@@ -179,6 +183,8 @@ class DistinctCounter:
                 low, high = codes[j].min(), codes[j].max()
                 self.single[j] = low if low == high and self.single[j] in (-2, low) else -1
         self.pending.append(codes)
+        if self.batch_codes is not None:
+            self.batch_codes.append(codes)
         self.pending_rows += n
         self.rows += n
         # a merge hashes the tuples known so far again: waiting for as many new rows keeps
@@ -205,6 +211,15 @@ class DistinctCounter:
             counts += np.bincount(group[:known], weights=self.counts,
                                   minlength=groups).astype(np.int64)
         self.tuples, self.counts = stacked[:, first], counts
+
+    def codes(self, name: str) -> pa.ChunkedArray:
+        """Every row added of the column ``name`` read as text, dictionary-encoded: its
+        vocabulary, and the code of each row (made with ``keep_codes`` only)."""
+        j = self.columns.index(name)
+        values = self.vocabularies[j].values
+        return pa.chunked_array(
+            [pa.DictionaryArray.from_arrays(pa.array(codes[j]), values, safe=False)
+             for codes in self.batch_codes], pa.dictionary(pa.int32(), pa.string()))
 
     def result(self) -> pa.Table:
         """The distinct tuples with their counts (column ``COUNT``), each column dictionary
