@@ -237,3 +237,17 @@ def test_known_texts_looked_up_and_the_few_others_encoded(missing):
         counter.add(batch)
     whole = pa.concat_tables([first, few, many])
     assert as_counter(counter.result(), ["a"]) == counted(whole, ["a"], missing)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 60), st.sampled_from([1, 7, 1 << 19]), st.integers(0, 2**31))
+def test_distinct_tuples_of_a_key_space_too_large_for_int64(rows, group_rows, seed):
+    """Sixteen columns of up to 60 texts: over 2**62 keys, grouped by ranks, not keys."""
+    rng = np.random.default_rng(seed)
+    table = pa.table({f"c{j}": pa.array(rng.integers(0, 60, rows).astype(str))
+                      for j in range(16)})
+    counter = DistinctCounter(table.column_names, group_rows=group_rows)
+    for start in range(0, rows, 5):
+        counter.add(table.slice(start, 5))
+    assert as_counter(counter.result(), table.column_names) == counted(
+        table, table.column_names, "")

@@ -163,6 +163,9 @@ class DistinctCounter:
         #: the distinct tuples' codes, one row per column (so that a column is contiguous)
         self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
+        #: the distinct tuples' keys, and the keyed columns and radices they were made with
+        self.keys = np.zeros(0, np.int64)
+        self.key_shape: tuple | None = None
         self.pending: list[np.ndarray] = []
         self.pending_rows = 0
         self.rows = 0
@@ -195,22 +198,38 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        known = self.tuples.shape[1]
-        parts = [self.tuples, *self.pending] if known else self.pending
-        stacked = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-        self.pending, self.pending_rows = [], 0
         keyed = np.flatnonzero(self.single == -1)
         radices = [len(self.vocabularies[j].values) for j in keyed]
-        key = combine_keys(stacked[keyed].T, radices)
-        group, groups = group_keys(key, math.prod(radices))
+        parts = [self.tuples, *self.pending]
+        self.pending, self.pending_rows = [], 0
+        keys = self._keys(parts, keyed, radices)
+        group, groups = group_keys(keys, math.prod(radices))
         # groups are numbered as they first appear: the first rows, in order
         first = np.empty(groups, np.int64)
         first[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # the last write wins
+        known = len(self.counts)
         counts = np.bincount(group[known:], minlength=groups)
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
                                   minlength=groups).astype(np.int64)
-        self.tuples, self.counts = stacked[:, first], counts
+        self.tuples, self.counts = _taken(parts, first), counts
+        if self.key_shape is not None:
+            self.keys = keys[first]
+
+    def _keys(self, parts: list[np.ndarray], keyed: np.ndarray,
+              radices: list[int]) -> np.ndarray:
+        """One key per tuple of ``parts`` (the known tuples, then the new rows): the known
+        tuples' keys are kept from the last merge while the keyed columns and their
+        vocabularies' sizes stay, so only the new rows are keyed."""
+        if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
+            self.key_shape = None
+            return combine_keys(_keyed(np.concatenate(parts, axis=1), keyed), radices)
+        shape = (tuple(keyed), tuple(radices))
+        if shape != self.key_shape:
+            self.keys = combine_keys(_keyed(parts[0], keyed), radices)
+            self.key_shape = shape
+        return np.concatenate([self.keys, *(combine_keys(_keyed(p, keyed), radices)
+                                            for p in parts[1:])])
 
     def codes(self, name: str) -> pa.ChunkedArray:
         """Every row added of the column ``name`` read as text, dictionary-encoded: its
@@ -232,6 +251,21 @@ class DistinctCounter:
                                                         vocabulary.values, safe=False)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
+
+
+def _keyed(codes: np.ndarray, keyed: np.ndarray) -> np.ndarray:
+    """The ``keyed`` rows of ``codes`` (a column per row), as one row per tuple."""
+    return (codes if len(keyed) == len(codes) else codes[keyed]).T
+
+
+def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (ascending) of the parts put end to end (a column per row), without
+    putting the parts together."""
+    sizes = [p.shape[1] for p in parts]
+    starts = np.cumsum([0, *sizes])
+    pieces = np.split(rows, np.searchsorted(rows, starts[1:-1]))
+    return np.concatenate([p[:, r - start] for p, r, start in zip(parts, pieces, starts)],
+                          axis=1)
 
 
 def plain(table: pa.Table) -> pa.Table:
