@@ -498,3 +498,39 @@ def test_random_releases_keep_and_drop_agree_with_pandas(data):
     sizes = dropped.data.groupby(qis).size()
     assert (dropped.classes, dropped.min_class_size) == (len(sizes), sizes.min())
     assert sizes.min() >= k
+
+
+def _tampered_recoder(monkeypatch, tamper):
+    """Every full-domain release passes through ``tamper(marked) -> marked``."""
+    module = importlib.import_module("blendin.anonymize")
+
+    class Tampered(module.FullDomainRecoder):
+        def __call__(self, batch):
+            marked, removed = super().__call__(batch)
+            return tamper(marked), removed
+
+    monkeypatch.setattr(module, "FullDomainRecoder", Tampered)
+
+
+def test_checker_refuses_a_release_that_shows_ground_values(monkeypatch):
+    ages = pa.array([str(a) for a in people().age]).dictionary_encode()
+    _tampered_recoder(monkeypatch, lambda marked: marked.set_column(
+        marked.column_names.index("age"), "age", ages))
+    with pytest.raises(BlendinError, match="independent check"):
+        anonymize(people(), people_spec())
+
+
+def test_checker_groups_texts_not_dictionary_entries(monkeypatch):
+    def duplicated(marked):  # each label twice in the dictionary; the second used by row 0
+        column = marked.column("age").combine_chunks()
+        labels = column.dictionary
+        index = column.indices.to_numpy().copy()
+        index[0] += len(labels)
+        twice = pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()),
+                                               pa.concat_arrays([labels, labels]))
+        return marked.set_column(marked.column_names.index("age"), "age", twice)
+
+    plain = anonymize(people(), people_spec())
+    _tampered_recoder(monkeypatch, duplicated)
+    result = anonymize(people(), people_spec())
+    assert result.data.equals(plain.data) and result.check.passed

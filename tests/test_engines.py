@@ -3,6 +3,7 @@ agrees with the written file, and a failure before the rename leaves nothing beh
 
 import collections
 import importlib
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -211,3 +212,85 @@ def test_recoded_parts_stream_too(case, tmp_path):
     whole = anonymize(Source(path).read_all(), spec, recode_suppressed=True)
     assert pq.read_table(out).equals(whole.data)
     assert whole.recoded_parts and streamed.recoded_parts == whole.recoded_parts
+
+
+@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
+@pytest.mark.parametrize("output", [None, "release.parquet", "release.csv"])
+def test_parquet_text_read_as_dictionaries_is_released_with_its_types(case, tmp_path,
+                                                                      algorithm, output):
+    path, spec = case
+    table = Source(path).read_all()
+    note = pa.array([None if i % 7 == 0 else v for i, v in
+                     enumerate(table.column("note").to_pylist())], pa.string())
+    table = table.set_column(table.column_names.index("note"), "note", note).append_column(
+        "wide", table.column("dx").cast(pa.large_string())).append_column(
+        "kind", table.column("dx").dictionary_encode()).append_column(
+        "n", pa.array(np.arange(table.num_rows)))
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source, row_group_size=300)  # a dictionary per row group
+    first = next(Source(source).batches(["dx"], encoded=["dx"]))
+    assert pa.types.is_dictionary(first.schema.field("dx").type)
+    assert Source(source).read_all().schema == table.schema
+    whole = anonymize(table, spec, algorithm=algorithm)
+    out = None if output is None else tmp_path / output
+    read = anonymize(source, spec, engine=TINY, algorithm=algorithm, output=out)
+    whole = whole.data
+    if out is None:
+        released = read.data
+    elif output.endswith(".parquet"):
+        released = pq.read_table(out)
+    else:
+        released, whole = Source(out).read_all(), Source(
+            write_table(whole, tmp_path / "whole.csv")).read_all()
+    assert released.schema.remove_metadata() == whole.schema.remove_metadata()
+    assert released.to_pylist() == whole.to_pylist()
+
+
+@st.composite
+def frames(draw):
+    """An in-memory table: a text QI (nulls, empty texts, a pandas category with unused
+    entries or plain), a numeric QI, a text column released as it is."""
+    rows = draw(st.integers(1, 30))
+    texts = draw(st.lists(st.sampled_from(["x", "y", "", None, "?"]), min_size=rows,
+                          max_size=rows))
+    df = pd.DataFrame({"t": texts, "n": draw(st.lists(st.integers(1, 4), min_size=rows,
+                                                      max_size=rows)),
+                       "note": draw(st.lists(st.sampled_from(["a", None, ""]), min_size=rows,
+                                             max_size=rows))})
+    if draw(st.booleans()):
+        df["t"] = df["t"].astype(pd.CategoricalDtype(["x", "y", "", "?", "unused"]))
+    return df
+
+
+@settings(max_examples=40, deadline=None)
+@given(frames(), st.sampled_from(["", "?"]), st.sampled_from(["optimal", "mondrian"]),
+       st.integers(1, 4), st.booleans())
+def test_an_in_memory_release_from_kept_codes_equals_one_from_the_texts(
+        df, missing, algorithm, k, one_label):
+    flat = (lambda values: Hierarchy.from_rows([[v, "*"] for v in values])) if one_label \
+        else (lambda values: Hierarchy.from_rows([[v, v[:1] or "-", "*"] for v in values]))
+    spec = Spec(quasi_identifiers={"t": flat(sorted({"x", "y", "?", missing}) if missing
+                                             else ["", "?", "x", "y"]),
+                                   "n": flat(["1", "2", "3", "4"])},
+                models=[KAnonymity(min(k, len(df)))], max_suppression=1.0, missing=missing)
+    source = Source(df)
+    kept = anonymize(source, spec, algorithm=algorithm, suppressed="keep")
+    assert set(source._codes) == {"t", "n"}  # the release read them as codes
+    with mock.patch.object(Source, "keep_codes", lambda *_: None):  # every pass hashes texts
+        texts = anonymize(Source(df), spec, algorithm=algorithm, suppressed="keep",
+                          engine=EmbeddedEngine(batch_rows=7))
+    assert kept.data.equals(texts.data)
+    assert kept.check.classes == texts.check.classes
+
+
+def test_kept_codes_are_read_only_when_asked_for():
+    source = Source(pd.DataFrame({"t": ["b", "a", "b"], "u": ["c", "c", "d"]}))
+    engine = EmbeddedEngine()
+    engine.distinct(source, ["t"])
+    plain_batch = next(source.batches())
+    assert not pa.types.is_dictionary(plain_batch.schema.field("t").type)
+    encoded = next(source.batches(["t", "u"], encoded=["t", "u"]))
+    assert pa.types.is_dictionary(encoded.schema.field("t").type)
+    assert not pa.types.is_dictionary(encoded.schema.field("u").type)  # no codes kept
+    assert encoded.column("t").to_pylist() == ["b", "a", "b"]
+    assert Source(source._table).read_all().equals(source.read_all())

@@ -80,6 +80,43 @@ def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, g
             sorted(set(as_text(table.column(column), missing).to_pylist()))
 
 
+@st.composite
+def released_batches(draw):
+    """Batches as a recoder releases them: each column one dictionary of labels (duplicate,
+    unused, empty or null entries too) shared by every batch, indices into it; a column may
+    hold one label on every row, or one per batch."""
+    labels = st.lists(st.sampled_from([*TEXTS, None]), min_size=1, max_size=5)
+    dictionaries = [pa.array(draw(labels), pa.string()) for _ in range(draw(st.integers(1, 3)))]
+    batches = []
+    for _ in range(draw(st.integers(1, 4))):
+        rows = draw(st.integers(1, 12))
+        columns = {}
+        for j, dictionary in enumerate(dictionaries):
+            top = len(dictionary) - 1
+            if draw(st.booleans()):  # one label on every row of the batch
+                lo = hi = draw(st.integers(0, top))
+            else:
+                lo, hi = 0, top
+            index = draw(st.lists(st.integers(lo, hi), min_size=rows, max_size=rows))
+            if draw(st.booleans()):  # an equal dictionary, not the same one
+                dictionary = pa.array(dictionary.to_pylist(), pa.string())
+            columns[f"c{j}"] = pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()),
+                                                              dictionary)
+        batches.append(pa.table(columns))
+    return batches
+
+
+@settings(max_examples=150, deadline=None)
+@given(released_batches(), st.sampled_from(["", "?"]), st.sampled_from([1, 5, 1 << 19]))
+def test_released_dictionaries_counted_as_their_texts(batches, missing, group_rows):
+    columns = batches[0].column_names
+    counter = DistinctCounter(columns, missing, group_rows=group_rows)
+    for batch in batches:
+        counter.add(batch)
+    whole = pa.concat_tables(batches, promote_options="permissive")
+    assert as_counter(counter.result(), columns) == counted(whole, columns, missing)
+
+
 def test_distinct_tuples_one_row_and_record_batches():
     batch = pa.record_batch({"a": pa.array(["x"]).dictionary_encode(), "b": [None]})
     assert as_counter(distinct_tuples([batch], ["a", "b"], "?"), ["a", "b"]) == {
@@ -200,3 +237,17 @@ def test_known_texts_looked_up_and_the_few_others_encoded(missing):
         counter.add(batch)
     whole = pa.concat_tables([first, few, many])
     assert as_counter(counter.result(), ["a"]) == counted(whole, ["a"], missing)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 60), st.sampled_from([1, 7, 1 << 19]), st.integers(0, 2**31))
+def test_distinct_tuples_of_a_key_space_too_large_for_int64(rows, group_rows, seed):
+    """Sixteen columns of up to 60 texts: over 2**62 keys, grouped by ranks, not keys."""
+    rng = np.random.default_rng(seed)
+    table = pa.table({f"c{j}": pa.array(rng.integers(0, 60, rows).astype(str))
+                      for j in range(16)})
+    counter = DistinctCounter(table.column_names, group_rows=group_rows)
+    for start in range(0, rows, 5):
+        counter.add(table.slice(start, 5))
+    assert as_counter(counter.result(), table.column_names) == counted(
+        table, table.column_names, "")

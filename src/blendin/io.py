@@ -13,7 +13,7 @@ import csv
 import io
 import os
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -128,6 +128,7 @@ class Source:
         self.block_size = block_size
         self.path: Path | None = None
         self._table: pa.Table | None = None
+        self._codes: dict[str, pa.ChunkedArray] = {}
         if isinstance(data, str | os.PathLike):
             self.path = Path(data)
             self.kind = self._file_kind()
@@ -146,8 +147,15 @@ class Source:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pa.RecordBatch]:
-        """The rows chunk by chunk (only ``columns`` when given); can be iterated again."""
+    def batches(self, columns: Sequence[str] | None = None, *,
+                encoded: Collection[str] = ()) -> Iterator[pa.RecordBatch]:
+        """The rows chunk by chunk (only ``columns`` when given); can be iterated again.
+
+        The ``encoded`` columns come dictionary-encoded (each text once per chunk, an index
+        per row), cheaper to group and recode than a text per row: a Parquet file's text
+        columns as it stores them; an in-memory table's columns whose codes were kept
+        (:meth:`keep_codes`).
+        """
         wanted = list(self.columns if columns is None else columns)
         missing = [c for c in wanted if c not in self.columns]
         if missing:
@@ -158,11 +166,15 @@ class Source:
         if columns is not None:
             self.check_flat(wanted, "a quasi-identifier or sensitive attribute")
         if self.kind == "memory":
+            table = self._table.select(wanted)
+            for name in set(encoded) & set(wanted) & set(self._codes):
+                table = table.set_column(table.column_names.index(name), name,
+                                         self._codes[name])
             # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
-            yield from self._table.select(wanted).to_batches(max_chunksize=MEMORY_CHUNK)
+            yield from table.to_batches(max_chunksize=MEMORY_CHUNK)
             return
         reader = self._csv_batches(wanted) if self.kind == "csv" else self._parquet_batches(
-            wanted)
+            wanted, encoded)
         rows = 0
         for batch in reader:
             rows += batch.num_rows
@@ -170,6 +182,14 @@ class Source:
                 yield batch
         if rows == 0:
             raise _no_rows(self.name)
+
+    def keep_codes(self, name: str, codes: pa.ChunkedArray) -> None:
+        """Read the column ``name`` of an in-memory table, when asked for ``encoded``, as
+        ``codes``: the same values read as text (:func:`blendin.frequency.as_text`),
+        dictionary-encoded. A first pass that has hashed every text keeps its codes (4 bytes
+        a row, beside the rows memory holds already), so that the next reads hash none."""
+        if self.kind == "memory":
+            self._codes[name] = codes
 
     def check_flat(self, columns: Sequence[str], role: str) -> None:
         """Refuse a column of lists, maps or structs (nested values) in ``role``."""
@@ -327,11 +347,16 @@ class Source:
             "that every row has one value per column",
         )
 
-    def _parquet_batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    def _parquet_batches(self, columns: list[str],
+                         encoded: Collection[str]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
         rows = max(1, self.block_size // 64)
-        yield from pq.ParquetFile(self.path).iter_batches(batch_size=rows, columns=columns)
+        # (a large text column would come back as a dictionary of plain texts)
+        texts = [name for name, kind in self.types().items()
+                 if name in encoded and name in columns and pa.types.is_string(kind)]
+        yield from pq.ParquetFile(self.path, read_dictionary=texts).iter_batches(
+            batch_size=rows, columns=columns)
 
 
 def _first_record(text: str) -> str:

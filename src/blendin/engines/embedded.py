@@ -11,7 +11,7 @@ never the number of rows. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.engines import Release
-from blendin.engines.groupby import DistinctCounter, distinct_tuples
+from blendin.engines.groupby import DistinctCounter
 from blendin.engines.kernels import RowColumns, decoded, plain_schema
 from blendin.errors import BlendinError
 from blendin.io import Source
@@ -69,14 +69,26 @@ class EmbeddedEngine:
     def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
                  expected: Mapping[str, pa.Array] | None = None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts, batch by batch (the
-        ``expected`` texts of a column are looked up rather than encoded)."""
-        return distinct_tuples(self.batches(source, columns), columns, missing, expected)
+        ``expected`` texts of a column are looked up rather than encoded).
 
-    def batches(self, source: Source, columns: Sequence[str] | None = None
-                ) -> Iterator[pa.Table]:
-        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``)."""
+        An in-memory source keeps each column's codes, so that the release, which reads the
+        quasi-identifiers ``encoded``, gathers instead of hashing every text again.
+        """
+        keep = source.kind == "memory"
+        counter = DistinctCounter(columns, missing, expected=expected, keep_codes=keep)
+        for batch in self.batches(source, columns, encoded=columns):
+            counter.add(batch)
+        distinct = counter.result()
+        for name in columns if keep else ():
+            source.keep_codes(name, counter.codes(name))
+        return distinct
+
+    def batches(self, source: Source, columns: Sequence[str] | None = None, *,
+                encoded: Collection[str] = ()) -> Iterator[pa.Table]:
+        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
+        ``encoded`` text columns dictionary-encoded, see :meth:`Source.batches`)."""
         group, rows = [], 0
-        for batch in source.batches(columns):
+        for batch in source.batches(columns, encoded=encoded):
             group.append(batch)
             rows += batch.num_rows
             if rows >= self.batch_rows:
@@ -104,7 +116,7 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         if output is None:
             parts = [kept(marked, removed, drop) for marked, removed in
-                     self._recoded(source, recoder, row_columns, counter)]
+                     self._recoded(source, recoder, row_columns, counter, labelled)]
             table = shown.decoded(pa.concat_tables(parts))
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows)
@@ -114,15 +126,18 @@ class EmbeddedEngine:
 
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
-                             shown=shown) as writer:
-                for marked, removed in self._recoded(source, recoder, row_columns, counter):
+                             shown=shown, unstated=shown.encoded) as writer:
+                for marked, removed in self._recoded(source, recoder, row_columns, counter,
+                                                     labelled):
                     writer.write(kept(marked, removed, drop))
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
     def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
-                 counter: DistinctCounter) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        for batch in self.batches(source):
+                 counter: DistinctCounter, labelled: Sequence[str]
+                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+        # the QIs come as codes (released as labels)
+        for batch in self.batches(source, encoded=labelled):
             marked, removed = recoder(batch)
             if row_columns is not None and row_columns.active:
                 marked = row_columns(marked)
@@ -149,6 +164,9 @@ class ShownSchema:
     def __init__(self, source_types: dict[str, pa.DataType], labelled: Sequence[str]) -> None:
         self.kept = {name for name, kind in source_types.items()
                      if pa.types.is_dictionary(kind) and name not in labelled}
+        #: the columns dictionary-encoded as made or as the source has them (not those
+        #: only read so: a Parquet file's texts)
+        self.encoded = self.kept | set(labelled)
 
     def __call__(self, schema: pa.Schema) -> pa.Schema:
         return plain_schema(schema, [n for n in schema.names if n not in self.kept])
@@ -192,12 +210,14 @@ class BatchWriter:
     ``shown`` gives the schema the file is to be read back with (by default the tables'
     own): dictionary columns are written to Parquet as they are (the indices, no text made
     per row, no min/max statistics) when a file without Arrow's stored schema reads back
-    exactly as shown; otherwise, and for CSV, they are decoded first.
+    exactly as shown; otherwise, and for CSV, they are decoded first. The ``unstated``
+    dictionary columns (by default all) are written without min/max statistics.
     """
 
     def __init__(self, temp: str, target: Path, *, delimiter: str = ",",
                  escape_formulas: bool = False,
-                 shown: Callable[[pa.Schema], pa.Schema] | None = None) -> None:
+                 shown: Callable[[pa.Schema], pa.Schema] | None = None,
+                 unstated: Collection[str] | None = None) -> None:
         from blendin.io import _suffix, output_delimiter
 
         self.temp = temp
@@ -208,6 +228,7 @@ class BatchWriter:
         self.delimiter = output_delimiter(delimiter)
         self.escape_formulas = escape_formulas
         self.shown = shown or (lambda schema: schema)
+        self.unstated = unstated
         self.writer = None
         self.schema: pa.Schema | None = None
         self.columns: list[str] = []
@@ -232,8 +253,9 @@ class BatchWriter:
             self.schema = schema if encoded else shown
             # min/max statistics of a dictionary column cost a hash of every row (Arrow
             # finds the entries in use first): a third of the writing; they are kept for
-            # the other columns
-            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)]
+            # the other columns (a text column only read as a dictionary among them)
+            plain = [f.name for f in self.schema if not pa.types.is_dictionary(f.type)
+                     or (self.unstated is not None and f.name not in self.unstated)]
             self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
                                            write_statistics=plain)
         else:

@@ -41,15 +41,32 @@ class _Vocabulary:
         # only texts a value can read as: an expected empty text reads as ``missing``
         self.values = (pa.nulls(0, pa.string()) if expected is None else
                        pc.unique(as_text(expected, missing)))
+        #: the last dictionary read, its entries' codes, and whether they are 0, 1, ...:
+        #: batches of one source (a recoder's labels, a file's dictionaries) repeat it
+        self._last: tuple[pa.Array, np.ndarray, bool] | None = None
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
+        if not len(self.values):  # every text is new
+            self.values = pc.unique(texts)
         known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
             new = pc.unique(pc.filter(texts, known.is_null()))
             self.values = pa.concat_arrays([self.values, new])
             known = pc.index_in(texts, value_set=self.values)
         return known.to_numpy().astype(np.int32, copy=False)
+
+    def entry_codes(self, dictionary: pa.Array, missing: str) -> tuple[np.ndarray, bool]:
+        """Code of each entry of ``dictionary`` read as text, then of a missing value (where
+        a null index points), and whether the entries' codes are their positions."""
+        if self._last is not None and self._last[0].equals(dictionary):
+            return self._last[1:]
+        entries = pa.concat_arrays([as_text(dictionary, missing).combine_chunks(),
+                                    pa.array([missing], pa.string())])
+        codes = self.codes(entries)
+        same = bool((codes[:-1] == np.arange(len(dictionary))).all())
+        self._last = (dictionary, codes, same)
+        return codes, same
 
 
 def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryArray]:
@@ -90,13 +107,13 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
                    missing: str) -> np.ndarray:
     parts = []
     for chunk in dictionary_chunks(column):
-        # a null index points past the dictionary, at the missing label
-        entries = pa.concat_arrays([as_text(chunk.dictionary, missing).combine_chunks(),
-                                    pa.array([missing], pa.string())])
+        codes, same = vocabulary.entry_codes(chunk.dictionary, missing)
         indices = chunk.indices
         if indices.null_count:
-            indices = indices.fill_null(len(chunk.dictionary))
-        parts.append(vocabulary.codes(entries)[indices.to_numpy()])
+            indices, same = indices.fill_null(len(chunk.dictionary)), False
+        index = indices.to_numpy()
+        # a dictionary coded as it is ordered (a recoder's labels, say): its indices are the codes
+        parts.append(index.astype(np.int32) if same else codes[index])
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
@@ -124,7 +141,8 @@ class DistinctCounter:
     tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
     follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
     gather of their indices. ``expected`` texts of a column (say its hierarchy's ground
-    values) are looked up from the first batch on, as if seen before.
+    values) are looked up from the first batch on, as if seen before. With ``keep_codes``
+    the codes of every row are kept too (:meth:`codes`).
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -135,7 +153,8 @@ class DistinctCounter:
 
     def __init__(self, columns: Sequence[str], missing: str = "",
                  group_rows: int = GROUP_ROWS,
-                 expected: Mapping[str, pa.Array] | None = None) -> None:
+                 expected: Mapping[str, pa.Array] | None = None,
+                 keep_codes: bool = False) -> None:
         self.columns = list(columns)
         self.missing = missing
         self.group_rows = group_rows
@@ -144,9 +163,17 @@ class DistinctCounter:
         #: the distinct tuples' codes, one row per column (so that a column is contiguous)
         self.tuples = np.zeros((len(self.columns), 0), np.int32)
         self.counts = np.zeros(0, np.int64)
+        #: the distinct tuples' keys, and the keyed columns and radices they were made with
+        self.keys = np.zeros(0, np.int64)
+        self.key_shape: tuple | None = None
         self.pending: list[np.ndarray] = []
         self.pending_rows = 0
         self.rows = 0
+        #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
+        self.batch_codes: list[np.ndarray] | None = [] if keep_codes else None
+        #: the one code of each column while every row so far holds it, else -1 (varying): a
+        #: column with one value (a QI at its top level, say) takes no part in the key
+        self.single = np.full(len(self.columns), -2, np.int64)
 
     def add(self, batch: pa.Table | pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -155,7 +182,12 @@ class DistinctCounter:
         codes = np.empty((len(self.columns), n), np.int32)
         for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies)):
             codes[j] = text_codes(batch.column(name), vocabulary, self.missing)
+            if self.single[j] != -1:
+                low, high = codes[j].min(), codes[j].max()
+                self.single[j] = low if low == high and self.single[j] in (-2, low) else -1
         self.pending.append(codes)
+        if self.batch_codes is not None:
+            self.batch_codes.append(codes)
         self.pending_rows += n
         self.rows += n
         # a merge hashes the tuples known so far again: waiting for as many new rows keeps
@@ -166,19 +198,47 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        known = self.tuples.shape[1]
-        stacked = np.concatenate([self.tuples, *self.pending], axis=1)
+        keyed = np.flatnonzero(self.single == -1)
+        radices = [len(self.vocabularies[j].values) for j in keyed]
+        parts = [self.tuples, *self.pending]
         self.pending, self.pending_rows = [], 0
-        radices = [max(len(v.values), 1) for v in self.vocabularies]
-        group, groups = group_keys(combine_keys(stacked.T, radices), math.prod(radices))
-        # groups are numbered as they first appear: a group's first row raises the maximum
-        highest = np.maximum.accumulate(group)
-        first = np.flatnonzero(np.diff(highest, prepend=-1))
+        keys = self._keys(parts, keyed, radices)
+        group, groups = group_keys(keys, math.prod(radices))
+        # groups are numbered as they first appear: the first rows, in order
+        first = np.empty(groups, np.int64)
+        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # the last write wins
+        known = len(self.counts)
         counts = np.bincount(group[known:], minlength=groups)
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
                                   minlength=groups).astype(np.int64)
-        self.tuples, self.counts = stacked[:, first], counts
+        self.tuples, self.counts = _taken(parts, first), counts
+        if self.key_shape is not None:
+            self.keys = keys[first]
+
+    def _keys(self, parts: list[np.ndarray], keyed: np.ndarray,
+              radices: list[int]) -> np.ndarray:
+        """One key per tuple of ``parts`` (the known tuples, then the new rows): the known
+        tuples' keys are kept from the last merge while the keyed columns and their
+        vocabularies' sizes stay, so only the new rows are keyed."""
+        if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
+            self.key_shape = None
+            return combine_keys(_keyed(np.concatenate(parts, axis=1), keyed), radices)
+        shape = (tuple(keyed), tuple(radices))
+        if shape != self.key_shape:
+            self.keys = combine_keys(_keyed(parts[0], keyed), radices)
+            self.key_shape = shape
+        return np.concatenate([self.keys, *(combine_keys(_keyed(p, keyed), radices)
+                                            for p in parts[1:])])
+
+    def codes(self, name: str) -> pa.ChunkedArray:
+        """Every row added of the column ``name`` read as text, dictionary-encoded: its
+        vocabulary, and the code of each row (made with ``keep_codes`` only)."""
+        j = self.columns.index(name)
+        values = self.vocabularies[j].values
+        return pa.chunked_array(
+            [pa.DictionaryArray.from_arrays(pa.array(codes[j]), values, safe=False)
+             for codes in self.batch_codes], pa.dictionary(pa.int32(), pa.string()))
 
     def result(self) -> pa.Table:
         """The distinct tuples with their counts (column ``COUNT``), each column dictionary
@@ -191,6 +251,21 @@ class DistinctCounter:
                                                         vocabulary.values, safe=False)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
+
+
+def _keyed(codes: np.ndarray, keyed: np.ndarray) -> np.ndarray:
+    """The ``keyed`` rows of ``codes`` (a column per row), as one row per tuple."""
+    return (codes if len(keyed) == len(codes) else codes[keyed]).T
+
+
+def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (ascending) of the parts put end to end (a column per row), without
+    putting the parts together."""
+    sizes = [p.shape[1] for p in parts]
+    starts = np.cumsum([0, *sizes])
+    pieces = np.split(rows, np.searchsorted(rows, starts[1:-1]))
+    return np.concatenate([p[:, r - start] for p, r, start in zip(parts, pieces, starts)],
+                          axis=1)
 
 
 def plain(table: pa.Table) -> pa.Table:
