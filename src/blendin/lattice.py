@@ -348,13 +348,8 @@ class Checker:
             for i, h in enumerate(ft.hierarchies))
         hists = {}
         for attr in self.attrs:
-            # the nonzero cells as (tuple, value, count), found on the flat view: 2-D
-            # nonzero and fancy indexing take twice as long (and nonzero of a bool mask
-            # is 2.5x faster than of the counts themselves: see _nonzero)
-            flat = ft.sensitive[attr].reshape(-1)
-            cells = _nonzero(flat)
-            rows, vals = np.divmod(cells, ft.sensitive[attr].shape[1])
-            hists[attr] = (rows, vals, flat[cells].astype(float))
+            rows, values, counts = ft.cells[attr]
+            hists[attr] = (rows, values, counts.astype(float))
         return Groups(levels, ft.counts.astype(np.int64), hists, codes=codes)
 
     # ---- grouping -------------------------------------------------------------------------
