@@ -225,3 +225,15 @@ def from_csv_free(hierarchy):
     from blendin.hierarchy.fixed import fixed
 
     return fixed(hierarchy)
+
+
+def test_from_csv_gives_the_whole_file_with_its_kind_made_once(tmp_path):
+    path = to_csv(Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["?", "?", "*"]]),
+                  tmp_path / "n.csv")
+    builder = from_csv(path)
+    whole = builder.given()
+    assert builder.given() is whole  # prepare asks for it on every run
+    assert whole.kind == "categorical" and whole.to_rows() == builder._hierarchy.to_rows()
+    numeric = from_csv(to_csv(Hierarchy.from_rows([["1", "*"], ["2", "*"]]), tmp_path / "m.csv"))
+    assert numeric.given().kind == "numeric" and numeric.given().numbers.tolist() == [1.0, 2.0]
+    assert builder.build(["1", "2"], "n", "?").kind == "numeric"  # "?" absent from the data

@@ -174,13 +174,9 @@ def range_share(width: np.ndarray, domain_width: float) -> np.ndarray:
 
 def ground_frequencies(ft: FrequencyTable) -> list[np.ndarray]:
     """Records per ground value of each QI (float, indexed by ground code)."""
-    sizes = [len(h.ground) for h in ft.hierarchies]
-    starts = np.cumsum([0, *sizes])
-    # one bincount over every QI's codes, each QI's ground values numbered after the last's
-    entries = (ft.tuples + starts[:-1].astype(ft.tuples.dtype)).ravel()
-    counts = np.bincount(entries, weights=np.repeat(ft.counts, len(sizes)),
-                         minlength=int(starts[-1])).astype(float)
-    return [counts[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    weights = ft.counts.astype(float)  # converted once, not by every bincount
+    return [np.bincount(ft.tuples[:, i], weights=weights, minlength=len(h.ground))
+            for i, h in enumerate(ft.hierarchies)]
 
 
 def _is_numeric(h: Hierarchy) -> bool:

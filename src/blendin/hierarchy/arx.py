@@ -231,6 +231,11 @@ class FromCsv(HierarchyBuilder):
         return numbered(self._hierarchy)
 
     def given(self) -> Hierarchy:
+        return self._given
+
+    @cached_property
+    def _given(self) -> Hierarchy:
+        """The whole file's hierarchy with its kind, made once (every run asks for it)."""
         return with_kind(self._hierarchy, self.kind, str(self.path), "")
 
     def to_toml(self, base_dir: Path | None = None) -> dict:

@@ -304,6 +304,8 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
     values = distinct_text(values)
     if not len(values):
         raise BlendinError(f"{name} has no rows", fix="give one row per value")
+    if len(values) == len(hierarchy.ground) and np.array_equal(values, hierarchy.ground):
+        return hierarchy  # the data has every value (both are in text order)
     found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy._ground_arrow)
     position = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
     absent = position < 0
@@ -314,8 +316,6 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
             f"{preview(uncovered)}",
             fix=f"add a row for each of these values to {source} of {name!r}",
         )
-    if len(position) == len(hierarchy.ground) and not absent.any():
-        return hierarchy
     keep = np.zeros(len(hierarchy.ground), dtype=bool)
     keep[position[~absent]] = True
     cut = _kept(hierarchy, keep)
