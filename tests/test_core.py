@@ -79,3 +79,51 @@ def test_frequency_table_tuples_sorted_and_counted_like_rows(rows):
     for i, row in enumerate(expected):
         mine = df[(codes == row).all(axis=1)].s.value_counts()
         assert ft.sensitive["s"][i].tolist() == [int(mine.get(v, 0)) for v in labels]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.sampled_from("xyz"),
+                          st.sampled_from("pq")), min_size=1, max_size=40),
+       st.data())
+def test_histogram_cells_are_the_nonzero_cells_of_the_straightforward_histogram(rows, draw):
+    """Two sensitive attributes (so one tuple's value of either comes from several distinct
+    rows): the cells are each attribute's nonzero (tuple, value) counts, in that order, and
+    grouping, subsets and the dense matrix agree with counting the rows."""
+    df = pd.DataFrame(rows, columns=["a", "b", "s", "t"]).astype(str)
+    hiers = {c: Hierarchy.from_rows([[str(i), str(i // 2), "*"] for i in range(n)])
+             for c, n in (("a", 4), ("b", 3))}
+    ft = bl.FrequencyTable.from_table(df, hiers, ["s", "t"])
+    codes = np.stack([hiers[c].encode(pa.array(df[c], pa.string()), c) for c in "ab"], axis=1)
+    tuple_of_row = [ft.tuples.tolist().index(r) for r in codes.tolist()]
+    for name in ("s", "t"):
+        labels = ft.domains[name].labels.tolist()
+        expected = np.zeros((len(ft.counts), len(labels)), np.int64)
+        for i, value in zip(tuple_of_row, df[name]):
+            expected[i, labels.index(value)] += 1
+        rows_, values, counts = ft.cells[name]
+        assert (rows_ * len(labels) + values).tolist() == np.flatnonzero(expected).tolist()
+        assert counts.tolist() == expected[rows_, values].tolist()
+        assert (ft.sensitive[name] == expected).all()
+        class_of_tuple = np.asarray(draw.draw(st.lists(
+            st.integers(0, 2), min_size=len(ft.counts), max_size=len(ft.counts))), np.int64)
+        grouped = ft.classes(class_of_tuple, 3).histograms[name]
+        assert grouped.tolist() == [expected[class_of_tuple == c].sum(axis=0).tolist()
+                                    for c in range(3)]
+        keep = np.asarray(draw.draw(st.lists(
+            st.booleans(), min_size=len(ft.counts), max_size=len(ft.counts))), bool)
+        part = ft.subset(keep)
+        assert part.sensitive[name].tolist() == expected[keep].tolist()
+        assert part.counts.tolist() == ft.counts[keep].tolist()
+        assert part.domains is ft.domains
+
+
+def test_an_empty_distinct_table_has_no_cells():
+    from blendin.frequency import COUNT
+
+    h = Hierarchy.from_rows([["1", "*"]])
+    empty = pa.table({"a": pa.array([], pa.string()), "s": pa.array([], pa.string()),
+                      COUNT: pa.array([], pa.int64())})
+    ft = bl.FrequencyTable.from_distinct(empty, {"a": h}, ["s"])
+    assert len(ft.counts) == 0 and ft.cells["s"].rows.tolist() == []
+    assert ft.sensitive["s"].shape == (0, 0)
+    assert ft.classes(np.zeros(0, np.int64), 0).histograms["s"].shape == (0, 0)

@@ -138,6 +138,31 @@ def test_rolled_up_classes_match_direct_grouping(grouping, t, data):
         assert got == want
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(min_qis=1), data=st.data())
+def test_one_level_steps_match_direct_grouping(grouping, t, data):
+    """A walk up one QI at a time (each node rolled up from the one before, by rewriting
+    one digit of its keys): every node's classes equal the frequency table's grouping."""
+    ft = t.frequency_table()
+    checker = Checker(ft, [KAnonymity(1)], 0.0)
+    levels = [data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies]
+    checker.groups(levels)
+    for _ in range(6):
+        movable = [i for i, h in enumerate(ft.hierarchies) if levels[i] + 1 < h.height]
+        if not movable:
+            break
+        levels[data.draw(st.sampled_from(movable))] += 1
+        groups = checker.groups(levels)
+        classes, class_of_tuple = ft.classes_at(levels)
+        generalized = ft.generalized(levels)
+        want = {tuple(generalized[np.flatnonzero(class_of_tuple == c)[0]].tolist()):
+                int(classes.sizes[c]) for c in range(len(classes))}
+        codes = groups.codes_of(np.arange(len(groups)))  # (keeps the keys to rewrite)
+        got = {tuple(int(col[c]) for col in codes): int(groups.sizes[c])
+               for c in range(len(groups))}
+        assert got == want
+
+
 def test_keys_beyond_int64_are_ranked(grouping):
     """Ten QIs of 100 values each: the key space (1e20) does not fit in int64."""
     rng = np.random.default_rng(3)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -106,27 +108,62 @@ class Classes:
         )
 
 
+class Cells(NamedTuple):
+    """The nonzero cells of a (tuples, values) histogram, in (tuple, value) order: tuple
+    ``rows[i]`` holds ``counts[i]`` records of value ``values[i]`` (int64 all three).
+
+    A tuple holds few of an attribute's values (on fars, 61k cells of 1.9M), so the
+    histograms are kept as their cells: grouping sums these, never a dense matrix.
+    """
+
+    rows: np.ndarray
+    values: np.ndarray
+    counts: np.ndarray
+
+    def dense(self, n_rows: int, width: int) -> np.ndarray:
+        """The (n_rows, width) int64 histogram.
+
+        >>> Cells(np.array([0, 2]), np.array([1, 0]), np.array([3, 4])).dense(3, 2).tolist()
+        [[0, 3], [0, 0], [4, 0]]
+        """
+        return summed(self.rows, self.values, self.counts, n_rows, width)
+
+
+def summed(rows: np.ndarray, values: np.ndarray, counts: np.ndarray, n_rows: int,
+           width: int) -> np.ndarray:
+    """The dense (n_rows, width) int64 histogram of (row, value, count) cells (a cell may
+    repeat: its counts add up).
+
+    >>> summed(np.array([1, 1]), np.array([0, 0]), np.array([2, 5]), 2, 1).tolist()
+    [[0], [7]]
+    """
+    flat = np.bincount(rows * width + values, weights=counts, minlength=n_rows * width)
+    return flat.astype(np.int64).reshape(n_rows, width)
+
+
 @dataclass(frozen=True, eq=False)
 class FrequencyTable:
     """Distinct quasi-identifier tuples (ground codes) with counts and sensitive values.
 
-    ``tuples`` is int32 (n, QIs); ``counts`` int64 (n,). ``sensitive[name]`` is an (n, values)
-    int64 histogram of that attribute's values within each tuple.
+    ``tuples`` is int32 (n, QIs); ``counts`` int64 (n,). ``cells[name]`` holds the
+    nonzero cells of the histogram of that attribute's values within each tuple (codes
+    of ``domains[name].labels``); ``sensitive[name]`` is that histogram as an (n, values)
+    int64 matrix, built on first use.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
     >>> df = pd.DataFrame({"sex": ["m", "f", "m"], "dx": ["flu", "flu", "gout"]})
     >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
     >>> ft = FrequencyTable.from_table(df, {"sex": sex}, ["dx"])
-    >>> ft.counts.tolist(), ft.n_records
-    ([1, 2], 3)
+    >>> ft.counts.tolist(), ft.n_records, ft.sensitive["dx"].tolist()
+    ([1, 2], 3, [[1, 0], [1, 1]])
     """
 
     qi_names: tuple[str, ...]
     hierarchies: tuple[Hierarchy, ...]
     tuples: np.ndarray
     counts: np.ndarray
-    sensitive: Mapping[str, np.ndarray]
+    cells: Mapping[str, Cells]
     domains: Mapping[str, SensitiveDomain]
 
     @property
@@ -136,6 +173,23 @@ class FrequencyTable:
     @property
     def heights(self) -> tuple[int, ...]:
         return tuple(h.height for h in self.hierarchies)
+
+    @cached_property
+    def sensitive(self) -> dict[str, np.ndarray]:
+        """Per sensitive attribute, the (tuples, values) int64 histogram as a matrix."""
+        return {name: cells.dense(len(self.counts), len(self.domains[name].labels))
+                for name, cells in self.cells.items()}
+
+    def subset(self, keep: np.ndarray) -> FrequencyTable:
+        """The tuples ``keep`` (a bool mask), with the domains (overall distributions) of
+        the whole table."""
+        rank = np.cumsum(keep) - 1
+        cells = {}
+        for name, (rows, values, counts) in self.cells.items():
+            kept = keep[rows]
+            cells[name] = Cells(rank[rows[kept]], values[kept], counts[kept])
+        return FrequencyTable(self.qi_names, self.hierarchies, self.tuples[keep],
+                              self.counts[keep], cells, self.domains)
 
     @classmethod
     def from_table(
@@ -175,11 +229,13 @@ class FrequencyTable:
         stacked = np.stack(codes, axis=1) if codes else np.zeros((len(distinct), 0), np.int32)
         # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
         key = combine_keys(stacked, [len(hierarchies[n].ground) for n in names])
-        first, tuple_of_row = _sorted_groups(key)
+        order = np.argsort(key)
+        starts = _starts(key[order])
+        tuple_of_row = np.empty(len(key), np.int64)
+        tuple_of_row[order] = np.cumsum(starts) - 1
         row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
-        counts = np.zeros(len(first), np.int64)
-        np.add.at(counts, tuple_of_row, row_counts)
-        histograms, domains = {}, {}
+        counts = _run_sums(row_counts[order], starts)
+        cells, domains = {}, {}
         for name in sensitive:
             hierarchy = (sensitive_hierarchies or {}).get(name)
             values = distinct.column(name)
@@ -187,23 +243,18 @@ class FrequencyTable:
                 value_codes, labels = hierarchy.encode(values, name), hierarchy.ground
             else:
                 value_codes, labels = _codes_in_order_seen(values)
-            hist = np.zeros(len(first) * len(labels), np.int64)
-            np.add.at(hist, tuple_of_row * len(labels) + value_codes, row_counts)
-            histograms[name] = hist.reshape(len(first), len(labels))
+            cells[name] = _cells(tuple_of_row, value_codes, row_counts, len(labels), order)
             overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
             domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
-        return cls(names, tuple(hierarchies[n] for n in names), stacked[first], counts,
-                   histograms, domains)
+        return cls(names, tuple(hierarchies[n] for n in names), stacked[order[starts]],
+                   counts, cells, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
         """Group tuples into classes: ``class_of_tuple[i]`` is tuple i's class id."""
         sizes = np.bincount(class_of_tuple, weights=self.counts, minlength=n_classes)
-        hists = {}
-        for name, hist in self.sensitive.items():
-            width = hist.shape[1]
-            flat = (class_of_tuple[:, None] * width + np.arange(width)).ravel()
-            out = np.bincount(flat, weights=hist.ravel(), minlength=n_classes * width)
-            hists[name] = out.astype(np.int64).reshape(n_classes, width)
+        hists = {name: summed(np.take(class_of_tuple, rows), values, counts, n_classes,
+                              len(self.domains[name].labels))
+                 for name, (rows, values, counts) in self.cells.items()}
         return Classes(sizes.astype(np.int64), hists, self.domains)
 
     def generalized(self, levels: Sequence[int]) -> np.ndarray:
@@ -223,16 +274,31 @@ class FrequencyTable:
         return self.classes(class_of_tuple, len(uniq)), class_of_tuple
 
 
-def _sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A row of each distinct key, in key order, and each row's group."""
-    order = np.argsort(key)
-    ordered = key[order]
-    starts = np.empty(len(key), bool)
+def _starts(ordered: np.ndarray) -> np.ndarray:
+    """True where a sorted array's run of equal values starts."""
+    starts = np.empty(len(ordered), bool)
     starts[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    group = np.empty(len(key), np.int64)
-    group[order] = np.cumsum(starts) - 1
-    return order[starts], group
+    return starts
+
+
+def _run_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The sum of each run of ``values`` (runs begin where ``starts``), exact in int64."""
+    return np.add.reduceat(values, np.flatnonzero(starts)) if len(values) else values
+
+
+def _cells(tuple_of_row: np.ndarray, value_codes: np.ndarray, row_counts: np.ndarray,
+           width: int, order: np.ndarray) -> Cells:
+    """The histogram cells of the distinct rows (a cell gets several rows when there are
+    other sensitive attributes). ``order`` sorts the rows by tuple: the (tuple, value)
+    pairs in that order are sorted but within each tuple's short run, which a stable sort
+    (a merge of runs) orders in near-linear time."""
+    pair = tuple_of_row[order] * width + value_codes[order]
+    by_pair = np.argsort(pair, kind="stable")
+    ordered = pair[by_pair]
+    starts = _starts(ordered)
+    rows, values = np.divmod(ordered[starts], width)
+    return Cells(rows, values, _run_sums(row_counts[order][by_pair], starts))
 
 
 def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

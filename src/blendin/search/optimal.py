@@ -148,10 +148,14 @@ class _Sweep:
                 return False
         return True
 
+    def levels(self, j: int) -> tuple[int, ...]:
+        """Node ``j``'s levels (a row of ``nodes``: faster than decoding the index)."""
+        return tuple(self.nodes[j].tolist())
+
     def visit(self, j: int):
         """Check node ``j`` and record what it shows."""
         ctx = self.ctx
-        result = ctx.check(self.ctx.lattice.levels(j))
+        result = ctx.check(self.levels(j))
         if self.limited:
             self.records[j] = max(self.records[j], ctx.settled(result))
         self.status[j] = 1 if result.acceptable else -1
@@ -180,7 +184,7 @@ class _Sweep:
             return False
         status = self.status
         return any(status[j - s] == 1
-                   for s, lv in zip(self.ctx.lattice.strides, self.ctx.lattice.levels(j)) if lv)
+                   for s, lv in zip(self.ctx.lattice.strides, self.levels(j)) if lv)
 
     def climb(self, j: int, layer: np.ndarray) -> None:
         """From a node proven unacceptable, walk up through unacceptable generalizations
@@ -195,7 +199,7 @@ class _Sweep:
         moved = True
         while moved:
             moved = False
-            levels = lattice.levels(j)
+            levels = self.levels(j)
             ups = [j + s for s, lv, h in zip(lattice.strides, levels, lattice.heights)
                    if lv + 1 < h]
             for s in sorted(ups, key=self.bounds.__getitem__):

@@ -78,7 +78,7 @@ def recode_remainder(
         left = ~released
         if not left.any():
             break
-        sub = _subtable(ft, left)
+        sub = ft.subset(left)
         try:
             # every node is acceptable here (what fails stays suppressed): the exact
             # search prunes with the records settled as suppressed where the models are
@@ -101,12 +101,6 @@ def recode_remainder(
         parts.append(Part(levels, candidate))
         released |= candidate
     return parts
-
-
-def _subtable(ft: FrequencyTable, keep: np.ndarray) -> FrequencyTable:
-    """The tuples ``keep``, with the domains (overall distributions) of the whole table."""
-    return FrequencyTable(ft.qi_names, ft.hierarchies, ft.tuples[keep], ft.counts[keep],
-                          {a: h[keep] for a, h in ft.sensitive.items()}, ft.domains)
 
 
 def _valid_classes(ft: FrequencyTable, levels: Sequence[int],
