@@ -264,8 +264,10 @@ def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     sizes = [p.shape[1] for p in parts]
     starts = np.cumsum([0, *sizes])
     pieces = np.split(rows, np.searchsorted(rows, starts[1:-1]))
-    return np.concatenate([p[:, r - start] for p, r, start in zip(parts, pieces, starts)],
-                          axis=1)
+    # np.take gathers columns about twice as fast as fancy indexing; empty pieces are skipped
+    taken = [np.take(p, r - start, axis=1)
+             for p, r, start in zip(parts, pieces, starts) if len(r)]
+    return taken[0] if len(taken) == 1 else np.concatenate(taken, axis=1)
 
 
 def plain(table: pa.Table) -> pa.Table:
