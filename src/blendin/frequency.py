@@ -246,8 +246,9 @@ class FrequencyTable:
             cells[name] = _cells(tuple_of_row, value_codes, row_counts, len(labels), order)
             overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
             domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
-        return cls(names, tuple(hierarchies[n] for n in names), stacked[order[starts]],
-                   counts, cells, domains)
+        # np.take gathers whole rows many times faster than fancy indexing does
+        return cls(names, tuple(hierarchies[n] for n in names),
+                   np.take(stacked, order[starts], axis=0), counts, cells, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
         """Group tuples into classes: ``class_of_tuple[i]`` is tuple i's class id."""
