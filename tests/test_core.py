@@ -127,3 +127,13 @@ def test_an_empty_distinct_table_has_no_cells():
     assert len(ft.counts) == 0 and ft.cells["s"].rows.tolist() == []
     assert ft.sensitive["s"].shape == (0, 0)
     assert ft.classes(np.zeros(0, np.int64), 0).histograms["s"].shape == (0, 0)
+
+
+def test_refined_key_orders_by_value_within_a_tuple_unless_int64_overflows():
+    from blendin.frequency import _refined
+
+    key, values, labels = np.array([1, 0, 1]), np.array([1, 0, 0]), np.array(["x", "y"])
+    assert np.argsort(_refined(key, values, labels)).tolist() == [1, 2, 0]
+    huge = np.array([2**61, 0])
+    assert _refined(huge, np.array([1, 0]), labels) is huge
+    assert _refined(np.zeros(0, np.int64), np.zeros(0, np.int64), labels).tolist() == []
