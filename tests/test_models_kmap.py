@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_search import agree
+from test_search import agree, optimal_as_exhaustive
 from test_search_tables import tables
 
 import blendin as bl
@@ -21,7 +21,6 @@ from blendin.frequency import Classes, FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.models import KAnonymity, KMap, derived_k, model_from_toml
-from blendin.search import find
 from blendin.search.mondrian import mondrian
 from blendin.spec import Spec
 
@@ -187,22 +186,7 @@ def test_optimal_agrees_with_exhaustive_against_a_table(case):
                     max_suppression=max_sup, base_dir=folder)
         ft = prepare(t.frame(), spec).ft
 
-    def search(algorithm):
-        try:
-            return find(ft, models, max_suppression=max_sup, metric=metric,
-                        algorithm=algorithm)
-        except BlendinError as e:
-            assert "no generalization" in str(e)
-            return None
-
-    want, got = search("exhaustive"), search("optimal")
-    assert (got is None) == (want is None)
-    if want is None:
-        return
-    assert got.score == pytest.approx(want.score, rel=1e-9, abs=1e-12)
-    assert got.levels == want.levels
-    suppressed = Checker(ft, models, max_sup).suppressed_tuples(got.levels)
-    assert got.n_suppressed == int(ft.counts[suppressed].sum())
+    optimal_as_exhaustive(ft, models, max_sup, metric)
 
 
 def test_table_errors_name_the_fix(tmp_path):

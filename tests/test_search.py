@@ -93,20 +93,30 @@ def test_optimal_agrees_with_exhaustive_on_small_tables(t, k, extra, max_sup, me
     agree(t, models, max_sup, metric, policy, None)
 
 
-def agree(t, models, max_sup, metric, policy, weights):
-    ft = t.frequency_table()
+def optimal_as_exhaustive(ft, models, max_sup, metric, policy=None, weights=None):
+    """The optimal search's solution and its suppressed tuples, checked to be exhaustive
+    search's (score, node, suppressed records), or ``None`` when neither finds one."""
     want = run(ft, models, max_sup, metric, policy, weights, "exhaustive")
     got = run(ft, models, max_sup, metric, policy, weights, "optimal")
     assert (got is None) == (want is None)
     if want is None:
-        return
+        return None
     assert got.score == pytest.approx(want.score, rel=1e-9, abs=1e-12)
     assert got.levels == want.levels  # ties go to the same policy in both
     assert got.nodes_checked <= want.nodes_checked
-    # the solution's figures, recomputed independently from the suppressed tuples
     suppressed = Checker(ft, models, max_sup).suppressed_tuples(got.levels)
-    figures = utility_of_node(ft, got.levels, suppressed, weights=weights)
     assert got.n_suppressed == int(ft.counts[suppressed].sum())
+    return got, suppressed
+
+
+def agree(t, models, max_sup, metric, policy, weights):
+    ft = t.frequency_table()
+    found = optimal_as_exhaustive(ft, models, max_sup, metric, policy, weights)
+    if found is None:
+        return
+    got, suppressed = found
+    # the solution's figures, recomputed independently from the suppressed tuples
+    figures = utility_of_node(ft, got.levels, suppressed, weights=weights)
     for name, value in figures.items():
         assert got.utility[name] == pytest.approx(value, rel=1e-9, abs=1e-9)
     assert got.score == pytest.approx(figures[metric], rel=1e-9, abs=1e-9)
