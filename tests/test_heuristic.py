@@ -26,7 +26,7 @@ from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.metrics import utility_of_node
-from blendin.models import DistinctLDiversity, KAnonymity, TCloseness
+from blendin.models import DistinctLDiversity, KAnonymity, RecursiveCLDiversity, TCloseness
 from blendin.release import plan
 from blendin.search import find
 from blendin.search.remainder import Part, parts_utility, recode_remainder
@@ -350,3 +350,21 @@ def test_recode_suppressed_is_for_full_domain_searches():
     frame, spec = adult_like()
     with pytest.raises(BlendinError, match="recode_suppressed.*mondrian"):
         anonymize(frame, spec, algorithm="mondrian", recode_suppressed=True)
+
+
+def test_heuristic_finds_a_node_below_a_failing_top_when_the_models_are_not_monotone():
+    """Recursive (c,l)-diversity with suppression: the Datafly climb meets no acceptable node
+    and the top fails, so only the proof phase finds (0, 0, 1), before any best node."""
+    rows = {"q0": [["0", "*"], ["1", "*"]],
+            "q1": [["0", "a", "x"], ["1", "b", "y"], ["2", "a", "x"], ["3", "a", "x"]],
+            "q2": [["0", "*"], ["1", "*"]]}
+    frame = pd.DataFrame([("0", "0", "0"), ("0", "0", "0"), ("1", "0", "0"), ("0", "1", "0"),
+                          ("0", "1", "1")], columns=["q0", "q1", "q2"])
+    frame["s"] = ["a", "b", "a", "a", "b"]
+    ft = FrequencyTable.from_table(frame, {q: Hierarchy.from_rows(r) for q, r in rows.items()},
+                                   ["s"])
+    models = [KAnonymity(1), RecursiveCLDiversity("s", 2.0, 2)]
+    want = find(ft, models, max_suppression=0.25, metric="loss", algorithm="exhaustive")
+    got = find(ft, models, max_suppression=0.25, metric="loss", algorithm="heuristic",
+               time_limit=None)
+    assert got.levels == want.levels == (0, 0, 1) and got.optimal

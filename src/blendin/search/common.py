@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -403,5 +404,6 @@ def unmeetable(ft: FrequencyTable, top: Sequence[int], models: Sequence[PrivacyM
 
 
 def tolerance(value: float) -> float:
-    """Scores closer than this are equal (they come from sums in different orders)."""
-    return 1e-9 * max(1.0, abs(value))
+    """Scores closer than this are equal (they come from sums in different orders); none
+    around an infinite score (no node yet), which any finite score beats."""
+    return 1e-9 * max(1.0, abs(value)) if math.isfinite(value) else 0.0
