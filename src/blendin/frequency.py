@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import Hierarchy, first_seen
 
 COUNT = "__blendin_count__"
 
@@ -321,8 +321,7 @@ def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
         column = pa.chunked_array([pc.dictionary_encode(column.combine_chunks())])
     chunk = column.chunk(0)
     indices = chunk.indices.to_numpy()
-    first = np.full(len(chunk.dictionary), len(indices), np.int64)
-    first[indices[::-1]] = np.arange(len(indices) - 1, -1, -1)
+    first = first_seen(indices, len(chunk.dictionary))
     seen = np.argsort(first, kind="stable")[: np.count_nonzero(first < len(indices))]
     rank = np.empty(len(first), np.int32)
     rank[seen] = np.arange(len(seen))

@@ -31,6 +31,7 @@ import pandas as pd
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable
+from blendin.hierarchy.core import first_seen
 from blendin.models import PrivacyModel
 
 # a dense count array is used for grouping when the key space is at most this many times the
@@ -663,8 +664,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) 
         if span is not None:
             groups = Groups(levels, sizes, keys=np.asarray(uniq), radices=rad)
         else:
-            first = np.empty(len(uniq), np.int64)
-            first[inverse[::-1]] = np.arange(m - 1, -1, -1)
+            first = first_seen(inverse, len(uniq))
             groups = Groups(levels, sizes, codes=tuple(
                 (c if source.levels[i] == levels[i] else up(i, source.levels[i], levels[i])[c])[
                     first] for i, c in enumerate(codes)))

@@ -19,7 +19,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, combine_keys, summed
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import Hierarchy, first_seen
 from blendin.models import PrivacyModel, violating
 
 if TYPE_CHECKING:
@@ -158,8 +158,7 @@ def _violating(ft: FrequencyTable, levels: Sequence[int], models: Sequence[Priva
     counted = [m for m in models if m.needs_population]
     codes: Sequence[np.ndarray] = ()
     if counted:  # each class's codes, from its first tuple
-        first = np.empty(n_classes, np.int64)
-        first[class_of_tuple[::-1]] = np.arange(len(class_of_tuple) - 1, -1, -1)
+        first = first_seen(class_of_tuple, n_classes)
         codes = [np.asarray(c)[first] for c in generalized.T]
     bad = violating(classes, models, levels, codes)
     if counted:  # the classes carry the people of the first model with a population

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, as_text, combine_keys
+from blendin.hierarchy.core import first_seen
 
 #: rows coalesced before they are merged into the running distinct tuples
 GROUP_ROWS = 1 << 19
@@ -123,8 +124,7 @@ def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     if space > DENSE_FACTOR * len(key) + 1024:
         encoded = pc.dictionary_encode(pa.array(key))
         return encoded.indices.to_numpy(), len(encoded.dictionary)
-    first = np.full(space, len(key), np.int64)
-    first[key[::-1]] = np.arange(len(key) - 1, -1, -1)  # the last write, the first row, wins
+    first = first_seen(key, space)
     present = np.flatnonzero(first < len(key))
     rank = np.empty(space, np.int64)
     rank[present[np.argsort(first[present])]] = np.arange(len(present))
@@ -205,8 +205,7 @@ class DistinctCounter:
         keys = self._keys(parts, keyed, radices)
         group, groups = group_keys(keys, math.prod(radices))
         # groups are numbered as they first appear: the first rows, in order
-        first = np.empty(groups, np.int64)
-        first[group[::-1]] = np.arange(len(group) - 1, -1, -1)  # the last write wins
+        first = first_seen(group, groups)
         known = len(self.counts)
         counts = np.bincount(group[known:], minlength=groups)
         if known:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable, as_text, combine_keys
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
 
 if TYPE_CHECKING:
     from blendin.release import Recoding
@@ -388,8 +388,7 @@ class RowColumns:
         radices = [max(len(v.values), 1) for v in self.vocabularies]
         group, groups = group_keys(combine_keys(np.stack(codes, axis=1), radices),
                                    math.prod(radices))
-        first = np.empty(groups, np.int64)
-        first[group[::-1]] = np.arange(n - 1, -1, -1)
+        first = first_seen(group, groups)
         classes = np.stack([c[first] for c in codes], axis=1)  # in order of appearance
         shown = ~(classes == np.array(stars)).all(axis=1)
         # grouped with the classes known, which come first (known class i is group i): a

@@ -182,11 +182,15 @@ def _unique_in_order(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _repeated(column: np.ndarray) -> np.ndarray:
     """Which entries repeat an earlier one."""
     _, codes = _unique_in_order(column)
-    return _first_seen(codes, len(codes))[codes] != np.arange(len(codes))
+    return first_seen(codes, len(codes))[codes] != np.arange(len(codes))
 
 
-def _first_seen(codes: np.ndarray, n_codes: int) -> np.ndarray:
-    """Index of each code's first entry (``len(codes)`` for a code absent)."""
+def first_seen(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Index of each code's first entry (``len(codes)`` for a code absent).
+
+    >>> first_seen(np.array([2, 0, 2, 0]), 4).tolist()
+    [1, 4, 0, 4]
+    """
     first = np.full(n_codes, len(codes), np.int64)
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write wins: the first
     return first
@@ -335,7 +339,7 @@ def _kept(whole: Hierarchy, keep: np.ndarray) -> Hierarchy:
     level ``l`` is ``starts[l] + j``): one pass over the kept rows serves every level."""
     starts = np.cumsum([0, *(len(labels) for labels in whole.labels)])
     entries = (whole.codes[:, keep] + starts[:-1, None]).ravel()  # level by level
-    first = _first_seen(entries, int(starts[-1]))
+    first = first_seen(entries, int(starts[-1]))
     used = np.flatnonzero(first < len(entries))
     used = used[np.argsort(first[used], kind="stable")]  # by level, then first appearance
     level = np.searchsorted(starts, used, side="right") - 1

@@ -24,7 +24,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, combine_keys
-from blendin.hierarchy.core import SUPPRESSED
+from blendin.hierarchy.core import SUPPRESSED, first_seen
 from blendin.metrics import CellCosts, class_metrics, normalized_weights
 from blendin.models import PrivacyModel
 
@@ -197,8 +197,7 @@ def parts_utility(ft: FrequencyTable, parts: Sequence[Part],
     tuples, class_of, n = labels.union_classes(parts)
     part_of = np.concatenate([np.full(int(p.tuples.sum()), j) for j, p in enumerate(parts)])
     sizes = np.bincount(class_of, weights=ft.counts[tuples], minlength=n)
-    first = np.full(n, -1)
-    first[class_of[::-1]] = np.arange(len(class_of))[::-1]
+    first = first_seen(class_of, n)
     cells = {name: np.zeros((n, ft.tuples.shape[1])) for name in ("loss", "ncp", "share",
                                                                    "log_mass", "arx_share")}
     for j, part in enumerate(parts):
