@@ -156,6 +156,34 @@ def test_failure_mid_write_keeps_the_old_file(case, tmp_path, monkeypatch):
     assert out.read_text() == "old\n" and not leftovers(tmp_path)
 
 
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_an_error_of_the_writing_thread_fails_the_release(case, tmp_path, monkeypatch, suffix):
+    path, spec = case
+    out = tmp_path / f"release{suffix}"
+    kind = pq.ParquetWriter if suffix == ".parquet" else pcsv.CSVWriter
+    written = []
+
+    class Breaking:  # the file writer, failing on its third table
+        def __init__(self, *a, **kw):
+            self.writer = kind(*a, **kw)
+
+        def write_table(self, table):
+            if len(written) == 2:
+                raise OSError(28, "No space left on device")
+            written.append(table.num_rows)
+            self.writer.write_table(table)
+
+        def close(self):
+            self.writer.close()
+
+    target = pq if suffix == ".parquet" else pcsv
+    monkeypatch.setattr(target, "ParquetWriter" if suffix == ".parquet" else "CSVWriter",
+                        Breaking)
+    with pytest.raises(OSError, match="No space"):
+        anonymize(path, spec, engine=TINY, output=out)
+    assert len(written) == 2 and not out.exists() and not leftovers(tmp_path)
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", None]),
                                    st.sampled_from(["x", "y", "z"])), max_size=30),

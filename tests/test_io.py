@@ -1,5 +1,6 @@
 import gzip
 import os
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -10,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from blendin.errors import BlendinError
-from blendin.io import Source, from_arrow, to_arrow, write_table
+from blendin.io import Source, from_arrow, read_ahead, to_arrow, write_table
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -46,6 +47,55 @@ def test_batches_reiterable_and_chunked(tmp_path):
     assert first[0].schema.names == ["a"]
     assert pa.Table.from_batches(first).column("a").to_pylist() == df.a.tolist()
 
+
+
+def _threads() -> int:
+    return sum(t.name == "blendin-read-ahead" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("depth", [1, 3, 50])
+def test_read_ahead_keeps_order_and_raises_the_readers_error(depth):
+    def failing():
+        yield from range(10)
+        raise ValueError("bad block")
+
+    assert list(read_ahead(iter(range(100)), depth)) == list(range(100))
+    seen = []
+    with pytest.raises(ValueError, match="bad block"):
+        for item in read_ahead(failing(), depth):
+            seen.append(item)
+    assert seen == list(range(10)) and _threads() == 0
+
+
+def test_leaving_read_ahead_early_stops_the_thread_and_closes_the_reader():
+    closed = []
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            closed.append(True)
+
+    items = read_ahead(endless(), 4)
+    assert [next(items) for _ in range(3)] == [0, 1, 2]
+    items.close()
+    assert closed == [True] and _threads() == 0
+
+
+def test_a_file_read_ahead_is_the_file(tmp_path):
+    n = 30_000
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"a": [str(i) for i in range(n)]}).to_csv(path, index=False)
+    src = Source(path, block_size=1 << 12)
+    batches = list(src.batches())
+    assert len(batches) > 20
+    assert pa.Table.from_batches(batches).column("a").to_pylist() == [str(i) for i in range(n)]
+    first = next(src.batches())  # an abandoned read leaves no thread behind
+    del first
+    assert _threads() == 0
 
 def test_gzip_and_crlf(tmp_path):
     path = tmp_path / "d.csv.gz"

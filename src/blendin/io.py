@@ -12,8 +12,10 @@ import codecs
 import csv
 import io
 import os
+import queue
 import secrets
-from collections.abc import Callable, Collection, Iterator, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from blendin.errors import BlendinError, preview
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
 BLOCK_SIZE = 64 << 20
+#: blocks of a file parsed ahead of the one in use (each up to ``block_size`` bytes of CSV)
+READ_AHEAD = 8
 #: rows per batch handed out from an in-memory table
 MEMORY_CHUNK = 1 << 20
 DELIMITERS = ",;\t|"
@@ -102,6 +106,57 @@ def _suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
+def read_ahead(items: Iterable, depth: int) -> Iterator:
+    """``items`` in order, made by a thread of their own up to ``depth`` ahead of the one in
+    use: reading overlaps the work on what was read. The thread's error is raised here;
+    leaving the loop early stops it and closes ``items``.
+
+    >>> list(read_ahead(iter(range(5)), 2))
+    [0, 1, 2, 3, 4]
+    """
+    made: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def hand(item) -> bool:
+        while not stop.is_set():
+            try:
+                made.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not hand((item, None)):
+                    return
+            hand((_END, None))
+        except BaseException as error:  # noqa: BLE001 - raised again in the reading thread
+            hand((_END, error))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="blendin-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = made.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+_END = object()
+
+
 class Source:
     """A table to read: a CSV or Parquet file, or an in-memory pandas/polars/pyarrow table.
 
@@ -176,7 +231,8 @@ class Source:
         reader = self._csv_batches(wanted) if self.kind == "csv" else self._parquet_batches(
             wanted, encoded)
         rows = 0
-        for batch in reader:
+        # parsing runs in Arrow without the GIL: a thread reads the next blocks meanwhile
+        for batch in read_ahead(reader, READ_AHEAD):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch

@@ -5,13 +5,17 @@ table), once to recode it. With a file path out, each recoded batch is written t
 temporary file beside the target and regrouped for the checker (a streaming group-by whose
 state is one entry per distinct tuple); the file is renamed into place only after the
 checker has passed. So peak memory follows the batch size and the number of distinct tuples,
-never the number of rows. In-memory frames in and out work as they always did.
+never the number of rows. Parsing the next blocks and writing the last batch run in threads
+of their own (Arrow works without the GIL), beside the coding and recoding of the batch at
+hand. In-memory frames in and out work as they always did.
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +37,8 @@ READ_BLOCK = 1 << 20
 #: rows recoded, written and counted per batch: small blocks are put together to this size,
 #: as every call into Arrow or NumPy has a fixed cost
 BATCH_ROWS = 1 << 18
+#: tables a writer may hold while its thread writes the one before
+WRITE_BEHIND = 2
 
 Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
 
@@ -234,13 +240,28 @@ class BatchWriter:
         self.columns: list[str] = []
         self.batches = 0
         self.rows = 0
+        #: encoding and compressing run in Arrow without the GIL: one thread writes while
+        #: the caller makes the next table; at most WRITE_BEHIND tables wait for it
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
+        self._pending: deque[Future] = deque()
 
     def __enter__(self) -> BatchWriter:
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.writer is not None:
-            self.writer.close()
+    def __exit__(self, error_type, *exc) -> None:
+        try:
+            while self._pending:
+                self._wait(raise_error=error_type is None)
+        finally:
+            self._thread.shutdown()
+            if self.writer is not None:
+                self.writer.close()
+
+    def _wait(self, raise_error: bool = True) -> None:
+        done = self._pending.popleft()
+        error = done.exception()
+        if error is not None and raise_error:
+            raise error
 
     def _open(self, schema: pa.Schema, shown: pa.Schema) -> None:
         from blendin.io import check_writable_types
@@ -276,7 +297,9 @@ class BatchWriter:
 
             table = escape_formula_text(table)
         if table.num_rows:
-            self.writer.write_table(table)
+            if len(self._pending) >= WRITE_BEHIND:
+                self._wait()
+            self._pending.append(self._thread.submit(self.writer.write_table, table))
             self.batches += 1
             self.rows += table.num_rows
 
