@@ -27,6 +27,9 @@ from blendin.hierarchy.core import first_seen
 
 #: rows coalesced before they are merged into the running distinct tuples
 GROUP_ROWS = 1 << 19
+#: new rows awaited per tuple known before they are merged: a merge hashes the known
+#: tuples again, in a hash table too large for the caches once they are many
+MERGE_WAIT = 2
 #: a key space at most this many times the rows is counted densely (np.bincount)
 DENSE_FACTOR = 4
 #: a column is looked up in its vocabulary, its misses encoded apart, when at most one
@@ -136,13 +139,13 @@ class DistinctCounter:
 
     Each column's values are read as text (nulls, NaN and empty texts as ``missing``) and
     coded against a vocabulary that grows as values appear, so a batch becomes a small
-    integer matrix; batches are coalesced into about ``group_rows`` rows (or as many as the
-    distinct tuples so far) and merged into the running distinct tuples by one int64 key per
-    tuple. The state is the distinct tuples (codes and counts) and the vocabularies: memory
-    follows the number of distinct tuples, not of rows. Dictionary-encoded columns cost a
-    gather of their indices. ``expected`` texts of a column (say its hierarchy's ground
-    values) are looked up from the first batch on, as if seen before. With ``keep_codes``
-    the codes of every row are kept too (:meth:`codes`).
+    integer matrix; batches are coalesced into about ``group_rows`` rows (or ``MERGE_WAIT``
+    times the distinct tuples so far) and merged into the running distinct tuples by one
+    int64 key per tuple. The state is the distinct tuples (codes and counts) and the
+    vocabularies: memory follows the number of distinct tuples, not of rows.
+    Dictionary-encoded columns cost a gather of their indices. ``expected`` texts of a
+    column (say its hierarchy's ground values) are looked up from the first batch on, as if
+    seen before. With ``keep_codes`` the codes of every row are kept too (:meth:`codes`).
 
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
@@ -190,9 +193,10 @@ class DistinctCounter:
             self.batch_codes.append(codes)
         self.pending_rows += n
         self.rows += n
-        # a merge hashes the tuples known so far again: waiting for as many new rows keeps
-        # the work linear in the rows, the memory within twice the distinct tuples
-        if self.pending_rows >= max(self.group_rows, len(self.counts)):
+        # a merge hashes the tuples known so far again: waiting for MERGE_WAIT times as
+        # many new rows keeps the work linear in the rows (each hashed 1 + 1/MERGE_WAIT
+        # times), the memory within 1 + MERGE_WAIT times the distinct tuples
+        if self.pending_rows >= max(self.group_rows, MERGE_WAIT * len(self.counts)):
             self._merge()
 
     def _merge(self) -> None:
