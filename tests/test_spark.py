@@ -4,7 +4,10 @@ failures write nothing; bad input gets the same errors."""
 
 import collections
 import os
+import socket
+import subprocess
 import sys
+import time
 
 import numpy as np
 import pandas as pd
@@ -188,12 +191,7 @@ def test_check_and_risk_on_spark_frames(spark):
     assert ours.prosecutor == embedded.prosecutor and ours.homogeneity == embedded.homogeneity
 
 
-def test_cli_engine_spark(spark, tmp_path):
-    df = table()
-    data = tmp_path / "people.csv"
-    df.to_csv(data, index=False)
-    spec = tmp_path / "release.toml"
-    spec.write_text("""
+CLI_SPEC = """
 [attributes]
 identifiers = ["id"]
 sensitive = ["dx"]
@@ -206,7 +204,19 @@ model = "k-anonymity"
 k = 8
 [anonymization]
 max_suppression = 0.05
-""")
+"""
+
+
+def cli_case(folder):
+    """A CSV file of people and a spec file for ``blendin anonymize``."""
+    data, spec = folder / "people.csv", folder / "release.toml"
+    table().to_csv(data, index=False)
+    spec.write_text(CLI_SPEC)
+    return data, spec
+
+
+def test_cli_engine_spark(spark, tmp_path):
+    data, spec = cli_case(tmp_path)
     out = tmp_path / "release.csv"
     runner = CliRunner()
     args = ["anonymize", str(data), "--spec", str(spec), "-o", str(out), "--quiet"]
@@ -256,3 +266,79 @@ def test_a_scheme_without_its_connector_is_named(spark, tmp_path):
     assert "hadoop-aws" in run.stderr and not out.exists()
     with pytest.raises(BlendinError, match="no file system for gs://"):
         SparkEngine(spark).write(spark.range(1), "gs://bucket/release.parquet")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone Spark cluster on this machine: a master and a worker, JVMs of their own,
+    the worker starting executors (and their Python workers) as a cluster node does."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    home = _find_spark_home()
+    folder = tmp_path_factory.mktemp("cluster")
+    env = {**os.environ, "SPARK_HOME": home, "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_LOG_DIR": str(folder)}
+    spark_class = os.path.join(home, "bin", "spark-class")
+    url = f"spark://127.0.0.1:{_free_port()}"
+    with open(folder / "cluster.log", "w") as log:
+        master = subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", url.rpartition(":")[2], "--webui-port", str(_free_port())],
+            env=env, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+             "--cores", "2", "--memory", "1g", "--work-dir", str(folder / "work"),
+             "--webui-port", str(_free_port())], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while "Registering worker" not in (folder / "cluster.log").read_text():
+                assert time.monotonic() < deadline, (folder / "cluster.log").read_text()[-2000:]
+                assert master.poll() is None and worker.poll() is None
+                time.sleep(0.5)
+            yield url
+        finally:
+            for process in (worker, master):
+                process.terminate()
+                process.wait(timeout=60)
+
+
+def run_cli(args, python: str):
+    """``blendin`` in a process of its own (a driver of its own), its executors running
+    ``python``."""
+    env = {**os.environ, "PYSPARK_PYTHON": python}
+    return subprocess.run([sys.executable, "-c", "from blendin.cli import main; main()",
+                           *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_cli_on_a_standalone_cluster(cluster, tmp_path):
+    data, spec = cli_case(tmp_path)
+    out, embedded = tmp_path / "release.parquet", tmp_path / "embedded.parquet"
+    args = ["anonymize", str(data), "--spec", str(spec), "--quiet"]
+    run = run_cli([*args, "-o", str(out), "--engine", "spark", "--spark-master", cluster],
+                  sys.executable)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert " WARN " not in run.stderr and "[Stage" not in run.stderr  # Spark kept quiet
+    assert CliRunner().invoke(main, [*args, "-o", str(embedded)]).exit_code == 0
+    assert multiset(pq.read_table(out)) == multiset(pq.read_table(embedded))
+
+
+def test_executors_without_blendin_get_a_clear_error(cluster, tmp_path):
+    # the Python this one was made from: no blendin installed there
+    base = getattr(sys, "_base_executable", None)
+    if not base or base == sys.executable or subprocess.run(
+            [base, "-c", "import blendin"], capture_output=True).returncode == 0:
+        pytest.skip("needs a Python without blendin")
+    data, spec = cli_case(tmp_path)
+    out = tmp_path / "release.parquet"
+    run = run_cli(["anonymize", str(data), "--spec", str(spec), "-o", str(out), "--quiet",
+                   "--engine", "spark", "--spark-master", cluster], base)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert "the Spark executors' Python cannot import" in run.stderr
+    assert "spark.pyspark.python" in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import secrets
 import sys
 import warnings
@@ -81,6 +82,23 @@ def _storage(path: str) -> Iterator[None]:
             fix="add the connector's jars to Spark, e.g. for s3a:// --spark-conf "
             "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>"
             ) from None
+
+
+@contextmanager
+def _executors() -> Iterator[None]:
+    """Says what to install when the executors' Python cannot import what the recoders
+    need (blendin, pyarrow): on a cluster, each worker runs a Python of its own."""
+    try:
+        yield
+    except Exception as error:
+        missing = re.search(r"No module named '(\w+)", str(error))
+        if missing is None or "Python worker" not in str(error):
+            raise
+        raise BlendinError(
+            f"the Spark executors' Python cannot import {missing.group(1)}",
+            fix='install "blendin[spark]" in the Python of every worker, or name a Python '
+            "that has it: --spark-conf spark.pyspark.python=/path/to/python (or set "
+            "PYSPARK_PYTHON)") from None
 
 
 class SparkSource:
@@ -206,14 +224,18 @@ class SparkEngine:
 
     def defaults(self) -> dict[str, str]:
         """Settings for the session this engine starts (``conf`` overrides them): larger
-        Arrow batches (the recoders' cost is mostly per batch), and on a single machine
-        one shuffle partition per core rather than Spark's 200 (the group-bys shuffle
-        only distinct tuples).
+        Arrow batches (the recoders' cost is mostly per batch), on a single machine one
+        shuffle partition per core rather than Spark's 200 (the group-bys shuffle only
+        distinct tuples), and a quiet console: blendin reports its own progress and turns
+        Spark's errors into its own, so Spark's progress bars and warnings are off.
 
         >>> SparkEngine(master="local[4]").defaults()["spark.sql.shuffle.partitions"]
         '4'
         """
-        settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"}
+        logging = (Path(__file__).with_name("spark-log4j2.properties")).as_uri()
+        settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+                    "spark.ui.showConsoleProgress": "false",
+                    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={logging}"}
         if self.master.startswith("local"):
             cores = self.master.partition("[")[2].rstrip("]")
             settings["spark.sql.shuffle.partitions"] = str(
@@ -273,7 +295,9 @@ class SparkEngine:
         (``expected`` texts, a hint for the embedded engine, are not needed)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
-        table = self._as_text(source.df, columns, missing).groupBy(*columns).count().toArrow()
+        with _executors():
+            table = self._as_text(source.df, columns, missing).groupBy(*columns).count(
+                ).toArrow()
         if table.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with a header and at least one row")
@@ -352,10 +376,11 @@ class SparkEngine:
 
         schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
         qis = row_columns.qis
-        seen = (recoded.select(F.spark_partition_id().alias(PART),
-                               F.monotonically_increasing_id().alias(AT), *qis)
-                .groupBy(PART, *qis).agg(F.min(AT).alias(AT), F.count(F.lit(1)).alias(COUNT))
-                .toArrow())
+        with _executors():
+            seen = (recoded.select(F.spark_partition_id().alias(PART),
+                                   F.monotonically_increasing_id().alias(AT), *qis)
+                    .groupBy(PART, *qis)
+                    .agg(F.min(AT).alias(AT), F.count(F.lit(1)).alias(COUNT)).toArrow())
         starts, rows = {}, 0
         per_part = seen.group_by(PART).aggregate([(COUNT, "sum")]).sort_by(PART)
         for part, count in zip(per_part.column(PART).to_pylist(),
@@ -378,16 +403,17 @@ class SparkEngine:
         from blendin.io import _suffix, output_delimiter
 
         suffix = _suffix(Path(str(target)))
-        if suffix == ".parquet":
-            df.write.parquet(temp)
-        elif suffix == ".csv":
-            if escape_formulas:
-                df = df.mapInArrow(_Escape(), df.schema)
-            df.write.csv(temp, header=True, sep=output_delimiter(delimiter), quoteAll=True,
-                         escape='"')
-        else:
+        if suffix not in (".parquet", ".csv"):
             raise BlendinError(f"the Spark engine cannot write {str(target)!r}",
                                fix="write a .parquet or .csv folder")
+        with _executors():
+            if suffix == ".parquet":
+                df.write.parquet(temp)
+            else:
+                if escape_formulas:
+                    df = df.mapInArrow(_Escape(), df.schema)
+                df.write.csv(temp, header=True, sep=output_delimiter(delimiter),
+                             quoteAll=True, escape='"')
 
     # -- committing ------------------------------------------------------------------------
 
