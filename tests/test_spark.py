@@ -308,10 +308,12 @@ def cluster(tmp_path_factory):
                 process.wait(timeout=60)
 
 
-def run_cli(args, python: str):
+def run_cli(args, python: str | None = None):
     """``blendin`` in a process of its own (a driver of its own), its executors running
-    ``python``."""
-    env = {**os.environ, "PYSPARK_PYTHON": python}
+    ``python`` (by default, as the environment says)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    if python is not None:
+        env["PYSPARK_PYTHON"] = python
     return subprocess.run([sys.executable, "-c", "from blendin.cli import main; main()",
                            *args], env=env, capture_output=True, text=True, timeout=600)
 
@@ -320,8 +322,8 @@ def test_cli_on_a_standalone_cluster(cluster, tmp_path):
     data, spec = cli_case(tmp_path)
     out, embedded = tmp_path / "release.parquet", tmp_path / "embedded.parquet"
     args = ["anonymize", str(data), "--spec", str(spec), "--quiet"]
-    run = run_cli([*args, "-o", str(out), "--engine", "spark", "--spark-master", cluster],
-                  sys.executable)
+    run = run_cli([*args, "-o", str(out), "--engine", "spark", "--spark-master", cluster,
+                   "--spark-conf", f"spark.pyspark.python={sys.executable}"])
     assert run.returncode == 0, run.stderr[-3000:]
     assert " WARN " not in run.stderr and "[Stage" not in run.stderr  # Spark kept quiet
     assert CliRunner().invoke(main, [*args, "-o", str(embedded)]).exit_code == 0
@@ -340,5 +342,5 @@ def test_executors_without_blendin_get_a_clear_error(cluster, tmp_path):
                    "--engine", "spark", "--spark-master", cluster], base)
     assert run.returncode == 2, run.stderr[-3000:]
     assert "the Spark executors' Python cannot import" in run.stderr
-    assert "spark.pyspark.python" in run.stderr and "Traceback" not in run.stderr
+    assert "PYSPARK_PYTHON=" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]

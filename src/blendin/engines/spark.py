@@ -97,8 +97,8 @@ def _executors() -> Iterator[None]:
         raise BlendinError(
             f"the Spark executors' Python cannot import {missing.group(1)}",
             fix='install "blendin[spark]" in the Python of every worker, or name a Python '
-            "that has it: --spark-conf spark.pyspark.python=/path/to/python (or set "
-            "PYSPARK_PYTHON)") from None
+            "that has it: PYSPARK_PYTHON=/path/to/python (or --spark-conf "
+            "spark.pyspark.python=/path/to/python)") from None
 
 
 class SparkSource:
@@ -213,7 +213,10 @@ class SparkEngine:
         if self._session is None:
             from pyspark.sql import SparkSession
 
-            if self.master.startswith("local"):  # workers run this Python, with pyarrow
+            # the executors' Python: pyspark reads it from the environment only
+            if "spark.pyspark.python" in self.conf:
+                os.environ["PYSPARK_PYTHON"] = self.conf["spark.pyspark.python"]
+            elif self.master.startswith("local"):  # this Python, with pyarrow and blendin
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
             builder = SparkSession.builder.appName("blendin").master(self.master)
