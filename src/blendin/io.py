@@ -132,7 +132,7 @@ def read_ahead(items: Iterable, depth: int) -> Iterator:
                 if not hand((item, None)):
                     return
             hand((_END, None))
-        except BaseException as error:  # noqa: BLE001 - raised again in the reading thread
+        except BaseException as error:  # noqa: BLE001 (raised again where items are used)
             hand((_END, error))
         finally:
             close = getattr(items, "close", None)

@@ -298,9 +298,9 @@ class SparkEngine:
         (``expected`` texts, a hint for the embedded engine, are not needed)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
+        counted = self._as_text(source.df, columns, missing).groupBy(*columns).count()
         with _executors():
-            table = self._as_text(source.df, columns, missing).groupBy(*columns).count(
-                ).toArrow()
+            table = counted.toArrow()
         if table.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with a header and at least one row")
