@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys, plain
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts
+from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts, stable_order
 from blendin.hierarchy.core import Hierarchy
 
 TEXTS = ["a", "b", "c", "", "007", "7", "é", "*"]
@@ -150,6 +150,14 @@ def test_group_keys_dense_and_hashed_agree(keys):
     # groups are numbered in order of first appearance
     assert dense.tolist() == [list(dict.fromkeys(keys)).index(k) for k in keys]
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 3), st.integers(-5, 2**63 - 1)), max_size=300))
+def test_stable_order_is_a_stable_argsort(keys):
+    # ties (small keys), negative keys and keys too wide to pack with their positions
+    key = np.array(keys, dtype=np.int64)
+    assert np.array_equal(stable_order(key), np.argsort(key, kind="stable"))
 
 def test_group_keys_counts_a_key_space_too_large_for_int64():
     counter = DistinctCounter([f"c{i}" for i in range(12)])

@@ -235,7 +235,7 @@ class FrequencyTable:
             values = distinct.column(name)
             coded[name] = ((hierarchy.encode(values, name), hierarchy.ground)
                            if hierarchy is not None else _codes_in_order_seen(values))
-        order = np.argsort(_refined(key, *coded[sensitive[0]]) if sensitive else key)
+        order = stable_order(_refined(key, *coded[sensitive[0]]) if sensitive else key)
         starts = _starts(key[order])
         tuple_of_row = np.empty(len(key), np.int64)
         tuple_of_row[order] = np.cumsum(starts) - 1
@@ -328,6 +328,23 @@ def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     labels = np.array(chunk.dictionary.take(pa.array(seen)).to_pylist(), dtype=object)
     return rank[indices], labels
 
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` for nonnegative int64 keys, in about half its time
+    when each key and its position fit in one int64 together: NumPy sorts numbers much
+    faster than it sorts their positions, and packed (key, position) pairs are distinct, so
+    their order is the stable one.
+
+    >>> stable_order(np.array([3, 1, 3, 0])).tolist()
+    [3, 1, 0, 2]
+    """
+    n = len(key)
+    shift = max(n - 1, 1).bit_length()
+    if n == 0 or key.min() < 0 or int(key.max()) >= 1 << (63 - shift):
+        return np.argsort(key, kind="stable")
+    packed = (key.astype(np.int64) << shift) | np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed & ((1 << shift) - 1)
 
 def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
     """One int64 key per row from several code columns (mixed radix).

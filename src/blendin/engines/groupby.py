@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, as_text, combine_keys
+from blendin.frequency import COUNT, as_text, combine_keys, stable_order
 from blendin.hierarchy.core import first_seen
 
 #: rows coalesced before they are merged into the running distinct tuples
@@ -130,7 +130,7 @@ def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     first = first_seen(key, space)
     present = np.flatnonzero(first < len(key))
     rank = np.empty(space, np.int64)
-    rank[present[np.argsort(first[present])]] = np.arange(len(present))
+    rank[present[stable_order(first[present])]] = np.arange(len(present))
     return rank[key], len(present)
 
 
