@@ -112,6 +112,18 @@ def test_recoded_parts_on_spark(spark):
     assert multiset(ours.data) == multiset(embedded.data)
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_spark_result_writes_itself_through_spark(spark, tmp_path, suffix):
+    df = table()
+    spec = spec_for(df)
+    result = anonymize(spark.createDataFrame(df), spec)
+    out = tmp_path / f"release{suffix}"
+    assert result.write(out) == out and out.is_dir()  # Spark's folder of part files
+    read = (spark.read.parquet(str(out)) if suffix == ".parquet"
+            else spark.read.csv(str(out), header=True))
+    assert multiset(read) == multiset(anonymize(df, spec).data.astype(str))
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
 def test_files_in_and_out_renamed_after_the_check(spark, tmp_path):
     df = table()
     spec = spec_for(df)
