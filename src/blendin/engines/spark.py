@@ -229,15 +229,15 @@ class SparkEngine:
         """Settings for the session this engine starts (``conf`` overrides them): larger
         Arrow batches (the recoders' cost is mostly per batch), on a single machine one
         shuffle partition per core rather than Spark's 200 (the group-bys shuffle only
-        distinct tuples), and a quiet console: blendin reports its own progress and turns
-        Spark's errors into its own, so Spark's progress bars and warnings are off.
+        distinct tuples), and a quiet console: Spark's log at errors only (blendin turns
+        Spark's errors into its own), and its stage progress bars only in a terminal.
 
         >>> SparkEngine(master="local[4]").defaults()["spark.sql.shuffle.partitions"]
         '4'
         """
         logging = (Path(__file__).with_name("spark-log4j2.properties")).as_uri()
         settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-                    "spark.ui.showConsoleProgress": "false",
+                    "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower(),
                     "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={logging}"}
         if self.master.startswith("local"):
             cores = self.master.partition("[")[2].rstrip("]")
