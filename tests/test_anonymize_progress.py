@@ -1,4 +1,5 @@
-"""The progress bar: tqdm, silent when short, off without a terminal, fed by the search."""
+"""The progress bars: tqdm, silent when short, off without a terminal, fed by the search and
+by the passes over a file."""
 
 import io
 
@@ -7,8 +8,10 @@ import pandas as pd
 import pytest
 
 from blendin.anonymize import anonymize
+from blendin.engines.embedded import EmbeddedEngine
 from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source
 from blendin.models import KAnonymity
 from blendin.progress import Progress
 from blendin.spec import Spec
@@ -114,3 +117,35 @@ def test_anonymize_feeds_the_callback():
     assert {total for _, total in calls} == {5 * 3}
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[-1] <= result.nodes_checked
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet"])
+def test_each_pass_over_a_file_has_a_bar_to_the_end(tmp_path, suffix):
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"a": rng.integers(0, 16, 3000).astype(str),
+                       "b": rng.integers(0, 4, 3000).astype(str)})
+    path = tmp_path / f"people{suffix}"
+    if suffix == ".parquet":
+        df.to_parquet(path)
+    else:
+        df.to_csv(path, index=False)
+    shares = []
+    batches = list(Source(path, block_size=1 << 12).batches(progress=shares.append))
+    assert len(shares) == len(batches) > 1  # a share as each block is read
+    assert shares == sorted(shares) and shares[0] > 0 and shares[-1] == 1.0
+    out = FakeTerminal()
+    with Progress(stream=out, delay=0.0, interval=0.0) as bars:
+        result = anonymize(path, _spec(), progress=bars, engine=EmbeddedEngine(block_size=4096),
+                           output=tmp_path / "release.csv")
+    shown = out.getvalue()
+    for doing in ("reading", "releasing"):
+        assert f"{doing} people{suffix}: 100%" in shown
+    assert result.check.passed
+
+
+def test_a_table_in_memory_has_no_reading_bar():
+    out = FakeTerminal()
+    df = pd.DataFrame({"a": [str(i % 16) for i in range(300)], "b": ["0", "1", "2"] * 100})
+    with Progress(stream=out, delay=0.0, interval=0.0) as bars:
+        anonymize(df, _spec(), progress=bars)
+    assert "reading" not in out.getvalue() and "releasing" not in out.getvalue()

@@ -14,6 +14,7 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -38,7 +39,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
-from blendin.progress import progress_callback
+from blendin.progress import Progress, progress_callback
 from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -368,8 +369,9 @@ def anonymize(
     ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
     chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
     violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
-    (``"keep"``). ``progress=True`` shows a progress bar (terminal or notebook); a function
-    ``progress(nodes_checked, total_nodes)`` is called during the search instead.
+    (``"keep"``). ``progress=True`` shows progress bars (terminal or notebook): the search's,
+    and for a file each pass over it; a function ``progress(nodes_checked, total_nodes)`` is
+    called during the search instead.
     ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
     empty when suppressed). ``original_row`` names a column to add with the source row number:
     anyone who holds the source can then link every released row back, so it is for internal
@@ -417,20 +419,25 @@ def anonymize(
         raise BlendinError(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
-    prepared = prepare(data, spec, engine)
-    for added in (group_column, original_row):
-        if added is not None and added in prepared.source.columns:
-            raise BlendinError(f"the input already has a column {added!r}, the name asked "
-                               "for an added column", fix="give the added column another name")
-    run = ALGORITHMS.get(algorithm, _full_domain)
     with progress_callback(progress) as callback:
+        # a bar (not a function given) also shows the passes over a file
+        bars = callback if isinstance(callback, Progress) else None
+        prepared = prepare(data, spec, engine, bars=bars)
+        for added in (group_column, original_row):
+            if added is not None and added in prepared.source.columns:
+                raise BlendinError(f"the input already has a column {added!r}, the name "
+                                   "asked for an added column",
+                                   fix="give the added column another name")
+        run = ALGORITHMS.get(algorithm, _full_domain)
         outcome = run(prepared, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)
-    rows = RowColumns(list(spec.quasi_identifiers), group_column=group_column,
-                      original_row=original_row, index_base=index_base)
-    streamed = _streamed(output)
-    release, report = verify(prepared, outcome, spec, suppressed, rows=rows, output=streamed,
-                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
+        if bars is not None:
+            bars.close()  # the search's bar, before the release's
+        rows = RowColumns(list(spec.quasi_identifiers), group_column=group_column,
+                          original_row=original_row, index_base=index_base)
+        release, report = verify(prepared, outcome, spec, suppressed, rows=rows,
+                                 output=_streamed(output), output_delimiter=output_delimiter,
+                                 escape_formulas=escape_formulas, bars=bars)
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
     result = Result(
@@ -511,9 +518,10 @@ def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
                            fix=f"use one of {', '.join(dict.fromkeys(choices))}")
 
 
-def prepare(data, spec: Spec, engine=None) -> Prepared:
+def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prepared:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
-    built, the frequency table encoded, the models' feasibility checked."""
+    built, the frequency table encoded, the models' feasibility checked (``bars`` show the
+    pass over a file)."""
     from blendin.engines import engine_for
     from blendin.engines.groupby import distinct_tuples, plain
 
@@ -533,7 +541,9 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
                                               mark=dp.MARK), [*columns, dp.MARK], spec.missing)
     else:
-        distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec))
+        with _pass(bars, "reading", source) as told:
+            distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
+                                       progress=told)
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
     tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
@@ -554,6 +564,13 @@ def prepare(data, spec: Spec, engine=None) -> Prepared:
         model.validate(ft.n_records, ft.domains)
     return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine, subset,
                     sample)
+
+
+def _pass(bars: Progress | None, doing: str, source):
+    """The bar of one pass over ``source`` (shown only for a file that takes a while)."""
+    if bars is None:
+        return contextlib.nullcontext()
+    return bars.reading(f"{doing} {Path(getattr(source, 'name', 'the table')).name}")
 
 
 def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
@@ -738,9 +755,11 @@ def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
 
 def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
            rows: RowColumns | None = None, output: str | os.PathLike | None = None,
-           output_delimiter: str = ",", escape_formulas: bool = False):
+           output_delimiter: str = ",", escape_formulas: bool = False,
+           bars: Progress | None = None):
     """Release through the engine, run the independent checker on the released values, and
-    commit only what it passes (a written file is renamed into place only then).
+    commit only what it passes (a written file is renamed into place only then; ``bars``
+    show the pass over a file).
 
     The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
     as suppressed, not as a class); the release drops them when ``suppressed`` is
@@ -749,11 +768,11 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
     from blendin.check import check_regrouped
 
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
-    with prepared.engine.release(prepared.source, outcome.recoder, check_columns=columns,
-                                 missing=spec.missing, suppressed=suppressed, row_columns=rows,
-                                 output=output, delimiter=output_delimiter,
-                                 escape_formulas=escape_formulas,
-                                 labelled=list(spec.quasi_identifiers)) as release:
+    with _pass(bars, "releasing", prepared.source) as told, prepared.engine.release(
+            prepared.source, outcome.recoder, check_columns=columns, missing=spec.missing,
+            suppressed=suppressed, row_columns=rows, output=output,
+            delimiter=output_delimiter, escape_formulas=escape_formulas,
+            labelled=list(spec.quasi_identifiers), progress=told) as release:
         report = check_regrouped(release.regrouped, spec, release.columns,
                                  population=prepared.source)
         if not report.passed:

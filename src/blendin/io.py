@@ -32,6 +32,8 @@ MEMORY_CHUNK = 1 << 20
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Arrow's codec for a compressed CSV file's last suffix
+COMPRESSION = {"gz": "gzip", "bz2": "bz2", "zst": "zstd"}
 WRITE_SUFFIXES = (".csv", ".parquet", ".xlsx")
 #: Excel's row limit, header included
 XLSX_MAX_ROWS = 1_048_576
@@ -203,13 +205,15 @@ class Source:
     # -- reading ---------------------------------------------------------------------------
 
     def batches(self, columns: Sequence[str] | None = None, *,
-                encoded: Collection[str] = ()) -> Iterator[pa.RecordBatch]:
+                encoded: Collection[str] = (),
+                progress: Callable[[float], None] | None = None) -> Iterator[pa.RecordBatch]:
         """The rows chunk by chunk (only ``columns`` when given); can be iterated again.
 
         The ``encoded`` columns come dictionary-encoded (each text once per chunk, an index
         per row), cheaper to group and recode than a text per row: a Parquet file's text
         columns as it stores them; an in-memory table's columns whose codes were kept
-        (:meth:`keep_codes`).
+        (:meth:`keep_codes`). A file calls ``progress`` with the share of it read so far
+        (0 to 1: bytes of a CSV file, rows of a Parquet one) as the chunks come.
         """
         wanted = list(self.columns if columns is None else columns)
         missing = [c for c in wanted if c not in self.columns]
@@ -228,8 +232,8 @@ class Source:
             # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
             yield from table.to_batches(max_chunksize=MEMORY_CHUNK)
             return
-        reader = self._csv_batches(wanted) if self.kind == "csv" else self._parquet_batches(
-            wanted, encoded)
+        reader = (self._csv_batches(wanted, progress) if self.kind == "csv" else
+                  self._parquet_batches(wanted, encoded, progress))
         rows = 0
         # parsing runs in Arrow without the GIL: a thread reads the next blocks meanwhile
         for batch in read_ahead(reader, READ_AHEAD):
@@ -372,7 +376,8 @@ class Source:
             fix="pass its encoding, e.g. --encoding latin-1 (or set [input] encoding)",
         )
 
-    def _csv_batches(self, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    def _csv_batches(self, columns: list[str], progress: Callable[[float], None] | None = None
+                     ) -> Iterator[pa.RecordBatch]:
         import pyarrow.csv as pcsv
 
         read = pcsv.ReadOptions(
@@ -383,12 +388,21 @@ class Source:
         convert = pcsv.ConvertOptions(
             column_types={c: pa.string() for c in columns}, include_columns=columns,
             strings_can_be_null=False, quoted_strings_can_be_null=False)
-        try:
-            reader = pcsv.open_csv(str(self.path), read_options=read, parse_options=parse,
-                                   convert_options=convert)
-            yield from reader
-        except pa.ArrowInvalid as error:
-            raise self._csv_error(error) from None
+        # the file opened here (decompressed on the way), so that its position tells the
+        # share read
+        with pa.OSFile(str(self.path)) as raw:
+            codec = COMPRESSION.get(_suffix(self.path).rpartition(".")[2])
+            stream = raw if codec is None else pa.CompressedInputStream(raw, codec)
+            size = max(raw.size(), 1)
+            try:
+                reader = pcsv.open_csv(stream, read_options=read, parse_options=parse,
+                                       convert_options=convert)
+                for batch in reader:
+                    if progress is not None:
+                        progress(min(raw.tell() / size, 1.0))
+                    yield batch
+            except pa.ArrowInvalid as error:
+                raise self._csv_error(error) from None
 
     def _csv_error(self, error: Exception) -> BlendinError:
         message = str(error)
@@ -403,16 +417,22 @@ class Source:
             "that every row has one value per column",
         )
 
-    def _parquet_batches(self, columns: list[str],
-                         encoded: Collection[str]) -> Iterator[pa.RecordBatch]:
+    def _parquet_batches(self, columns: list[str], encoded: Collection[str],
+                         progress: Callable[[float], None] | None = None
+                         ) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
         rows = max(1, self.block_size // 64)
         # (a large text column would come back as a dictionary of plain texts)
         texts = [name for name, kind in self.types().items()
                  if name in encoded and name in columns and pa.types.is_string(kind)]
-        yield from pq.ParquetFile(self.path, read_dictionary=texts).iter_batches(
-            batch_size=rows, columns=columns)
+        file = pq.ParquetFile(self.path, read_dictionary=texts)
+        total, done = max(file.metadata.num_rows, 1), 0
+        for batch in file.iter_batches(batch_size=rows, columns=columns):
+            done += batch.num_rows
+            if progress is not None:
+                progress(done / total)
+            yield batch
 
 
 def _first_record(text: str) -> str:

@@ -1,4 +1,5 @@
-"""A progress bar for long searches (tqdm): nodes checked out of the lattice, time elapsed.
+"""Progress bars (tqdm) for long searches, nodes checked out of the lattice and time elapsed,
+and for the passes over a large file (the share read).
 
 The search calls ``progress(nodes_checked, total_nodes)`` after each node it checks.
 :class:`Progress` turns those calls into a tqdm bar: in a terminal a text bar on stderr, in
@@ -22,6 +23,8 @@ from typing import Any, TextIO
 BAR = ("{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked "
        "[{elapsed}{postfix}]")
 COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}{postfix}]"
+#: a pass over a file: the share read
+READ = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
 
 class Progress:
@@ -75,9 +78,11 @@ class Progress:
         self.bar.update(nodes_checked - self.bar.n)
 
     def _open(self, total: int | None, done: int):
-        options = dict(total=total, initial=done, desc=self.label, unit="node", delay=self.delay,
-                       mininterval=self.interval, leave=False,
-                       bar_format=BAR if total else COUNT)
+        return self._tqdm(total=total, initial=done, desc=self.label, unit="node",
+                          delay=self.delay, mininterval=self.interval, leave=False,
+                          bar_format=BAR if total else COUNT)
+
+    def _tqdm(self, **options):
         if self.stream is not None:  # a given stream is text, even in a notebook
             from tqdm.std import tqdm
 
@@ -85,6 +90,38 @@ class Progress:
         from tqdm.auto import tqdm
 
         return tqdm(**options)
+
+    @contextlib.contextmanager
+    def reading(self, label: str) -> Iterator[Callable[[float], None] | None]:
+        """A bar of its own for one pass over a file: the callable yielded takes the share
+        read so far (0 to 1), or is None when bars are off. Like the search's bar it shows
+        only after ``delay`` seconds, and is erased when the pass ends.
+
+        >>> import io
+        >>> out = io.StringIO()
+        >>> bars = Progress(stream=out, force=True, delay=0.0, interval=0.0)
+        >>> with bars.reading("reading t.csv") as read:
+        ...     read(0.5)
+        >>> "reading t.csv:  50%" in out.getvalue()
+        True
+        """
+        if not self.enabled:
+            yield None
+            return
+        bar = None
+
+        def show(share: float) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = self._tqdm(total=100, desc=label, delay=self.delay, miniters=1,
+                                 mininterval=self.interval, leave=False, bar_format=READ)
+            bar.update(round(100 * share) - bar.n)
+
+        try:
+            yield show
+        finally:
+            if bar is not None:
+                bar.close()
 
     def close(self) -> None:
         """Close the bar (a terminal bar is erased: ``leave=False``)."""

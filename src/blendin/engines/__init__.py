@@ -17,6 +17,9 @@ Every engine provides:
   file);
 - ``write(data, path, ...)``: writes a release atomically.
 
+``distinct`` and ``release`` take an optional ``progress``, told the share of a file read
+so far (0 to 1); an engine with progress of its own (Spark's) may ignore it.
+
 :class:`~blendin.engines.embedded.EmbeddedEngine` (pyarrow, batches, bounded memory) is the
 default; :class:`~blendin.engines.spark.SparkEngine` runs the same steps on a Spark cluster.
 """

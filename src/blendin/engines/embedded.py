@@ -41,6 +41,8 @@ BATCH_ROWS = 1 << 18
 WRITE_BEHIND = 2
 
 Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
+#: told the share of a file read so far (0 to 1)
+Progress = Callable[[float], None]
 
 
 class EmbeddedEngine:
@@ -73,16 +75,18 @@ class EmbeddedEngine:
         return Source(data)
 
     def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
-                 expected: Mapping[str, pa.Array] | None = None) -> pa.Table:
+                 expected: Mapping[str, pa.Array] | None = None,
+                 progress: Progress | None = None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts, batch by batch (the
-        ``expected`` texts of a column are looked up rather than encoded).
+        ``expected`` texts of a column are looked up rather than encoded; ``progress`` is
+        told the share of a file read, see :meth:`Source.batches`).
 
         An in-memory source keeps each column's codes, so that the release, which reads the
         quasi-identifiers ``encoded``, gathers instead of hashing every text again.
         """
         keep = source.kind == "memory"
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=keep)
-        for batch in self.batches(source, columns, encoded=columns):
+        for batch in self.batches(source, columns, encoded=columns, progress=progress):
             counter.add(batch)
         distinct = counter.result()
         for name in columns if keep else ():
@@ -90,11 +94,12 @@ class EmbeddedEngine:
         return distinct
 
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
-                encoded: Collection[str] = ()) -> Iterator[pa.Table]:
+                encoded: Collection[str] = (),
+                progress: Progress | None = None) -> Iterator[pa.Table]:
         """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
         ``encoded`` text columns dictionary-encoded, see :meth:`Source.batches`)."""
         group, rows = [], 0
-        for batch in source.batches(columns, encoded=encoded):
+        for batch in source.batches(columns, encoded=encoded, progress=progress):
             group.append(batch)
             rows += batch.num_rows
             if rows >= self.batch_rows:
@@ -108,8 +113,10 @@ class EmbeddedEngine:
                 missing: str = "", suppressed: str = "drop",
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
                 delimiter: str = ",", escape_formulas: bool = False,
-                labelled: Sequence[str] = ()) -> Iterator[Release]:
-        """Recode every batch, regroup it for the checker and keep or write it.
+                labelled: Sequence[str] = (),
+                progress: Progress | None = None) -> Iterator[Release]:
+        """Recode every batch, regroup it for the checker and keep or write it
+        (``progress`` as in :meth:`distinct`).
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
@@ -122,7 +129,8 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         if output is None:
             parts = [kept(marked, removed, drop) for marked, removed in
-                     self._recoded(source, recoder, row_columns, counter, labelled)]
+                     self._recoded(source, recoder, row_columns, counter, labelled,
+                                   progress)]
             table = shown.decoded(pa.concat_tables(parts))
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows)
@@ -134,16 +142,16 @@ class EmbeddedEngine:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
                              shown=shown, unstated=shown.encoded) as writer:
                 for marked, removed in self._recoded(source, recoder, row_columns, counter,
-                                                     labelled):
+                                                     labelled, progress):
                     writer.write(kept(marked, removed, drop))
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
     def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
-                 counter: DistinctCounter, labelled: Sequence[str]
-                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 counter: DistinctCounter, labelled: Sequence[str],
+                 progress: Progress | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
         # the QIs come as codes (released as labels)
-        for batch in self.batches(source, encoded=labelled):
+        for batch in self.batches(source, encoded=labelled, progress=progress):
             marked, removed = recoder(batch)
             if row_columns is not None and row_columns.active:
                 marked = row_columns(marked)

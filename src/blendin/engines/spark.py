@@ -293,9 +293,10 @@ class SparkEngine:
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
-                 missing: str = "", expected=None) -> pa.Table:
+                 missing: str = "", expected=None, progress=None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts: a Spark group-by, collected
-        (``expected`` texts, a hint for the embedded engine, are not needed)."""
+        (``expected`` texts, a hint for the embedded engine, are not needed; Spark shows its
+        own ``progress``)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         counted = self._as_text(source.df, columns, missing).groupBy(*columns).count()
@@ -334,7 +335,7 @@ class SparkEngine:
     def release(self, source: SparkSource, recoder, *, check_columns: Sequence[str],
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output: str | os.PathLike | None = None, delimiter: str = ",",
-                escape_formulas: bool = False, labelled: Sequence[str] = ()
+                escape_formulas: bool = False, labelled: Sequence[str] = (), progress=None
                 ) -> Iterator[Release]:
         """Recode on the executors, regroup the released values for the checker, and hand
         back a DataFrame or write it (to a temporary path, renamed when the block ends).
