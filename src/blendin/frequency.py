@@ -175,6 +175,12 @@ class FrequencyTable:
         return tuple(h.height for h in self.hierarchies)
 
     @cached_property
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """Each QI's ground codes, contiguous: a column of ``tuples`` is strided, and a
+        gather or count over it several times slower."""
+        return tuple(np.ascontiguousarray(self.tuples.T))
+
+    @cached_property
     def sensitive(self) -> dict[str, np.ndarray]:
         """Per sensitive attribute, the (tuples, values) int64 histogram as a matrix."""
         return {name: cells.dense(len(self.counts), len(self.domains[name].labels))
@@ -263,7 +269,7 @@ class FrequencyTable:
     def generalized(self, levels: Sequence[int]) -> np.ndarray:
         """Codes of every tuple at the given level per QI, shape (n, QIs)."""
         return np.stack(
-            [h.codes[lvl][self.tuples[:, i]] for i, (h, lvl) in enumerate(
+            [h.codes[lvl][self.columns[i]] for i, (h, lvl) in enumerate(
                 zip(self.hierarchies, levels))],
             axis=1,
         )

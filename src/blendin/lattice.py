@@ -344,7 +344,7 @@ class Checker:
         ft = self.ft
         levels = (0,) * len(ft.qi_names)
         codes = tuple(
-            np.ascontiguousarray(h.codes[0][ft.tuples[:, i]], dtype=np.int64)
+            np.take(h.codes[0], ft.columns[i]).astype(np.int64, copy=False)
             for i, h in enumerate(ft.hierarchies))
         hists = {}
         for attr in self.attrs:

@@ -175,7 +175,7 @@ def range_share(width: np.ndarray, domain_width: float) -> np.ndarray:
 def ground_frequencies(ft: FrequencyTable) -> list[np.ndarray]:
     """Records per ground value of each QI (float, indexed by ground code)."""
     weights = ft.counts.astype(float)  # converted once, not by every bincount
-    return [np.bincount(ft.tuples[:, i], weights=weights, minlength=len(h.ground))
+    return [np.bincount(ft.columns[i], weights=weights, minlength=len(h.ground))
             for i, h in enumerate(ft.hierarchies)]
 
 

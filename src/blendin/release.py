@@ -137,7 +137,7 @@ def node_codes(ft: FrequencyTable, levels: Sequence[int]) -> np.ndarray:
     out = np.zeros((len(ft.counts), len(levels)), np.int32, order="F")
     for i, (h, level) in enumerate(zip(ft.hierarchies, levels)):
         if len(h.labels[level]) > 1:
-            out[:, i] = h.codes[level][ft.tuples[:, i]]
+            out[:, i] = np.take(h.codes[level], ft.columns[i])
     return out
 
 

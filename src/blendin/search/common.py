@@ -167,7 +167,7 @@ class Context:
     @functools.cached_property
     def _present(self) -> list[np.ndarray]:
         """Per QI, the distinct values present at each level."""
-        return [np.array([len(np.unique(np.take(h.codes[lv], self.ft.tuples[:, i])))
+        return [np.array([len(np.unique(np.take(h.codes[lv], self.ft.columns[i])))
                           for lv in range(h.height)], dtype=float)
                 for i, h in enumerate(self.ft.hierarchies)]
 
