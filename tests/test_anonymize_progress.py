@@ -149,3 +149,18 @@ def test_a_table_in_memory_has_no_reading_bar():
     with Progress(stream=out, delay=0.0, interval=0.0) as bars:
         anonymize(df, _spec(), progress=bars)
     assert "reading" not in out.getvalue() and "releasing" not in out.getvalue()
+
+
+def test_check_and_risk_show_their_pass_over_a_file(tmp_path):
+    from blendin.check import check
+    from blendin.risk import risk
+
+    path = tmp_path / "release.csv"
+    pd.DataFrame({"a": ["1", "2"] * 1500, "b": ["0"] * 3000}).to_csv(path, index=False)
+    source = Source(path, block_size=1 << 12)
+    out = FakeTerminal()
+    with Progress(stream=out, delay=0.0, interval=0.0) as bars:
+        assert check(source, _spec(), progress=bars).passed
+        assert risk(source, "a,b", progress=bars).classes == 2
+    assert "checking release.csv: 100%" in out.getvalue()
+    assert "reading release.csv: 100%" in out.getvalue()

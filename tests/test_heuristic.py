@@ -89,7 +89,10 @@ def test_heuristic_without_budget_proves_the_optimum(case):
                weights=weights, algorithm="heuristic", time_limit=None)
     assert got.optimal and got.algorithm == "heuristic"
     assert got.score == pytest.approx(want.score, rel=1e-9, abs=1e-12)
-    assert [s for _, _, s in got.trace] == sorted((s for _, _, s in got.trace), reverse=True)
+    # the best figure only falls over time; a tie (within 1e-9) may replace the best when
+    # the tie rule prefers it, its figure a rounding off
+    scores = [s for _, _, s in got.trace]
+    assert all(b <= a + 1e-9 * max(1.0, abs(a)) for a, b in zip(scores, scores[1:]))
 
 
 def wide_table(n: int = 300, q: int = 8, seed: int = 0) -> FrequencyTable:

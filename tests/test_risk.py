@@ -1,3 +1,4 @@
+import json
 import math
 from collections import Counter, defaultdict
 from fractions import Fraction
@@ -258,8 +259,6 @@ def test_estimators_never_fail_and_stay_in_range(sizes, scale):
 
 
 def test_json_has_no_nan(tmp_path):
-    import json
-
     from click.testing import CliRunner
 
     from blendin.cli import main
@@ -272,3 +271,21 @@ def test_json_has_no_nan(tmp_path):
     report = json.loads(result.output, parse_constant=lambda c: pytest.fail(c))
     assert report["population"]["pitman"] is None  # all unique: no solution
     assert report["sample_uniques"] == 30 and report["prosecutor"]["highest"] == 1.0
+
+
+def test_the_cli_reads_a_file_in_batches(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+    from blendin.io import Source
+
+    def whole(self):
+        raise AssertionError("blendin risk holds no whole table")
+
+    monkeypatch.setattr(Source, "read_all", whole)
+    data = tmp_path / "d.csv"
+    data.write_text("a;b\n" + "\n".join(f"{i % 3};x" for i in range(30)) + "\n")
+    result = CliRunner().invoke(main, ["risk", str(data), "--qi", "a,b", "--delimiter", ";",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["classes"] == 3

@@ -14,7 +14,6 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -39,7 +38,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
-from blendin.progress import Progress, progress_callback
+from blendin.progress import Progress, file_pass, progress_callback
 from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -568,9 +567,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
 
 def _pass(bars: Progress | None, doing: str, source):
     """The bar of one pass over ``source`` (shown only for a file that takes a while)."""
-    if bars is None:
-        return contextlib.nullcontext()
-    return bars.reading(f"{doing} {Path(getattr(source, 'name', 'the table')).name}")
+    return file_pass(bars, f"{doing} {Path(getattr(source, 'name', 'the table')).name}")
 
 
 def _ground_texts(spec: Spec) -> dict[str, pa.Array]:

@@ -18,6 +18,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
+from blendin.progress import file_pass
 from blendin.spec import Spec
 
 #: how many problem combinations a report lists
@@ -168,6 +170,7 @@ def check(
     delimiter: str | None = None,
     encoding: str | None = None,
     population=None,
+    progress=False,
 ) -> CheckReport:
     """Check a table as it stands (raw or released) against the spec's privacy models.
 
@@ -176,7 +179,8 @@ def check(
     file. ``delimiter``/``encoding`` override the spec's ``[input]``. ``population`` is the
     table the release was drawn from (the input of delta-presence): its people are counted
     in every released class, each person's values generalized to the released label that
-    covers them.
+    covers them. ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a bar
+    while a file is read.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -199,7 +203,8 @@ def check(
               if engine.name == "embedded" else engine.source(data, spec))
     spec.validate_columns(source.columns, released=True)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
-    distinct = engine.distinct(source, columns, spec.missing)
+    with file_pass(progress, f"checking {Path(source.name).name}") as told:
+        distinct = engine.distinct(source, columns, spec.missing, progress=told)
     return check_regrouped(distinct, spec, source.columns, show_values=show_values,
                            population=population, delimiter=delimiter, encoding=encoding)
 

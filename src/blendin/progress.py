@@ -140,6 +140,27 @@ ProgressCallback = Callable[[int, int | None], None]
 
 
 @contextlib.contextmanager
+def file_pass(progress: bool | Progress | None, label: str
+              ) -> Iterator[Callable[[float], None] | None]:
+    """The bar of one pass over a file, for ``progress`` as the API takes it: ``True`` a bar
+    wherever the user is, a :class:`Progress` that one's, anything else none. Yields what
+    the pass calls with the share read (or None).
+
+    >>> with file_pass(False, "reading t.csv") as told:
+    ...     told is None
+    True
+    """
+    if progress is True:
+        with Progress(force=True, delay=0.5) as bars, bars.reading(label) as told:
+            yield told
+    elif isinstance(progress, Progress):
+        with progress.reading(label) as told:
+            yield told
+    else:
+        yield None
+
+
+@contextlib.contextmanager
 def progress_callback(progress: bool | ProgressCallback | None
                       ) -> Iterator[ProgressCallback | None]:
     """What the search should call for ``progress`` as :func:`blendin.anonymize` takes it:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,7 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text
 from blendin.hierarchy.core import SUPPRESSED
+from blendin.progress import file_pass
 
 #: Dankar et al.: below this sampling fraction Pitman's model is preferred
 DANKAR_PITMAN_LIMIT = 0.1
@@ -176,6 +178,7 @@ def risk(
     population: float | None = None,
     sampling_fraction: float | None = None,
     missing: str = "",
+    progress=False,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -183,7 +186,8 @@ def risk(
     quasi-identifier columns (a list or ``"a,b,c"``), or ``spec`` gives
     them (and the sensitive attributes). ``population`` (or ``sampling_fraction``) turns on
     the population-uniqueness estimates. Records whose quasi-identifiers are all ``*`` are
-    suppressed: they are counted apart and are not at risk.
+    suppressed: they are counted apart and are not at risk. ``progress=True`` (or a
+    :class:`~blendin.progress.Progress`) shows a bar while a file is read.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -200,7 +204,9 @@ def risk(
     engine = engine_for(data)  # a file is read in batches; a Spark DataFrame stays on Spark
     source = engine.source(data)
     _check_columns(source.columns, [*names, *sensitive])
-    tuples = engine.distinct(source, list(dict.fromkeys([*names, *sensitive])), missing)
+    with file_pass(progress, f"reading {Path(source.name).name}") as told:
+        tuples = engine.distinct(source, list(dict.fromkeys([*names, *sensitive])), missing,
+                                 progress=told)
     sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive)
     n = int(sizes.sum())
     if n == 0:

@@ -34,10 +34,12 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     Example: blendin check release.csv --spec release.toml --json
     """
     from blendin.check import check
+    from blendin.progress import Progress
     from blendin.spec import Spec
 
     spec = Spec.from_toml(spec_path)
-    report = check(data, spec, show_values=show_values, delimiter=delimiter,
-                   encoding=encoding, population=population)
+    with Progress() as bars:  # in a terminal, while a large file is read
+        report = check(data, spec, show_values=show_values, delimiter=delimiter,
+                       encoding=encoding, population=population, progress=bars)
     click.echo(report.to_json() if as_json else str(report))
     sys.exit(0 if report.passed else 1)

@@ -39,6 +39,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
     """
     from blendin.io import Source
+    from blendin.progress import Progress
     from blendin.risk import risk
 
     spec = None
@@ -47,10 +48,11 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
         spec = Spec.from_toml(spec_path)
         delimiter = delimiter or spec.delimiter
-    table = Source(data, delimiter=delimiter, encoding=encoding).read_all()
-    report = risk(table, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
-                  population=population, sampling_fraction=sampling_fraction,
-                  missing=spec.missing if spec is not None else "")
+    source = Source(data, delimiter=delimiter, encoding=encoding)  # read in batches
+    with Progress() as bars:  # in a terminal, while a large file is read
+        report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
+                      population=population, sampling_fraction=sampling_fraction,
+                      missing=spec.missing if spec is not None else "", progress=bars)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=float))
     else:
