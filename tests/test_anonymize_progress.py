@@ -164,3 +164,20 @@ def test_check_and_risk_show_their_pass_over_a_file(tmp_path):
         assert risk(source, "a,b", progress=bars).classes == 2
     assert "checking release.csv: 100%" in out.getvalue()
     assert "reading release.csv: 100%" in out.getvalue()
+
+
+def test_applying_a_solution_shows_its_passes_over_a_file(tmp_path):
+    from blendin.anonymize import apply_solution
+
+    path = tmp_path / "new.csv"
+    rng = np.random.default_rng(4)
+    pd.DataFrame({"a": rng.integers(0, 16, 3000).astype(str),
+                  "b": rng.integers(0, 4, 3000).astype(str)}).to_csv(path, index=False)
+    first = anonymize(path, _spec())
+    out = FakeTerminal()
+    with Progress(stream=out, delay=0.0, interval=0.0) as bars:
+        applied = apply_solution(path, first, progress=bars,
+                                 engine=EmbeddedEngine(block_size=4096))
+    assert applied.levels == first.levels
+    assert "reading new.csv: 100%" in out.getvalue()
+    assert "releasing new.csv: 100%" in out.getvalue()

@@ -14,6 +14,7 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -942,7 +943,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
                    delimiter: str | None = None, encoding: str | None = None,
                    unknown: str = "error", output: str | os.PathLike | None = None,
                    output_delimiter: str = ",", escape_formulas: bool = False,
-                   engine=None) -> Result:
+                   engine=None, progress: Progress | bool | None = None) -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
@@ -954,7 +955,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     and when it is over the limit a BlendinError says so and nothing is released: the spec
     does not hold on this data with this solution, so it must be anonymized afresh.
     ``output``, ``output_delimiter``, ``escape_formulas`` and ``engine`` are as in
-    :func:`anonymize`.
+    :func:`anonymize`; ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a
+    bar for each pass over a file.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.intervals import intervals
@@ -974,11 +976,15 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         used.encoding = encoding
     saved_levels = _saved_levels(payload)
     levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
-    prepared = prepare(data, used, engine)
-    _check_levels(saved_levels, prepared.hierarchies)
-    outcome = _saved_outcome(prepared, levels)
-    release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
-                             output_delimiter=output_delimiter, escape_formulas=escape_formulas)
+    with contextlib.ExitStack() as stack:
+        bars = (stack.enter_context(Progress(force=True, delay=0.5)) if progress is True
+                else progress if isinstance(progress, Progress) else None)
+        prepared = prepare(data, used, engine, bars=bars)
+        _check_levels(saved_levels, prepared.hierarchies)
+        outcome = _saved_outcome(prepared, levels)
+        release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
+                                 output_delimiter=output_delimiter,
+                                 escape_formulas=escape_formulas, bars=bars)
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     result = Result(
         data=_like_input(release.data, data),

@@ -306,15 +306,17 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     Example: blendin apply march.csv --solution sol.json -o march_release.csv
     """
     from blendin.anonymize import apply_solution
+    from blendin.progress import Progress
     from blendin.spec import Spec
 
     chosen = _engine(engine, spark_master, spark_conf)
     _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path}, output,
                        force=force, output_delimiter=output_delimiter, engine=engine)
     spec = Spec.from_toml(spec_path) if spec_path else None
-    result = apply_solution(data, solution, spec, suppressed=suppressed, delimiter=delimiter,
-                            encoding=encoding, unknown=unknown, output=output,
-                            output_delimiter=output_delimiter, escape_formulas=escape_formulas,
-                            engine=chosen)
+    with Progress(enabled=not quiet) as bars:
+        result = apply_solution(data, solution, spec, suppressed=suppressed,
+                                delimiter=delimiter, encoding=encoding, unknown=unknown,
+                                output=output, output_delimiter=output_delimiter,
+                                escape_formulas=escape_formulas, engine=chosen, progress=bars)
     _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
             escape_formulas=escape_formulas)
