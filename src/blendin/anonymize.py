@@ -14,7 +14,6 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
@@ -39,7 +38,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
-from blendin.progress import Progress, file_pass, progress_callback
+from blendin.progress import Progress, bars_for, file_pass, progress_callback
 from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
 from blendin.spec import Spec
@@ -976,9 +975,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         used.encoding = encoding
     saved_levels = _saved_levels(payload)
     levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
-    with contextlib.ExitStack() as stack:
-        bars = (stack.enter_context(Progress(force=True, delay=0.5)) if progress is True
-                else progress if isinstance(progress, Progress) else None)
+    with bars_for(progress) as bars:
         prepared = prepare(data, used, engine, bars=bars)
         _check_levels(saved_levels, prepared.hierarchies)
         outcome = _saved_outcome(prepared, levels)

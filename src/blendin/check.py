@@ -32,7 +32,7 @@ from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
-from blendin.progress import file_pass
+from blendin.progress import Progress, file_pass
 from blendin.spec import Spec
 
 #: how many problem combinations a report lists
@@ -170,7 +170,7 @@ def check(
     delimiter: str | None = None,
     encoding: str | None = None,
     population=None,
-    progress=False,
+    progress: bool | Progress = False,
 ) -> CheckReport:
     """Check a table as it stands (raw or released) against the spec's privacy models.
 

@@ -140,24 +140,37 @@ ProgressCallback = Callable[[int, int | None], None]
 
 
 @contextlib.contextmanager
+def bars_for(progress: bool | Progress | None) -> Iterator[Progress | None]:
+    """The bars ``progress`` asks for, as the API takes it: ``True`` bars shown wherever
+    the user is (terminal or notebook), a :class:`Progress` that one, anything else none.
+
+    >>> with bars_for(None) as bars:
+    ...     bars is None
+    True
+    """
+    if progress is True:
+        with Progress(force=True, delay=0.5) as bars:
+            yield bars
+    else:
+        yield progress if isinstance(progress, Progress) else None
+
+
+@contextlib.contextmanager
 def file_pass(progress: bool | Progress | None, label: str
               ) -> Iterator[Callable[[float], None] | None]:
-    """The bar of one pass over a file, for ``progress`` as the API takes it: ``True`` a bar
-    wherever the user is, a :class:`Progress` that one's, anything else none. Yields what
-    the pass calls with the share read (or None).
+    """The bar of one pass over a file, for ``progress`` as :func:`bars_for` takes it:
+    yields what the pass calls with the share read (or None).
 
     >>> with file_pass(False, "reading t.csv") as told:
     ...     told is None
     True
     """
-    if progress is True:
-        with Progress(force=True, delay=0.5) as bars, bars.reading(label) as told:
+    with bars_for(progress) as bars:
+        if bars is None:
+            yield None
+            return
+        with bars.reading(label) as told:
             yield told
-    elif isinstance(progress, Progress):
-        with progress.reading(label) as told:
-            yield told
-    else:
-        yield None
 
 
 @contextlib.contextmanager
@@ -172,8 +185,8 @@ def progress_callback(progress: bool | ProgressCallback | None
     True
     """
     if progress is True:
-        with Progress(force=True, delay=0.5) as bar:
-            yield bar
+        with bars_for(True) as bars:
+            yield bars
     elif progress is False or progress is None:
         yield None
     elif callable(progress):

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text
 from blendin.hierarchy.core import SUPPRESSED
-from blendin.progress import file_pass
+from blendin.progress import Progress, file_pass
 
 #: Dankar et al.: below this sampling fraction Pitman's model is preferred
 DANKAR_PITMAN_LIMIT = 0.1
@@ -178,7 +178,7 @@ def risk(
     population: float | None = None,
     sampling_fraction: float | None = None,
     missing: str = "",
-    progress=False,
+    progress: bool | Progress = False,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
