@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys, plain
+from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys
+from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts, stable_order
 from blendin.hierarchy.core import Hierarchy
@@ -50,7 +51,7 @@ def counted(table: pa.Table, columns, missing: str) -> collections.Counter:
 
 
 def as_counter(distinct: pa.Table, columns) -> collections.Counter:
-    table = plain(distinct)
+    table = decoded(distinct)
     rows = zip(*(table.column(c).to_pylist() for c in columns))
     return collections.Counter(dict(zip(rows, table.column(COUNT).to_pylist())))
 
@@ -73,7 +74,7 @@ def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, g
         counter.add(batch)
     distinct = counter.result()
     assert as_counter(distinct, columns) == counted(table, columns, missing)
-    assert len(set(zip(*(plain(distinct).column(c).to_pylist() for c in columns)))) == \
+    assert len(set(zip(*(decoded(distinct).column(c).to_pylist() for c in columns)))) == \
         distinct.num_rows  # each tuple once
     for column in columns:  # the hierarchy builders' view: each column's distinct texts
         assert sorted(distinct_texts(distinct.column(column), missing).to_pylist()) == \
@@ -174,7 +175,7 @@ def test_group_keys_counts_a_key_space_too_large_for_int64():
 
 def reference_table(distinct: pa.Table, hierarchies, sensitive):
     """FrequencyTable's arrays the straightforward way: a dict per hierarchy, sorted tuples."""
-    table = plain(distinct)
+    table = decoded(distinct)
     names = list(hierarchies)
     index = {n: {v: i for i, v in enumerate(hierarchies[n].ground)} for n in names}
     rows = [tuple(index[n][v] for n, v in zip(names, values))
@@ -214,7 +215,7 @@ def test_frequency_table_from_codes_equals_the_straightforward_one(data, missing
                    for n in names[:-1] or names}
     sensitive = names[-1:] if len(names) > 1 else []
     tuples, counts, hists = reference_table(distinct, hierarchies, sensitive)
-    for given_table in (distinct, plain(distinct)):  # dictionary-encoded, and as text
+    for given_table in (distinct, decoded(distinct)):  # dictionary-encoded, and as text
         ft = FrequencyTable.from_distinct(given_table, hierarchies, sensitive)
         assert [tuple(t) for t in ft.tuples.tolist()] == tuples
         assert ft.counts.tolist() == counts and ft.tuples.dtype == np.int32

@@ -31,6 +31,7 @@ from blendin.engines.kernels import (
     FullDomainRecoder,
     MondrianRecoder,
     RowColumns,
+    decoded,
 )
 from blendin.errors import BlendinError, preview
 from blendin.frequency import FrequencyTable
@@ -522,7 +523,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
     built, the frequency table encoded, the models' feasibility checked (``bars`` show the
     pass over a file)."""
     from blendin.engines import engine_for
-    from blendin.engines.groupby import distinct_tuples, plain
+    from blendin.engines.groupby import distinct_tuples
 
     spec.validate()
     engine = engine_for(data, engine)
@@ -545,9 +546,9 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
                                        progress=told)
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
-    tables = [(m, plain(people)) for m, people in presence.population_tables(spec, qis)]
+    tables = [(m, decoded(people)) for m, people in presence.population_tables(spec, qis)]
     if tables or subset is not None:
-        distinct = plain(distinct)
+        distinct = decoded(distinct)
     hierarchies = spec.build_hierarchies(presence.with_people(
         distinct, [t for _, t in tables], qis))
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)

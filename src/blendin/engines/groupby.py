@@ -150,7 +150,8 @@ class DistinctCounter:
     >>> counter = DistinctCounter(["sex"])
     >>> counter.add(pa.table({"sex": ["f", "m", "f"]}))
     >>> counter.add(pa.table({"sex": ["m", None]}))
-    >>> plain(counter.result()).to_pydict()
+    >>> from blendin.engines.kernels import decoded
+    >>> decoded(counter.result()).to_pydict()
     {'sex': ['f', 'm', ''], '__blendin_count__': [2, 2, 1]}
     """
 
@@ -273,19 +274,6 @@ def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     return taken[0] if len(taken) == 1 else np.concatenate(taken, axis=1)
 
 
-def plain(table: pa.Table) -> pa.Table:
-    """``table`` with its dictionary-encoded columns decoded (e.g. to sort or concatenate).
-
-    >>> plain(distinct_tuples([pa.table({"a": ["x"]})], ["a"])).schema.field("a").type
-    DataType(string)
-    """
-    for i, kind in enumerate(table.schema.types):
-        if pa.types.is_dictionary(kind):
-            table = table.set_column(i, table.field(i).with_type(kind.value_type),
-                                     table.column(i).cast(kind.value_type))
-    return table
-
-
 def distinct_tuples(
     batches: Iterable[pa.Table | pa.RecordBatch], columns: Sequence[str], missing: str = "",
     expected: Mapping[str, pa.Array] | None = None,
@@ -293,7 +281,7 @@ def distinct_tuples(
     """Distinct text tuples of ``columns`` with their counts, reduced chunk by chunk
     (dictionary-encoded columns, see :meth:`DistinctCounter.result`; ``expected`` as there).
 
-    >>> plain(distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"])).to_pydict()
+    >>> distinct_tuples([pa.table({"a": ["x", "y", "x"]})], ["a"]).to_pydict()
     {'a': ['x', 'y'], '__blendin_count__': [2, 1]}
     """
     counter = DistinctCounter(columns, missing, expected=expected)
