@@ -267,12 +267,9 @@ class FrequencyTable:
         return Classes(sizes.astype(np.int64), hists, self.domains)
 
     def generalized(self, levels: Sequence[int]) -> np.ndarray:
-        """Codes of every tuple at the given level per QI, shape (n, QIs)."""
-        return np.stack(
-            [h.codes[lvl][self.columns[i]] for i, (h, lvl) in enumerate(
-                zip(self.hierarchies, levels))],
-            axis=1,
-        )
+        """Codes of every tuple at the given level per QI, shape (n, QIs) (see
+        :func:`generalized_codes`)."""
+        return generalized_codes(self.hierarchies, levels, self.columns, len(self.counts))
 
     def classes_at(self, levels: Sequence[int]) -> tuple[Classes, np.ndarray]:
         """Equivalence classes at a lattice node and each tuple's class id."""
@@ -281,6 +278,24 @@ class FrequencyTable:
         uniq, class_of_tuple = np.unique(key, return_inverse=True)
         class_of_tuple = class_of_tuple.reshape(-1)
         return self.classes(class_of_tuple, len(uniq)), class_of_tuple
+
+
+def generalized_codes(hierarchies: Sequence[Hierarchy], levels: Sequence[int],
+                      ground: Sequence[np.ndarray | None], rows: int) -> np.ndarray:
+    """Each QI's codes at ``levels`` from its ``ground`` codes, as one (rows, QIs) int32
+    matrix stored column by column (each QI's codes contiguous for the keys that read
+    them). A level with a single label is code 0 on every row: no gather (its ground codes
+    may be None).
+
+    >>> h = Hierarchy.from_rows([["a", "x"], ["b", "x"], ["c", "y"]])
+    >>> generalized_codes([h], [1], [np.array([2, 0, 1])], 3).ravel().tolist()
+    [1, 0, 0]
+    """
+    out = np.zeros((rows, len(ground)), np.int32, order="F")
+    for i, (h, level, codes) in enumerate(zip(hierarchies, levels, ground)):
+        if len(h.labels[level]) > 1:
+            np.take(h.codes[level], codes, out=out[:, i], mode="clip")  # unbuffered
+    return out
 
 
 def _refined(key: np.ndarray, value_codes: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -351,6 +366,7 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     packed = (key.astype(np.int64) << shift) | np.arange(n, dtype=np.int64)
     packed.sort()
     return packed & ((1 << shift) - 1)
+
 
 def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
     """One int64 key per row from several code columns (mixed radix).

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, as_text, combine_keys
+from blendin.frequency import FrequencyTable, as_text, combine_keys, generalized_codes
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
 
 if TYPE_CHECKING:
@@ -178,12 +178,12 @@ class FullDomainRecoder:
         ground = [ground_codes(table.column(name), h, name, main.missing)
                   if i in self.looked_up else None
                   for i, (name, h) in enumerate(zip(main.qi_names, main.hierarchies))]
-        codes = generalized(main, ground, rows)
+        codes = generalized_codes(main.hierarchies, main.levels, ground, rows)
         removed = main.suppressed_rows(codes)
         for stage, part in enumerate(self.parts, start=1):
             if not removed.any():
                 break
-            at_part = generalized(part, ground, rows)
+            at_part = generalized_codes(part.hierarchies, part.levels, ground, rows)
             still = removed & part.suppressed_rows(at_part)
             back = removed & ~still
             for i, offsets in enumerate(self.offsets):
@@ -205,18 +205,6 @@ def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
     for i, c in enumerate(codes):
         matrix[:, i] = c
     return matrix
-
-
-def generalized(recoding: Recoding, ground: Sequence[np.ndarray | None],
-                rows: int) -> np.ndarray:
-    """Each QI's generalized codes at ``recoding``'s node, from its ground codes, as one
-    (rows, QIs) int32 matrix stored column by column (each QI's codes contiguous for the
-    keys that read them); a level with a single label is code 0, no gather needed."""
-    out = np.zeros((rows, len(ground)), np.int32, order="F")
-    for i, (h, level, codes) in enumerate(zip(recoding.hierarchies, recoding.levels, ground)):
-        if len(h.labels[level]) > 1:
-            np.take(h.codes[level], codes, out=out[:, i], mode="clip")  # unbuffered
-    return out
 
 
 def check_mode(suppressed: str) -> None:
