@@ -568,7 +568,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
 
 def _pass(bars: Progress | None, doing: str, source):
     """The bar of one pass over ``source`` (shown only for a file that takes a while)."""
-    return file_pass(bars, f"{doing} {Path(getattr(source, 'name', 'the table')).name}")
+    return file_pass(bars, f"{doing} {Path(source.name).name}")
 
 
 def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
@@ -576,8 +576,7 @@ def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
     tree): the texts their columns are expected to hold."""
     given = {name: builder if isinstance(builder, Hierarchy) else builder.given()
              for name, builder in spec.quasi_identifiers.items()}
-    return {name: pa.array(h.ground.astype(str), pa.string())
-            for name, h in given.items() if h is not None}
+    return {name: h.ground_texts for name, h in given.items() if h is not None}
 
 
 # -- algorithms ----------------------------------------------------------------------------

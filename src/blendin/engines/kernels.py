@@ -51,8 +51,9 @@ def ground_codes(column: pa.Array | pa.ChunkedArray, hierarchy: Hierarchy, name:
                  missing: str = "") -> np.ndarray:
     """Ground code (int32) of every value of ``column``, read as text.
 
-    A dictionary-encoded column is encoded through its dictionary (the distinct values only,
-    those the rows use) and one gather; any other column by one hash look-up per row.
+    A dictionary-encoded column is encoded through its dictionary by
+    :meth:`Hierarchy.encode` (each entry looked up once, then one gather); any other column
+    by one hash look-up per row.
 
     >>> h = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
     >>> ground_codes(pa.array(["b", "a", "b"]).dictionary_encode(), h, "x").tolist()
@@ -68,12 +69,9 @@ def ground_codes(column: pa.Array | pa.ChunkedArray, hierarchy: Hierarchy, name:
         if indices.null_count:  # a missing value: one more entry, read as missing
             indices = pc.fill_null(indices, len(dictionary))
             dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
-        index = indices.to_numpy(zero_copy_only=False)
-        # only the entries the rows use must be ground values (a pandas category may be unused)
-        used = np.flatnonzero(np.bincount(index, minlength=len(dictionary)))
-        codes = np.zeros(len(dictionary), np.int32)
-        codes[used] = hierarchy.encode(as_text(dictionary.take(pa.array(used)), missing), name)
-        parts.append(codes[index])
+        # the entries as text, still indexed by the rows: only those in use must be covered
+        texts = as_text(dictionary, missing).combine_chunks()
+        parts.append(hierarchy.encode(pa.DictionaryArray.from_arrays(indices, texts), name))
     return np.concatenate(parts)
 
 

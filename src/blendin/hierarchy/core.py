@@ -84,7 +84,7 @@ class Hierarchy:
         if isinstance(column, pa.Array):
             column = pa.chunked_array([column])
         if not pa.types.is_dictionary(column.type):
-            codes = pc.index_in(column, value_set=self._ground_arrow)
+            codes = pc.index_in(column, value_set=self.ground_texts)
             if codes.null_count:
                 raise self._uncovered(pc.filter(column, codes.is_null()), name)
             return np.asarray(codes.to_numpy(zero_copy_only=False), dtype=np.int32)
@@ -92,7 +92,7 @@ class Hierarchy:
         return parts[0] if len(parts) == 1 else np.concatenate([np.zeros(0, np.int32), *parts])
 
     def _encode_dictionary(self, chunk: pa.DictionaryArray, name: str) -> np.ndarray:
-        entries = pc.index_in(chunk.dictionary, value_set=self._ground_arrow)
+        entries = pc.index_in(chunk.dictionary, value_set=self.ground_texts)
         if not entries.null_count and not chunk.indices.null_count:
             return entries.to_numpy()[chunk.indices.to_numpy()]
         # an entry not covered, or a null index, is -1: an error only if a row has it
@@ -119,7 +119,8 @@ class Hierarchy:
         return restrict(self, values, name, missing)
 
     @cached_property
-    def _ground_arrow(self) -> pa.Array:
+    def ground_texts(self) -> pa.Array:
+        """The ground values as an Arrow text array (what columns are looked up in)."""
         return pa.array(self.ground.astype(str).tolist(), type=pa.string())
 
     def to_rows(self) -> list[list[str]]:
@@ -310,7 +311,7 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
         raise BlendinError(f"{name} has no rows", fix="give one row per value")
     if len(values) == len(hierarchy.ground) and np.array_equal(values, hierarchy.ground):
         return hierarchy  # the data has every value (both are in text order)
-    found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy._ground_arrow)
+    found = pc.index_in(pa.array(values, type=pa.string()), value_set=hierarchy.ground_texts)
     position = np.asarray(found.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
     absent = position < 0
     uncovered = values[absent & (values != missing)]
