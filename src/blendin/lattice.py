@@ -597,11 +597,12 @@ def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
     return key
 
 
-def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) -> Groups:
+def _roll_up(source: Groups, levels: tuple[int, ...], up, radices,
+             scaled: dict[tuple[int, int, int, int], np.ndarray]) -> Groups:
     """Group ``source``'s classes into the classes of the coarser node ``levels``.
 
-    ``up(j, a, b)`` maps QI j's codes at level a to level b; ``scaled``, a dict, keeps
-    each level map multiplied by a stride for the next calls."""
+    ``up(j, a, b)`` maps QI j's codes at level a to level b; ``scaled`` keeps each level
+    map multiplied by a stride for the next calls."""
     rad = [r[b] for r, b in zip(radices, levels)]
     m = len(source.sizes)
     has_hists = source.has_hists
@@ -629,11 +630,9 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices, scaled=None) 
             if a == b:
                 part = codes[j] * stride
             else:
-                table = None if scaled is None else scaled.get((j, a, b, stride))
+                table = scaled.get((j, a, b, stride))
                 if table is None:
-                    table = up(j, a, b) * stride
-                    if scaled is not None:
-                        scaled[j, a, b, stride] = table
+                    table = scaled[j, a, b, stride] = up(j, a, b) * stride
                 part = np.take(table, codes[j])
             if key is None:
                 key = part

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from blendin.engines import Release, is_spark
@@ -67,38 +68,30 @@ def _has_quote(path: Path, chunk: int = 1 << 24) -> bool:
 
 
 @contextmanager
-def _storage(path: str) -> Iterator[None]:
-    """Says which connector a path's scheme needs when Spark has none for it (s3a://,
-    gs://, abfs:// come as jars beside Spark, not with pyspark)."""
+def _spark_errors(path: str = "") -> Iterator[None]:
+    """Spark's failures that the user can mend, as blendin's errors: a scheme (of ``path``)
+    whose connector is not installed (s3a://, gs://, abfs:// come as jars beside Spark, not
+    with pyspark), and executors whose Python cannot import what the recoders need (on a
+    cluster each worker runs a Python of its own)."""
     try:
         yield
     except Exception as error:
         text = str(error)
-        if "ClassNotFoundException" not in text or "FileSystem" not in text:
-            raise
-        scheme = path.partition("://")[0]
-        raise BlendinError(
-            f"Spark has no file system for {scheme}:// (its connector is not installed)",
-            fix="add the connector's jars to Spark, e.g. for s3a:// --spark-conf "
-            "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>"
-            ) from None
-
-
-@contextmanager
-def _executors() -> Iterator[None]:
-    """Says what to install when the executors' Python cannot import what the recoders
-    need (blendin, pyarrow): on a cluster, each worker runs a Python of its own."""
-    try:
-        yield
-    except Exception as error:
-        missing = re.search(r"No module named '(\w+)", str(error))
-        if missing is None or "Python worker" not in str(error):
-            raise
-        raise BlendinError(
-            f"the Spark executors' Python cannot import {missing.group(1)}",
-            fix='install "blendin[spark]" in the Python of every worker, or name a Python '
-            "that has it: PYSPARK_PYTHON=/path/to/python (or --spark-conf "
-            "spark.pyspark.python=/path/to/python)") from None
+        missing = re.search(r"No module named '(\w+)", text)
+        if "ClassNotFoundException" in text and "FileSystem" in text:
+            scheme = path.partition("://")[0]
+            raise BlendinError(
+                f"Spark has no file system for {scheme}:// (its connector is not installed)",
+                fix="add the connector's jars to Spark, e.g. for s3a:// --spark-conf "
+                "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>"
+                ) from None
+        if missing is not None and "Python worker" in text:
+            raise BlendinError(
+                f"the Spark executors' Python cannot import {missing.group(1)}",
+                fix='install "blendin[spark]" in the Python of every worker, or name a '
+                "Python that has it: PYSPARK_PYTHON=/path/to/python (or --spark-conf "
+                "spark.pyspark.python=/path/to/python)") from None
+        raise
 
 
 class SparkSource:
@@ -255,7 +248,7 @@ class SparkEngine:
             self._session = self._session or data.sparkSession
             return SparkSource(data)
         if isinstance(data, str | os.PathLike):
-            with _storage(str(data)):
+            with _spark_errors(str(data)):
                 return self._read(str(data), spec)
         from blendin.io import to_arrow
 
@@ -300,7 +293,7 @@ class SparkEngine:
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         counted = self._as_text(source.df, columns, missing).groupBy(*columns).count()
-        with _executors():
+        with _spark_errors():
             table = counted.toArrow()
         if table.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
@@ -380,16 +373,15 @@ class SparkEngine:
 
         schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
         qis = row_columns.qis
-        with _executors():
+        with _spark_errors():
             seen = (recoded.select(F.spark_partition_id().alias(PART),
                                    F.monotonically_increasing_id().alias(AT), *qis)
                     .groupBy(PART, *qis)
                     .agg(F.min(AT).alias(AT), F.count(F.lit(1)).alias(COUNT)).toArrow())
-        starts, rows = {}, 0
         per_part = seen.group_by(PART).aggregate([(COUNT, "sum")]).sort_by(PART)
-        for part, count in zip(per_part.column(PART).to_pylist(),
-                               per_part.column(f"{COUNT}_sum").to_pylist()):
-            starts[part], rows = rows, rows + count
+        counts = per_part.column(f"{COUNT}_sum").to_numpy()
+        starts = dict(zip(per_part.column(PART).to_pylist(),
+                          (np.cumsum(counts) - counts).tolist()))
         numbering = row_columns.fresh()
         if row_columns.group_column is not None:  # classes met in the order of the rows
             numbering(seen.sort_by(AT).select(qis))
@@ -410,7 +402,7 @@ class SparkEngine:
         if suffix not in (".parquet", ".csv"):
             raise BlendinError(f"the Spark engine cannot write {str(target)!r}",
                                fix="write a .parquet or .csv folder")
-        with _executors():
+        with _spark_errors():
             if suffix == ".parquet":
                 df.write.parquet(temp)
             else:
@@ -427,7 +419,7 @@ class SparkEngine:
             text = Path(text).resolve().as_uri()
         jvm = self.spark._jvm
         hadoop_path = jvm.org.apache.hadoop.fs.Path(text)
-        with _storage(text):
+        with _spark_errors(text):
             return hadoop_path, hadoop_path.getFileSystem(self.spark._jsc.hadoopConfiguration())
 
     @contextmanager
