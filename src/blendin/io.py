@@ -25,13 +25,15 @@ from blendin.errors import BlendinError, preview
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
 BLOCK_SIZE = 64 << 20
-#: blocks of a file parsed ahead of the one in use (each up to ``block_size`` bytes of CSV)
-READ_AHEAD = 8
+#: bytes of a file parsed ahead of the block in use (whole blocks, at least one)
+READ_AHEAD_BYTES = 8 << 20
 #: rows per batch handed out from an in-memory table
 MEMORY_CHUNK = 1 << 20
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: what a pass over a file tells of its progress: the share of the file read (0 to 1)
+Reading = Callable[[float], None]
 #: Arrow's codec for a compressed CSV file's last suffix
 COMPRESSION = {"gz": "gzip", "bz2": "bz2", "zst": "zstd"}
 WRITE_SUFFIXES = (".csv", ".parquet", ".xlsx")
@@ -206,7 +208,7 @@ class Source:
 
     def batches(self, columns: Sequence[str] | None = None, *,
                 encoded: Collection[str] = (),
-                progress: Callable[[float], None] | None = None) -> Iterator[pa.RecordBatch]:
+                progress: Reading | None = None) -> Iterator[pa.RecordBatch]:
         """The rows chunk by chunk (only ``columns`` when given); can be iterated again.
 
         The ``encoded`` columns come dictionary-encoded (each text once per chunk, an index
@@ -236,7 +238,7 @@ class Source:
                   self._parquet_batches(wanted, encoded, progress))
         rows = 0
         # parsing runs in Arrow without the GIL: a thread reads the next blocks meanwhile
-        for batch in read_ahead(reader, READ_AHEAD):
+        for batch in read_ahead(reader, max(1, READ_AHEAD_BYTES // self.block_size)):
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
@@ -376,7 +378,7 @@ class Source:
             fix="pass its encoding, e.g. --encoding latin-1 (or set [input] encoding)",
         )
 
-    def _csv_batches(self, columns: list[str], progress: Callable[[float], None] | None = None
+    def _csv_batches(self, columns: list[str], progress: Reading | None = None
                      ) -> Iterator[pa.RecordBatch]:
         import pyarrow.csv as pcsv
 
@@ -418,7 +420,7 @@ class Source:
         )
 
     def _parquet_batches(self, columns: list[str], encoded: Collection[str],
-                         progress: Callable[[float], None] | None = None
+                         progress: Reading | None = None
                          ) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 

@@ -27,7 +27,7 @@ from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter
 from blendin.engines.kernels import RowColumns, decoded, plain_schema
 from blendin.errors import BlendinError
-from blendin.io import Source
+from blendin.io import Reading, Source
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
 STREAMED_SUFFIXES = (".csv", ".parquet")
@@ -41,8 +41,6 @@ BATCH_ROWS = 1 << 18
 WRITE_BEHIND = 2
 
 Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
-#: told the share of a file read so far (0 to 1)
-Progress = Callable[[float], None]
 
 
 class EmbeddedEngine:
@@ -76,7 +74,7 @@ class EmbeddedEngine:
 
     def distinct(self, source: Source, columns: Sequence[str], missing: str = "",
                  expected: Mapping[str, pa.Array] | None = None,
-                 progress: Progress | None = None) -> pa.Table:
+                 progress: Reading | None = None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts, batch by batch (the
         ``expected`` texts of a column are looked up rather than encoded; ``progress`` is
         told the share of a file read, see :meth:`Source.batches`).
@@ -95,7 +93,7 @@ class EmbeddedEngine:
 
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
                 encoded: Collection[str] = (),
-                progress: Progress | None = None) -> Iterator[pa.Table]:
+                progress: Reading | None = None) -> Iterator[pa.Table]:
         """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
         ``encoded`` text columns dictionary-encoded, see :meth:`Source.batches`)."""
         group, rows = [], 0
@@ -114,7 +112,7 @@ class EmbeddedEngine:
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
                 delimiter: str = ",", escape_formulas: bool = False,
                 labelled: Sequence[str] = (),
-                progress: Progress | None = None) -> Iterator[Release]:
+                progress: Reading | None = None) -> Iterator[Release]:
         """Recode every batch, regroup it for the checker and keep or write it
         (``progress`` as in :meth:`distinct`).
 
@@ -149,7 +147,7 @@ class EmbeddedEngine:
 
     def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
                  counter: DistinctCounter, labelled: Sequence[str],
-                 progress: Progress | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 progress: Reading | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
         # the QIs come as codes (released as labels)
         for batch in self.batches(source, encoded=labelled, progress=progress):
             marked, removed = recoder(batch)
