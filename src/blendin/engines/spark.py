@@ -94,6 +94,27 @@ def _spark_errors(path: str = "") -> Iterator[None]:
         raise
 
 
+def session_defaults(master: str) -> dict[str, str]:
+    """Settings for a session the Spark engine starts on ``master`` (its ``conf`` overrides
+    them): larger Arrow batches (the recoders' cost is mostly per batch), on a single
+    machine one shuffle partition per core rather than Spark's 200 (the group-bys shuffle
+    only distinct tuples), and a quiet console: Spark's log at errors only (blendin turns
+    Spark's errors into its own), and its stage progress bars only in a terminal.
+
+    >>> session_defaults("local[4]")["spark.sql.shuffle.partitions"]
+    '4'
+    """
+    logging = (Path(__file__).with_name("spark-log4j2.properties")).as_uri()
+    settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+                "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower(),
+                "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={logging}"}
+    if master.startswith("local"):
+        cores = master.partition("[")[2].rstrip("]")
+        settings["spark.sql.shuffle.partitions"] = str(
+            int(cores) if cores.isdigit() else os.cpu_count() or 1)
+    return settings
+
+
 class SparkSource:
     """A Spark DataFrame as the pipeline's input: its columns and their Arrow types."""
 
@@ -213,30 +234,10 @@ class SparkEngine:
                 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
             builder = SparkSession.builder.appName("blendin").master(self.master)
-            for key, value in {**self.defaults(), **self.conf}.items():
+            for key, value in {**session_defaults(self.master), **self.conf}.items():
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
         return self._session
-
-    def defaults(self) -> dict[str, str]:
-        """Settings for the session this engine starts (``conf`` overrides them): larger
-        Arrow batches (the recoders' cost is mostly per batch), on a single machine one
-        shuffle partition per core rather than Spark's 200 (the group-bys shuffle only
-        distinct tuples), and a quiet console: Spark's log at errors only (blendin turns
-        Spark's errors into its own), and its stage progress bars only in a terminal.
-
-        >>> SparkEngine(master="local[4]").defaults()["spark.sql.shuffle.partitions"]
-        '4'
-        """
-        logging = (Path(__file__).with_name("spark-log4j2.properties")).as_uri()
-        settings = {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
-                    "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower(),
-                    "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={logging}"}
-        if self.master.startswith("local"):
-            cores = self.master.partition("[")[2].rstrip("]")
-            settings["spark.sql.shuffle.partitions"] = str(
-                int(cores) if cores.isdigit() else os.cpu_count() or 1)
-        return settings
 
     # -- reading ---------------------------------------------------------------------------
 
