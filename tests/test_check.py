@@ -346,3 +346,29 @@ def test_check_names_a_t_closeness_model_that_carries_a_built_hierarchy():
         [["flu", "resp", "*"], ["cold", "resp", "*"], ["gout", "joint", "*"]])
     model = TCloseness("dx", 0.5, distance="hierarchical", hierarchy=tree)
     assert model_name(model) == "t-closeness (dx, t=0.5, distance=hierarchical)"
+
+
+def test_dictionary_encoded_tuples_are_read_by_their_texts():
+    """The checker reads a regrouped table's dictionary columns by their entries' texts:
+    two entries holding one text (here across chunks with other dictionaries, and twice in
+    one dictionary) are one label, so they can neither split a class nor add diversity."""
+    from blendin.check import check_regrouped
+    from blendin.frequency import COUNT
+
+    def chunk(entries, indices):
+        return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()),
+                                              pa.array(entries, pa.string()))
+
+    age = pa.chunked_array([chunk(["20-29", "20-29", "*"], [0, 1, 2]),
+                            chunk(["*", "20-29"], [1, 0])])
+    dx = pa.chunked_array([chunk(["flu", "flu", "hiv"], [0, 1, 2]), chunk(["gout"], [0, 0])])
+    encoded = pa.table({"age": age, "dx": dx, COUNT: pa.array([2, 1, 1, 3, 1], pa.int64())})
+    plain = pa.table({"age": age.cast(pa.string()), "dx": dx.cast(pa.string()),
+                      COUNT: encoded.column(COUNT)})
+    spec = spec_for(["age"], [KAnonymity(3), DistinctLDiversity("dx", 2)], ["dx"])
+    reports = [check_regrouped(t, spec, ["age", "dx"]) for t in (encoded, plain)]
+    # class 20-29 holds 2 + 1 + 3 records of flu, flu and gout: 2 distinct values, not 3
+    assert [(r.records, r.classes, r.suppressed, r.passed) for r in reports] == [
+        (8, 1, 2, True)] * 2
+    assert [m.figure for m in reports[0].models] == [m.figure for m in reports[1].models] == [
+        6, 2]

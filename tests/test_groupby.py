@@ -2,6 +2,7 @@
 against the straightforward versions (a Counter over the rows' texts, a dict per hierarchy)."""
 
 import collections
+import contextlib
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blendin.engines import groupby
 from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
@@ -17,6 +19,17 @@ from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts, st
 from blendin.hierarchy.core import Hierarchy
 
 TEXTS = ["a", "b", "c", "", "007", "7", "é", "*"]
+
+
+@contextlib.contextmanager
+def constant(module, name, value):
+    """A module constant set for a block (hypothesis tests take no monkeypatch)."""
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
 
 
 @st.composite
@@ -63,15 +76,17 @@ def expected_texts(draw, columns):
 
 
 @settings(max_examples=150, deadline=None)
-@given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]), st.data())
+@given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]),
+       st.sampled_from([1, 1 << 30]), st.data())
 def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, group_rows,
-                                                                 draw):
+                                                                 parallel_rows, draw):
     table, batches = data
     columns = table.column_names
     counter = DistinctCounter(columns, missing, group_rows=group_rows,
                               expected=expected_texts(draw.draw, columns))
-    for batch in batches:
-        counter.add(batch)
+    with constant(groupby, "PARALLEL_ROWS", parallel_rows):  # columns coded on threads, or not
+        for batch in batches:
+            counter.add(batch)
     distinct = counter.result()
     assert as_counter(distinct, columns) == counted(table, columns, missing)
     assert len(set(zip(*(decoded(distinct).column(c).to_pylist() for c in columns)))) == \
@@ -145,9 +160,11 @@ def test_dictionary_chunks_with_different_dictionaries_and_null_indices():
 def test_group_keys_dense_and_hashed_agree(keys):
     key = np.array(keys, np.int64)
     dense, n_dense = group_keys(key, 51)
-    hashed, n_hashed = group_keys(key, 1 << 40)
-    assert n_dense == n_hashed == len(set(keys))
-    assert dense.tolist() == hashed.tolist()
+    hashed, n_hashed = group_keys(key, 1 << 40)  # by pandas (few keys)
+    with constant(groupby, "SMALL_HASH", 0):
+        arrow, n_arrow = group_keys(key, 1 << 40)  # by Arrow (many keys)
+    assert n_dense == n_hashed == n_arrow == len(set(keys))
+    assert dense.tolist() == hashed.tolist() == arrow.tolist()
     # groups are numbered in order of first appearance
     assert dense.tolist() == [list(dict.fromkeys(keys)).index(k) for k in keys]
 

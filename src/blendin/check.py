@@ -223,14 +223,14 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     >>> check_regrouped(regrouped, spec, ["age"]).passed
     True
     """
-    distinct = decoded(distinct)  # distinct tuples, few: the text of each, once
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
-    kept = ~_all_suppressed(distinct, qis)
+    qi_codes = [_codes(distinct.column(name)) for name in qis]
+    kept = ~_all_suppressed(qi_codes, distinct.num_rows)
     domains, value_codes = _domains(distinct, sensitive, spec, counts)
-    class_of, first_row, n_classes = _group(distinct, qis, kept)
+    class_of, first_row, n_classes = _group(qi_codes, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
     people = {i: _people(spec, distinct, qis, first_row, kept,
                          _population_source(m, population, spec, delimiter, encoding))
@@ -265,30 +265,48 @@ def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
     return Source(data)
 
 
-def _all_suppressed(distinct: pa.Table, qis: Sequence[str]) -> np.ndarray:
-    """True for rows whose every quasi-identifier is ``*``."""
-    mask = np.ones(distinct.num_rows, dtype=bool)
-    for name in qis:
-        mask &= pc.equal(distinct.column(name), SUPPRESSED).to_numpy(zero_copy_only=False)
+def _all_suppressed(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], rows: int) -> np.ndarray:
+    """True for rows whose every quasi-identifier is ``*`` (``qi_codes`` as from
+    :func:`_codes`)."""
+    mask = np.ones(rows, dtype=bool)
+    for labels, index in qi_codes:
+        star = np.flatnonzero(labels == SUPPRESSED)
+        mask &= index == star[0] if len(star) else False
     return mask
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct labels of a text column and each row's index among them."""
+    """Sorted distinct texts of a column and each row's index among them.
+
+    Of a dictionary-encoded column only the entries are hashed: the texts of the entries
+    its rows use, deduplicated (two entries may hold one text), and each row's index is its
+    entry's. A text column is hashed row by row.
+    """
+    if (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)
+            and not column.null_count):
+        chunks = [(chunk.dictionary, chunk.indices.to_numpy()) for chunk in column.chunks]
+        used = [entries.filter(pa.array(np.bincount(index, minlength=len(entries)) > 0))
+                for entries, index in chunks]
+        labels = np.array(sorted(pc.unique(pa.chunked_array(used, pa.string())).to_pylist()),
+                          dtype=object)
+        value_set = pa.array(labels.tolist(), pa.string())
+        parts = [np.zeros(0, np.int64)]
+        for entries, index in chunks:
+            lookup = pc.index_in(entries, value_set=value_set).fill_null(-1).to_numpy()
+            parts.append(lookup.astype(np.int64)[index])
+        return labels, np.concatenate(parts)
+    column = decoded(pa.table({"c": column})).column(0)
     labels = np.array(sorted(pc.unique(column).to_pylist()), dtype=object)
     index = pc.index_in(column, value_set=pa.array(labels.tolist(), pa.string()))
     return labels, index.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _group(distinct: pa.Table, qis: Sequence[str], kept: np.ndarray):
+def _group(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], kept: np.ndarray):
     """Class id of every kept distinct row, the first row of each class, number of classes."""
-    table = distinct.filter(pa.array(kept))
-    codes, radices = [], []
-    for name in qis:
-        labels, index = _codes(table.column(name))
-        codes.append(index)
-        radices.append(max(len(labels), 1))
-    stacked = np.stack(codes, axis=1) if table.num_rows else np.zeros((0, len(qis)), np.int64)
+    codes = [index[kept] for _, index in qi_codes]
+    radices = [max(len(labels), 1) for labels, _ in qi_codes]
+    stacked = (np.stack(codes, axis=1) if codes and len(codes[0]) else
+               np.zeros((int(kept.sum()), len(qi_codes)), np.int64))
     key = combine_keys(stacked, radices)
     _, first, class_of = np.unique(key, return_index=True, return_inverse=True)
     kept_rows = np.flatnonzero(kept)
@@ -414,6 +432,7 @@ def _people(spec: Spec, distinct: pa.Table, qis: Sequence[str], first_row: np.nd
     """People of the population in every released class: each person's value of a QI is
     generalized to the lowest of its hierarchy's labels that the release shows (the
     release's level, for a full-domain release), and people are counted by those labels."""
+    distinct = decoded(distinct)
     people = distinct_tuples(population.batches(qis), qis, spec.missing)
     hierarchies = spec.build_hierarchies(people)
     shown = distinct.filter(pa.array(kept))

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, as_text, combine_keys, stable_order
 from blendin.hierarchy.core import first_seen
+from blendin.parallel import each
 
 #: rows coalesced before they are merged into the running distinct tuples
 GROUP_ROWS = 1 << 19
@@ -32,9 +33,15 @@ GROUP_ROWS = 1 << 19
 MERGE_WAIT = 2
 #: a key space at most this many times the rows is counted densely (np.bincount)
 DENSE_FACTOR = 4
+#: keys up to this many are hashed by pandas (half Arrow's time on tables of some 10^4
+#: rows), more by Arrow (pandas' table falls out of the caches: twice Arrow's time at 10^6)
+SMALL_HASH = 1 << 17
 #: a column is looked up in its vocabulary, its misses encoded apart, when at most one
 #: value in this many is new, missing or empty
 LOOKUP_MISSES = 8
+#: rows from which a batch's columns are coded on parallel threads (Arrow's hashing and
+#: NumPy's gathers release the GIL; below this the hand-over costs more than it saves)
+PARALLEL_ROWS = 4096
 
 
 class _Vocabulary:
@@ -53,6 +60,8 @@ class _Vocabulary:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
         if not len(self.values):  # every text is new
             self.values = pc.unique(texts)
+            if len(self.values) == len(texts):  # in order seen: each text's code is its place
+                return np.arange(len(texts), dtype=np.int32)
         known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
             new = pc.unique(pc.filter(texts, known.is_null()))
@@ -117,7 +126,7 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
             indices, same = indices.fill_null(len(chunk.dictionary)), False
         index = indices.to_numpy()
         # a dictionary coded as it is ordered (a recoder's labels, say): its indices are the codes
-        parts.append(index.astype(np.int32) if same else codes[index])
+        parts.append(index.astype(np.int32, copy=False) if same else codes[index])
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
@@ -125,6 +134,11 @@ def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     """The group of every key (groups numbered in order of first appearance) and their
     number; ``space`` bounds the keys (dense counting when it is small, hashing else)."""
     if space > DENSE_FACTOR * len(key) + 1024:
+        if len(key) <= SMALL_HASH:
+            import pandas as pd  # loaded by the search anyway; not at import (start-up time)
+
+            group, uniques = pd.factorize(key, sort=False)
+            return group, len(uniques)
         encoded = pc.dictionary_encode(pa.array(key))
         return encoded.indices.to_numpy(), len(encoded.dictionary)
     first = first_seen(key, space)
@@ -184,8 +198,17 @@ class DistinctCounter:
         if not n:
             return
         codes = np.empty((len(self.columns), n), np.int32)
-        for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies)):
-            codes[j] = text_codes(batch.column(name), vocabulary, self.missing)
+
+        def code(j: int) -> None:  # a vocabulary per column: columns code independently
+            codes[j] = text_codes(batch.column(self.columns[j]), self.vocabularies[j],
+                                  self.missing)
+
+        # texts to hash are worth a thread; a dictionary column (a gather) is coded here
+        hashed = [j for j, name in enumerate(self.columns)
+                  if not pa.types.is_dictionary(batch.schema.field(name).type)]
+        each(code, hashed, n >= PARALLEL_ROWS,
+             inline=[j for j in range(len(self.columns)) if j not in hashed])
+        for j in range(len(self.columns)):
             if self.single[j] != -1:
                 low, high = codes[j].min(), codes[j].max()
                 self.single[j] = low if low == high and self.single[j] in (-2, low) else -1

@@ -1,0 +1,46 @@
+"""Work on the machine's cores for calls that release the GIL (Arrow's kernels, NumPy's
+gathers and sorts): one shared pool, made on first use."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def workers() -> int:
+    """Threads the pool uses: the cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = True,
+         inline: Iterable[int] = ()) -> None:
+    """Call ``work`` on every item, on the pool's threads when ``parallel`` (and the machine
+    has more than one core), else in turn, and on the ``inline`` items in this thread
+    meanwhile; the first exception is raised.
+
+    >>> seen = []
+    >>> each(seen.append, range(3), parallel=False, inline=[3])
+    >>> sorted(seen)
+    [0, 1, 2, 3]
+    """
+    global _pool
+    items = list(items)
+    if not parallel or not items or len(items) + bool(inline) < 2 or workers() < 2:
+        for item in [*items, *inline]:
+            work(item)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(workers(), thread_name_prefix="blendin-work")
+    running = [_pool.submit(work, item) for item in items]
+    try:
+        for item in inline:
+            work(item)
+    finally:
+        for done in running:
+            done.result()

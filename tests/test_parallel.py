@@ -1,0 +1,36 @@
+"""The shared pool: every item done once, the caller's inline items too, errors raised."""
+
+import threading
+
+import pytest
+
+from blendin import parallel
+
+
+@pytest.mark.parametrize("use_pool", [True, False])
+def test_each_does_every_item_once(use_pool):
+    seen, lock, threads = [], threading.Lock(), set()
+
+    def work(item):
+        with lock:
+            seen.append(item)
+            threads.add(threading.current_thread().name)
+
+    parallel.each(work, range(6), use_pool, inline=[6, 7])
+    assert sorted(seen) == list(range(8))
+    assert any(name.startswith("blendin-work") for name in threads) == (
+        use_pool and parallel.workers() > 1)
+
+
+def test_each_raises_the_error_of_an_item_once_the_others_have_run():
+    done = []
+
+    def work(item):
+        done.append(item)
+        if item == 1:
+            raise ValueError("item 1")
+
+    with pytest.raises(ValueError, match="item 1"):
+        parallel.each(work, range(4), inline=[4])
+    if parallel.workers() > 1:  # in turn, the items after the failing one are not done
+        assert sorted(done) == [0, 1, 2, 3, 4]
