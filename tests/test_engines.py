@@ -300,10 +300,13 @@ def test_an_in_memory_release_from_kept_codes_equals_one_from_the_texts(
     spec = Spec(quasi_identifiers={"t": flat(sorted({"x", "y", "?", missing}) if missing
                                              else ["", "?", "x", "y"]),
                                    "n": flat(["1", "2", "3", "4"])},
-                models=[KAnonymity(min(k, len(df)))], max_suppression=1.0, missing=missing)
+                sensitive=["note"], models=[KAnonymity(min(k, len(df))),
+                                            DistinctLDiversity("note", 1)],
+                max_suppression=1.0, missing=missing)
     source = Source(df)
     kept = anonymize(source, spec, algorithm=algorithm, suppressed="keep")
-    assert set(source._codes) == {"t", "n"}  # the release read them as codes
+    assert set(source._codes) == {"t", "n", "note"}  # the release read the QIs as codes,
+    assert source.known_texts("note") is not None  # and looked the sensitive texts up
     with mock.patch.object(Source, "keep_codes", lambda *_: None):  # every pass hashes texts
         texts = anonymize(Source(df), spec, algorithm=algorithm, suppressed="keep",
                           engine=EmbeddedEngine(batch_rows=7))

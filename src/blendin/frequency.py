@@ -231,8 +231,9 @@ class FrequencyTable:
     ) -> FrequencyTable:
         """Encode the output of :func:`distinct_tuples` with the given hierarchies."""
         names = tuple(hierarchies)
-        codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
-        stacked = np.stack(codes, axis=1) if codes else np.zeros((len(distinct), 0), np.int32)
+        stacked = np.empty((len(distinct), len(names)), np.int32, order="F")  # QI by QI
+        for i, name in enumerate(names):
+            stacked[:, i] = hierarchies[name].encode(distinct.column(name), name)
         # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
         key = combine_keys(stacked, [len(hierarchies[n].ground) for n in names])
         coded = {}
@@ -254,9 +255,11 @@ class FrequencyTable:
             cells[name] = _cells(tuple_of_row, value_codes, row_counts, len(labels), order)
             overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
             domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
-        # np.take gathers whole rows many times faster than fancy indexing does
-        return cls(names, tuple(hierarchies[n] for n in names),
-                   np.take(stacked, order[starts], axis=0), counts, cells, domains)
+        firsts = order[starts]
+        tuples = np.empty((len(firsts), len(names)), np.int32, order="F")
+        for i in range(len(names)):
+            np.take(stacked[:, i], firsts, out=tuples[:, i])
+        return cls(names, tuple(hierarchies[n] for n in names), tuples, counts, cells, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
         """Group tuples into classes: ``class_of_tuple[i]`` is tuple i's class id."""
@@ -325,7 +328,10 @@ def _cells(tuple_of_row: np.ndarray, value_codes: np.ndarray, row_counts: np.nda
     other sensitive attributes). ``order`` sorts the rows by tuple: the (tuple, value)
     pairs in that order are sorted but within each tuple's short run, which a stable sort
     (a merge of runs) orders in near-linear time."""
-    pair = tuple_of_row[order] * width + value_codes[order]
+    rows, values = tuple_of_row[order], value_codes[order].astype(np.int64)
+    pair = rows * width + values
+    if (pair[1:] > pair[:-1]).all():  # each row its own cell, in order (one attribute)
+        return Cells(rows, values, row_counts[order])
     by_pair = np.argsort(pair, kind="stable")
     ordered = pair[by_pair]
     starts = _starts(ordered)

@@ -253,6 +253,12 @@ class Source:
         if self.kind == "memory":
             self._codes[name] = codes
 
+    def known_texts(self, name: str) -> pa.Array | None:
+        """The texts of the column ``name`` (read as text) that a first pass has seen, when
+        it kept their codes (:meth:`keep_codes`), else None."""
+        codes = self._codes.get(name)
+        return codes.chunk(0).dictionary if codes is not None and codes.num_chunks else None
+
     def check_flat(self, columns: Sequence[str], role: str) -> None:
         """Refuse a column of lists, maps or structs (nested values) in ``role``."""
         nested = [(c, t) for c, t in self.types().items() if c in columns and _is_nested(t)]

@@ -122,7 +122,11 @@ class EmbeddedEngine:
         ``labelled`` columns (the recoded QIs) are released as text, the others with the
         source's types.
         """
-        counter = DistinctCounter(check_columns, missing)
+        # the texts of a column released as it is were seen by the first pass: looked up,
+        # not hashed anew (the recoded columns' labels are new texts)
+        seen = {name: source.known_texts(name) for name in check_columns if name not in labelled}
+        counter = DistinctCounter(check_columns, missing,
+                                  expected={n: t for n, t in seen.items() if t is not None})
         drop = suppressed == "drop"
         shown = ShownSchema(source.types(), labelled)
         if output is None:
