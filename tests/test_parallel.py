@@ -34,3 +34,27 @@ def test_each_raises_the_error_of_an_item_once_the_others_have_run():
         parallel.each(work, range(4), inline=[4])
     if parallel.workers() > 1:  # in turn, the items after the failing one are not done
         assert sorted(done) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this system")
+def test_a_forked_child_makes_its_own_pool():
+    """A child forked after the parent used the pool has none of its threads: it must not
+    hand work to that pool (it would wait for ever)."""
+    import multiprocessing
+
+    parallel.each(lambda _: None, range(4))  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        done = pool.apply_async(_coded_in_a_child).get(timeout=60)
+    assert done == list(range(6))
+
+
+def _coded_in_a_child():
+    seen, lock = [], threading.Lock()
+
+    def work(item):
+        with lock:
+            seen.append(item)
+
+    parallel.each(work, range(6))
+    return sorted(seen)

@@ -10,6 +10,16 @@ from concurrent.futures import ThreadPoolExecutor
 _pool: ThreadPoolExecutor | None = None
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads are gone, so its pool would never run work."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def workers() -> int:
     """Threads the pool uses: the cores this process may run on."""
     try:
