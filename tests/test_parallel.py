@@ -58,3 +58,23 @@ def _coded_in_a_child():
 
     parallel.each(work, range(6))
     return sorted(seen)
+
+
+def test_work_on_the_pool_does_its_own_items_in_turn():
+    """Each on the pool's threads, from every one of them at once: nothing waits for a
+    thread that is itself waiting."""
+    seen, lock = [], threading.Lock()
+
+    def inner(item):
+        with lock:
+            seen.append(item)
+
+    def outer(item):
+        parallel.each(inner, range(10 * item, 10 * item + 10))
+
+    runner = threading.Thread(target=parallel.each, args=(outer, range(parallel.workers() + 2)),
+                              daemon=True)
+    runner.start()
+    runner.join(timeout=60)
+    assert not runner.is_alive(), "the pool waits on itself"
+    assert sorted(seen) == list(range(10 * (parallel.workers() + 2)))

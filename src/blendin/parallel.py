@@ -4,9 +4,11 @@ gathers and sorts): one shared pool, made on first use."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+_PREFIX = "blendin-work"
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -41,12 +43,16 @@ def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = T
     """
     global _pool
     items = list(items)
-    if not parallel or not items or len(items) + bool(inline) < 2 or workers() < 2:
+    # work the pool itself runs does its items in turn: waiting there on the pool's other
+    # threads could leave none free to do them
+    nested = threading.current_thread().name.startswith(_PREFIX)
+    if (not parallel or nested or not items or len(items) + bool(inline) < 2
+            or workers() < 2):
         for item in [*items, *inline]:
             work(item)
         return
     if _pool is None:
-        _pool = ThreadPoolExecutor(workers(), thread_name_prefix="blendin-work")
+        _pool = ThreadPoolExecutor(workers(), thread_name_prefix=_PREFIX)
     running = [_pool.submit(work, item) for item in items]
     try:
         for item in inline:
