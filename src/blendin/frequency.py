@@ -231,11 +231,10 @@ class FrequencyTable:
     ) -> FrequencyTable:
         """Encode the output of :func:`distinct_tuples` with the given hierarchies."""
         names = tuple(hierarchies)
-        stacked = np.empty((len(distinct), len(names)), np.int32, order="F")  # QI by QI
-        for i, name in enumerate(names):
-            stacked[:, i] = hierarchies[name].encode(distinct.column(name), name)
+        codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
-        key = combine_keys(stacked, [len(hierarchies[n].ground) for n in names])
+        key = combine_keys(qi_matrix(codes, len(distinct)),
+                           [len(hierarchies[n].ground) for n in names])
         coded = {}
         for name in sensitive:
             hierarchy = (sensitive_hierarchies or {}).get(name)
@@ -256,9 +255,7 @@ class FrequencyTable:
             overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
             domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
         firsts = order[starts]
-        tuples = np.empty((len(firsts), len(names)), np.int32, order="F")
-        for i in range(len(names)):
-            np.take(stacked[:, i], firsts, out=tuples[:, i])
+        tuples = qi_matrix([np.take(c, firsts) for c in codes], len(firsts))
         return cls(names, tuple(hierarchies[n] for n in names), tuples, counts, cells, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:
@@ -281,6 +278,20 @@ class FrequencyTable:
         uniq, class_of_tuple = np.unique(key, return_inverse=True)
         class_of_tuple = class_of_tuple.reshape(-1)
         return self.classes(class_of_tuple, len(uniq)), class_of_tuple
+
+
+def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
+    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column.
+
+    >>> qi_matrix([np.array([1, 2]), np.array([3, 4])], 2).tolist()
+    [[1, 3], [2, 4]]
+    """
+    matrix = np.empty((rows, len(codes)), np.int32, order="F")
+    for i, c in enumerate(codes):
+        matrix[:, i] = c
+    return matrix
+
+
 
 
 def generalized_codes(hierarchies: Sequence[Hierarchy], levels: Sequence[int],

@@ -30,7 +30,13 @@ import pyarrow.compute as pc
 
 from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, as_text, combine_keys, generalized_codes
+from blendin.frequency import (
+    FrequencyTable,
+    as_text,
+    combine_keys,
+    generalized_codes,
+    qi_matrix,
+)
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
 
 if TYPE_CHECKING:
@@ -195,14 +201,6 @@ class FullDomainRecoder:
         names = [n for n in table.column_names if n not in main.identifiers]
         return pa.table([shown[n] if n in shown else table.column(n) for n in names],
                         names=names), removed
-
-
-def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
-    """Per-QI code arrays as one (rows, QIs) int32 matrix stored column by column."""
-    matrix = np.empty((rows, len(codes)), np.int32, order="F")
-    for i, c in enumerate(codes):
-        matrix[:, i] = c
-    return matrix
 
 
 def check_mode(suppressed: str) -> None:
