@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from blendin.engines.groupby import distinct_tuples
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
+from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_texts
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
@@ -278,22 +278,19 @@ def _all_suppressed(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], rows: int
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct texts of a column and each row's index among them.
 
-    Of a dictionary-encoded column only the entries are hashed: the texts of the entries
-    its rows use, deduplicated (two entries may hold one text), and each row's index is its
-    entry's. A text column is hashed row by row.
+    Of a dictionary-encoded column only the entries are hashed: the labels are the texts of
+    the entries its rows use (:func:`~blendin.frequency.distinct_texts`, so two entries
+    holding one text are one label), and each row's index is its entry's. A text column is
+    hashed row by row.
     """
     if (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)
             and not column.null_count):
-        chunks = [(chunk.dictionary, chunk.indices.to_numpy()) for chunk in column.chunks]
-        used = [entries.filter(pa.array(np.bincount(index, minlength=len(entries)) > 0))
-                for entries, index in chunks]
-        labels = np.array(sorted(pc.unique(pa.chunked_array(used, pa.string())).to_pylist()),
-                          dtype=object)
+        labels = np.array(sorted(distinct_texts(column).to_pylist()), dtype=object)
         value_set = pa.array(labels.tolist(), pa.string())
         parts = [np.zeros(0, np.int64)]
-        for entries, index in chunks:
-            lookup = pc.index_in(entries, value_set=value_set).fill_null(-1).to_numpy()
-            parts.append(lookup.astype(np.int64)[index])
+        for chunk in column.chunks:
+            lookup = pc.index_in(chunk.dictionary, value_set=value_set).fill_null(-1)
+            parts.append(lookup.to_numpy().astype(np.int64)[chunk.indices.to_numpy()])
         return labels, np.concatenate(parts)
     column = decoded(pa.table({"c": column})).column(0)
     labels = np.array(sorted(pc.unique(column).to_pylist()), dtype=object)
