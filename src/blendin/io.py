@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
+from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
 BLOCK_SIZE = 64 << 20
@@ -32,8 +33,6 @@ MEMORY_CHUNK = 1 << 20
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-#: what a pass over a file tells of its progress: the share of the file read (0 to 1)
-Reading = Callable[[float], None]
 #: Arrow's codec for a compressed CSV file's last suffix
 COMPRESSION = {"gz": "gzip", "bz2": "bz2", "zst": "zstd"}
 WRITE_SUFFIXES = (".csv", ".parquet", ".xlsx")

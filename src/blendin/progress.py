@@ -23,6 +23,8 @@ from typing import Any, TextIO
 BAR = ("{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked "
        "[{elapsed}{postfix}]")
 COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}{postfix}]"
+#: what a pass over a file tells of its progress: the share of the file read (0 to 1)
+Reading = Callable[[float], None]
 #: a pass over a file: the share read
 READ = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
@@ -92,7 +94,7 @@ class Progress:
         return tqdm(**options)
 
     @contextlib.contextmanager
-    def reading(self, label: str) -> Iterator[Callable[[float], None] | None]:
+    def reading(self, label: str) -> Iterator[Reading | None]:
         """A bar of its own for one pass over a file: the callable yielded takes the share
         read so far (0 to 1), or is None when bars are off. Like the search's bar it shows
         only after ``delay`` seconds, and is erased when the pass ends.
@@ -157,7 +159,7 @@ def bars_for(progress: bool | Progress | None) -> Iterator[Progress | None]:
 
 @contextlib.contextmanager
 def file_pass(progress: bool | Progress | None, label: str
-              ) -> Iterator[Callable[[float], None] | None]:
+              ) -> Iterator[Reading | None]:
     """The bar of one pass over a file, for ``progress`` as :func:`bars_for` takes it:
     yields what the pass calls with the share read (or None).
 

@@ -27,7 +27,8 @@ from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter
 from blendin.engines.kernels import RowColumns, decoded, plain_schema
 from blendin.errors import BlendinError
-from blendin.io import Reading, Source
+from blendin.io import Source
+from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
 STREAMED_SUFFIXES = (".csv", ".parquet")
