@@ -125,9 +125,9 @@ class EmbeddedEngine:
         """
         # the texts of a column released as it is were seen by the first pass: looked up,
         # not hashed anew (the recoded columns' labels are new texts)
-        seen = {name: source.known_texts(name) for name in check_columns if name not in labelled}
-        counter = DistinctCounter(check_columns, missing,
-                                  expected={n: t for n, t in seen.items() if t is not None})
+        seen = {name: texts for name in check_columns if name not in labelled
+                and (texts := source.known_texts(name)) is not None}
+        counter = DistinctCounter(check_columns, missing, expected=seen)
         drop = suppressed == "drop"
         shown = ShownSchema(source.types(), labelled)
         if output is None:

@@ -204,10 +204,10 @@ class DistinctCounter:
                                   self.missing)
 
         # texts to hash are worth a thread; a dictionary column (a gather) is coded here
-        hashed = [j for j, name in enumerate(self.columns)
-                  if not pa.types.is_dictionary(batch.schema.field(name).type)]
-        each(code, hashed, n >= PARALLEL_ROWS,
-             inline=[j for j in range(len(self.columns)) if j not in hashed])
+        gathered = [pa.types.is_dictionary(batch.schema.field(name).type)
+                    for name in self.columns]
+        each(code, [j for j, g in enumerate(gathered) if not g], n >= PARALLEL_ROWS,
+             inline=[j for j, g in enumerate(gathered) if g])
         for j in range(len(self.columns)):
             if self.single[j] != -1:
                 low, high = codes[j].min(), codes[j].max()
