@@ -2,6 +2,7 @@
 agrees with the written file, and a failure before the rename leaves nothing behind."""
 
 import collections
+import gc
 import importlib
 from unittest import mock
 
@@ -14,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin import engines
+from blendin import engines, io
 from blendin.anonymize import anonymize, apply_solution
 from blendin.check import check
 from blendin.engines.embedded import BatchWriter, EmbeddedEngine
 from blendin.engines.groupby import DistinctCounter
-from blendin.engines.kernels import RowColumns
+from blendin.engines.kernels import RowColumns, decoded
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT
 from blendin.hierarchy.core import Hierarchy
@@ -290,19 +291,24 @@ def frames(draw):
     return df
 
 
-@settings(max_examples=40, deadline=None)
-@given(frames(), st.sampled_from(["", "?"]), st.sampled_from(["optimal", "mondrian"]),
-       st.integers(1, 4), st.booleans())
-def test_an_in_memory_release_from_kept_codes_equals_one_from_the_texts(
-        df, missing, algorithm, k, one_label):
+def frame_spec(df: pd.DataFrame, missing: str, k: int, one_label: bool) -> Spec:
+    """A spec for :func:`frames`: ``one_label`` hierarchies have one level above the ground."""
     flat = (lambda values: Hierarchy.from_rows([[v, "*"] for v in values])) if one_label \
         else (lambda values: Hierarchy.from_rows([[v, v[:1] or "-", "*"] for v in values]))
-    spec = Spec(quasi_identifiers={"t": flat(sorted({"x", "y", "?", missing}) if missing
+    return Spec(quasi_identifiers={"t": flat(sorted({"x", "y", "?", missing}) if missing
                                              else ["", "?", "x", "y"]),
                                    "n": flat(["1", "2", "3", "4"])},
                 sensitive=["note"], models=[KAnonymity(min(k, len(df))),
                                             DistinctLDiversity("note", 1)],
                 max_suppression=1.0, missing=missing)
+
+
+@settings(max_examples=40, deadline=None)
+@given(frames(), st.sampled_from(["", "?"]), st.sampled_from(["optimal", "mondrian"]),
+       st.integers(1, 4), st.booleans())
+def test_an_in_memory_release_from_kept_codes_equals_one_from_the_texts(
+        df, missing, algorithm, k, one_label):
+    spec = frame_spec(df, missing, k, one_label)
     source = Source(df)
     kept = anonymize(source, spec, algorithm=algorithm, suppressed="keep")
     assert set(source._codes) == {"t", "n", "note"}  # the release read the QIs as codes,
@@ -325,3 +331,40 @@ def test_kept_codes_are_read_only_when_asked_for():
     assert not pa.types.is_dictionary(encoded.schema.field("u").type)  # no codes kept
     assert encoded.column("t").to_pylist() == ["b", "a", "b"]
     assert Source(source._table).read_all().equals(source.read_all())
+
+
+@settings(max_examples=30, deadline=None)
+@given(frames(), st.lists(st.tuples(st.sampled_from(["", "?"]), st.integers(1, 4),
+                                    st.booleans()), min_size=2, max_size=4))
+def test_calls_on_one_arrow_table_share_its_codes_and_answer_as_fresh_ones(df, runs):
+    """Every call on the same pyarrow Table after the first reads the codes kept before,
+    whatever changed in between (the missing text, the hierarchies, k): each release equals
+    one made from a new Table of the same rows, which hashes every text."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    for missing, k, one_label in runs:
+        spec = frame_spec(df, missing, k, one_label)
+        shared = anonymize(table, spec, suppressed="keep")
+        fresh = anonymize(table.select(table.column_names), spec, suppressed="keep")
+        assert shared.levels == fresh.levels
+        assert shared.data.equals(fresh.data)
+        assert shared.check.classes == fresh.check.classes
+    kept = io._TABLE_CODES[id(table)]
+    assert set(kept) == {(name, missing) for name in ("t", "n", "note") for missing, _, _ in runs}
+
+
+def test_codes_are_shared_by_sources_of_one_arrow_table_only_and_go_with_it():
+    table = pa.table({"t": ["b", "a", "b", None], "u": ["c", "c", "d", "c"]})
+    first = EmbeddedEngine().distinct(Source(table), ["t", "u"], missing="?")
+    again = Source(table)
+    assert again.recall_codes(["t", "u"], "?") == ["t", "u"]
+    assert Source(table).recall_codes(["t"], "") == []  # kept for another missing text
+    assert Source(table.select(["t", "u"])).recall_codes(["t"], "?") == []  # another Table
+    second = EmbeddedEngine().distinct(again, ["t", "u"], missing="?")
+    assert decoded(second).to_pydict() == decoded(first).to_pydict()
+    frame = pd.DataFrame({"t": ["b"]})
+    EmbeddedEngine().distinct(Source(frame), ["t"])
+    assert Source(frame).recall_codes(["t"]) == []  # a DataFrame may change: none kept
+    key = id(table)
+    del table, again
+    gc.collect()
+    assert key not in io._TABLE_CODES

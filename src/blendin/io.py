@@ -15,6 +15,7 @@ import os
 import queue
 import secrets
 import threading
+import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,11 @@ BLOCK_SIZE = 64 << 20
 READ_AHEAD_BYTES = 8 << 20
 #: rows per batch handed out from an in-memory table
 MEMORY_CHUNK = 1 << 20
+#: the codes a pass kept (:meth:`Source.keep_codes`) per in-memory pyarrow Table, by the
+#: column and the text read for a missing value: a Table is immutable, so they stay true
+#: while it lives, and a later call on the same Table hashes no text again (as ARX's
+#: ``Data`` keeps its dictionary-encoded handle); they go with the Table
+_TABLE_CODES: dict[int, dict[tuple[str, str], pa.ChunkedArray]] = {}
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -67,6 +73,15 @@ def to_arrow(data) -> pa.Table:
         f"cannot read a {type(data).__name__} as a table",
         fix="pass a pandas or polars DataFrame, a pyarrow Table, or a file path",
     )
+
+
+def _codes_of(table: pa.Table) -> dict[tuple[str, str], pa.ChunkedArray]:
+    """The codes kept for ``table`` (see ``_TABLE_CODES``), dropped when it is."""
+    key = id(table)
+    if key not in _TABLE_CODES:
+        _TABLE_CODES[key] = {}
+        weakref.finalize(table, _TABLE_CODES.pop, key, None)
+    return _TABLE_CODES[key]
 
 
 def from_arrow(table: pa.Table, like):
@@ -194,6 +209,9 @@ class Source:
         else:
             self.kind = "memory"
             self._table = to_arrow(data)
+            #: codes kept for the caller's own Table outlive this source (a converted
+            #: DataFrame is new at every call: its codes go with this source)
+            self._shared = _codes_of(data) if self._table is data else {}
             self.columns = list(self._table.column_names)
             _check_unique(self.columns)
             if self._table.num_rows == 0:
@@ -244,13 +262,23 @@ class Source:
         if rows == 0:
             raise _no_rows(self.name)
 
-    def keep_codes(self, name: str, codes: pa.ChunkedArray) -> None:
+    def keep_codes(self, name: str, codes: pa.ChunkedArray, missing: str = "") -> None:
         """Read the column ``name`` of an in-memory table, when asked for ``encoded``, as
-        ``codes``: the same values read as text (:func:`blendin.frequency.as_text`),
-        dictionary-encoded. A first pass that has hashed every text keeps its codes (4 bytes
-        a row, beside the rows memory holds already), so that the next reads hash none."""
+        ``codes``: the same values read as text (:func:`blendin.frequency.as_text`, with
+        ``missing``), dictionary-encoded. A first pass that has hashed every text keeps its
+        codes (4 bytes a row, beside the rows memory holds already), so that the next reads
+        hash none; on a pyarrow Table they serve later sources of it too
+        (:meth:`recall_codes`)."""
         if self.kind == "memory":
             self._codes[name] = codes
+            self._shared[name, missing] = codes
+
+    def recall_codes(self, names: Sequence[str], missing: str = "") -> list[str]:
+        """Which of the columns ``names`` an earlier source of the same pyarrow Table kept
+        codes of, with ``missing``; from now on they are read as those codes."""
+        recalled = [name for name in names if (name, missing) in self._shared]
+        self._codes.update({name: self._shared[name, missing] for name in recalled})
+        return recalled
 
     def known_texts(self, name: str) -> pa.Array | None:
         """The texts of the column ``name`` (read as text) that a first pass has seen, when

@@ -84,12 +84,15 @@ class EmbeddedEngine:
         quasi-identifiers ``encoded``, gathers instead of hashing every text again.
         """
         keep = source.kind == "memory"
+        # codes kept by an earlier call on the same Table are read (a gather), not texts
+        if keep:
+            source.recall_codes(columns, missing)
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=keep)
         for batch in self.batches(source, columns, encoded=columns, progress=progress):
             counter.add(batch)
         distinct = counter.result()
         for name in columns if keep else ():
-            source.keep_codes(name, counter.codes(name))
+            source.keep_codes(name, counter.codes(name), missing)
         return distinct
 
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
