@@ -46,6 +46,28 @@ def test_reads_any_delimiter_and_line_ending(tmp_path, delimiter, newline, final
     assert h.kind == "numeric" and h.numbers.tolist() == [17.0, 23.0]
 
 
+def test_a_build_from_what_the_last_was_built_from_is_that_hierarchy(tmp_path):
+    path = write(tmp_path, "\n".join(";".join(r) for r in AGE_ROWS + [["NA", "NA", "NA", "*"]]))
+    builder = from_csv(path)
+    values = np.array(["17", "23"], dtype=object)
+    first = builder.build(values, "age")
+    assert builder.build(values.copy(), "age") is first
+    values[0] = "18"  # the caller's array changing does not change what was built from
+    assert builder.build(np.array(["17", "23"], dtype=object), "age") is first
+    for build, kind in [((["17"], "age"), None), ((["17", "23"], "years"), None),
+                        ((["17", "NA"], "age", "NA"), None),
+                        ((["17", "23"], "age"), "categorical")]:
+        builder.kind = kind
+        other = builder.build(*build)
+        fresh = from_csv(path, kind=kind).build(*build)
+        assert other is not first
+        assert (other.to_rows(), other.kind) == (fresh.to_rows(), fresh.kind)
+    builder.kind = None
+    again = builder.build(["17", "23"], "age")
+    assert (again.to_rows(), again.kind, again.numbers.tolist()) == (
+        first.to_rows(), first.kind, first.numbers.tolist())
+
+
 def test_explicit_delimiter_bom_blank_lines_and_quotes(tmp_path):
     text = '\ufeffa|"x|y"|*\n\nb|"x|y"|*\n'
     h = from_csv(write(tmp_path, text), delimiter="|").build(["a", "b"], "letter")

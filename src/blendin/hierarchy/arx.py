@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import weakref
 from functools import cached_property
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from blendin.hierarchy.intervals import number_or_nan, parse_numbers
 
 DELIMITERS = (";", ",", "\t", "|")
 KINDS = ("numeric", "date", "categorical")
+#: the last hierarchy each FromCsv built, by the builder's id: ((kind, name, missing),
+#: values, hierarchy). Runs on the same data ask for the same one: it is built once, and
+#: what it computes on demand (its ground values' texts, looked up by every run) stays made
+_LAST_BUILT: dict[int, tuple[tuple[str | None, str, str], np.ndarray, Hierarchy]] = {}
 
 
 def sniff_delimiter(text: str, path: str = "the file") -> str:
@@ -218,6 +223,17 @@ class FromCsv(HierarchyBuilder):
         self._hierarchy = read_hierarchy(self.path, delimiter, encoding)
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
+        key = (self.kind, name, missing)
+        last = _LAST_BUILT.get(id(self))
+        if last is not None and last[0] == key and np.array_equal(last[1], values):
+            return last[2]
+        hierarchy = self._build(values, name, missing)
+        if last is None:
+            weakref.finalize(self, _LAST_BUILT.pop, id(self), None)
+        _LAST_BUILT[id(self)] = (key, np.array(values, copy=True), hierarchy)
+        return hierarchy
+
+    def _build(self, values: np.ndarray, name: str, missing: str) -> Hierarchy:
         source = f"the hierarchy file {str(self.path)!r}"
         if self.kind in ("categorical", "date"):
             restricted = restrict(self._hierarchy, values, name, missing, source=source)
