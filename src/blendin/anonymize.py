@@ -367,11 +367,13 @@ def anonymize(
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
     ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
-    chunks). ``algorithm`` and ``metric`` override the spec's. Records of classes that still
-    violate a model are removed (``suppressed="drop"``) or kept with ``*`` in every QI
-    (``"keep"``). ``progress=True`` shows progress bars (terminal or notebook): the search's,
-    and for a file each pass over it; a function ``progress(nodes_checked, total_nodes)`` is
-    called during the search instead.
+    chunks); a pyarrow Table keeps its columns' codes for the next call on it (its texts are
+    hashed once, see :meth:`blendin.io.Source.keep_codes`). ``algorithm`` and ``metric``
+    override the spec's. Records of classes that still violate a model are removed
+    (``suppressed="drop"``) or kept with ``*`` in every QI (``"keep"``). ``progress=True``
+    shows progress bars (terminal or notebook): the search's, and for a file each pass over
+    it; a function ``progress(nodes_checked, total_nodes)`` is called during the search
+    instead.
     ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
     empty when suppressed). ``original_row`` names a column to add with the source row number:
     anyone who holds the source can then link every released row back, so it is for internal
