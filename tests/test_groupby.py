@@ -265,6 +265,17 @@ def test_known_texts_looked_up_and_the_few_others_encoded(missing):
     assert as_counter(counter.result(), ["a"]) == counted(whole, ["a"], missing)
 
 
+def test_the_missing_text_is_coded_only_once_a_value_reads_as_it():
+    entries = pa.array(["f", "m"])
+    counter = DistinctCounter(["sex"], "?")
+    counter.add(pa.table({"sex": pa.DictionaryArray.from_arrays(pa.array([1, 0, 1]), entries)}))
+    assert counter.vocabularies[0].values.to_pylist() == ["f", "m"]
+    # the same dictionary again, now with a null index: the missing text gets its code
+    counter.add(pa.table({"sex": pa.DictionaryArray.from_arrays(pa.array([1, None]), entries)}))
+    assert counter.vocabularies[0].values.to_pylist() == ["f", "m", "?"]
+    assert decoded(counter.result()).to_pydict() == {"sex": ["m", "f", "?"], COUNT: [3, 1, 1]}
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 60), st.sampled_from([1, 7, 1 << 19]), st.integers(0, 2**31))
 def test_distinct_tuples_of_a_key_space_too_large_for_int64(rows, group_rows, seed):

@@ -52,9 +52,10 @@ class _Vocabulary:
         # only texts a value can read as: an expected empty text reads as ``missing``
         self.values = (pa.nulls(0, pa.string()) if expected is None else
                        pc.unique(as_text(expected, missing)))
-        #: the last dictionary read, its entries' codes, and whether they are 0, 1, ...:
-        #: batches of one source (a recoder's labels, a file's dictionaries) repeat it
-        self._last: tuple[pa.Array, np.ndarray, bool] | None = None
+        #: the last dictionary read, whether a missing value's code follows its entries'
+        #: codes, those codes, and whether the entries' are 0, 1, ...: batches of one source
+        #: (a recoder's labels, a file's dictionaries) repeat it
+        self._last: tuple[pa.Array, bool, np.ndarray, bool] | None = None
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
@@ -69,16 +70,20 @@ class _Vocabulary:
             known = pc.index_in(texts, value_set=self.values)
         return known.to_numpy().astype(np.int32, copy=False)
 
-    def entry_codes(self, dictionary: pa.Array, missing: str) -> tuple[np.ndarray, bool]:
-        """Code of each entry of ``dictionary`` read as text, then of a missing value (where
-        a null index points), and whether the entries' codes are their positions."""
-        if self._last is not None and self._last[0].equals(dictionary):
-            return self._last[1:]
-        entries = pa.concat_arrays([as_text(dictionary, missing).combine_chunks(),
-                                    pa.array([missing], pa.string())])
+    def entry_codes(self, dictionary: pa.Array, missing: str,
+                    nulls: bool = False) -> tuple[np.ndarray, bool]:
+        """Code of each entry of ``dictionary`` read as text, then, with ``nulls`` (indices
+        that are null), of a missing value; and whether the entries' codes are their
+        positions. (The missing text is coded only when a value reads as it.)"""
+        last = self._last
+        if last is not None and last[0].equals(dictionary) and last[1] >= nulls:
+            return last[2:]
+        entries = as_text(dictionary, missing).combine_chunks()
+        if nulls:
+            entries = pa.concat_arrays([entries, pa.array([missing], pa.string())])
         codes = self.codes(entries)
-        same = bool((codes[:-1] == np.arange(len(dictionary))).all())
-        self._last = (dictionary, codes, same)
+        same = bool((codes[:len(dictionary)] == np.arange(len(dictionary))).all())
+        self._last = (dictionary, nulls, codes, same)
         return codes, same
 
 
@@ -120,9 +125,10 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
                    missing: str) -> np.ndarray:
     parts = []
     for chunk in dictionary_chunks(column):
-        codes, same = vocabulary.entry_codes(chunk.dictionary, missing)
         indices = chunk.indices
-        if indices.null_count:
+        nulls = bool(indices.null_count)
+        codes, same = vocabulary.entry_codes(chunk.dictionary, missing, nulls)
+        if nulls:
             indices, same = indices.fill_null(len(chunk.dictionary)), False
         index = indices.to_numpy()
         # a dictionary coded as it is ordered (a recoder's labels, say): its indices are the codes
