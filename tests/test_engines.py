@@ -339,8 +339,10 @@ def test_kept_codes_are_read_only_when_asked_for():
 def test_calls_on_one_arrow_table_share_its_codes_and_answer_as_fresh_ones(df, runs):
     """Every call on the same pyarrow Table after the first reads the codes kept before,
     whatever changed in between (the missing text, the hierarchies, k): each release equals
-    one made from a new Table of the same rows, which hashes every text."""
+    one made from a new Table of the same rows, which hashes every text. So does a release
+    from one Source used again and again."""
     table = pa.Table.from_pandas(df, preserve_index=False)
+    source = Source(df)  # one source for every call: it keeps its own codes the same way
     for missing, k, one_label in runs:
         spec = frame_spec(df, missing, k, one_label)
         shared = anonymize(table, spec, suppressed="keep")
@@ -348,6 +350,8 @@ def test_calls_on_one_arrow_table_share_its_codes_and_answer_as_fresh_ones(df, r
         assert shared.levels == fresh.levels
         assert shared.data.equals(fresh.data)
         assert shared.check.classes == fresh.check.classes
+        reused = anonymize(source, spec, suppressed="keep")
+        assert reused.data.equals(anonymize(Source(df), spec, suppressed="keep").data)
     kept = io._TABLE_CODES[id(table)]
     assert set(kept) == {(name, missing) for name in ("t", "n", "note") for missing, _, _ in runs}
 

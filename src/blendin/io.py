@@ -202,6 +202,7 @@ class Source:
         self.path: Path | None = None
         self._table: pa.Table | None = None
         self._codes: dict[str, pa.ChunkedArray] = {}
+        self._shared: dict[tuple[str, str], pa.ChunkedArray] = {}
         if isinstance(data, str | os.PathLike):
             self.path = Path(data)
             self.kind = self._file_kind()
@@ -211,7 +212,8 @@ class Source:
             self._table = to_arrow(data)
             #: codes kept for the caller's own Table outlive this source (a converted
             #: DataFrame is new at every call: its codes go with this source)
-            self._shared = _codes_of(data) if self._table is data else {}
+            if self._table is data:
+                self._shared = _codes_of(data)
             self.columns = list(self._table.column_names)
             _check_unique(self.columns)
             if self._table.num_rows == 0:
@@ -274,9 +276,13 @@ class Source:
             self._shared[name, missing] = codes
 
     def recall_codes(self, names: Sequence[str], missing: str = "") -> list[str]:
-        """Which of the columns ``names`` an earlier source of the same pyarrow Table kept
-        codes of, with ``missing``; from now on they are read as those codes."""
+        """Which of the columns ``names`` an earlier pass over this source, or over another
+        source of the same pyarrow Table, kept codes of with ``missing``; from now on they
+        are read as those codes, and the others as they are (not as codes kept with
+        another missing text)."""
         recalled = [name for name in names if (name, missing) in self._shared]
+        for name in names:
+            self._codes.pop(name, None)
         self._codes.update({name: self._shared[name, missing] for name in recalled})
         return recalled
 
