@@ -238,30 +238,17 @@ def show(rows: list[Row], metric: str) -> None:
 
 
 BLENDIN_SCALE_SCRIPT = r"""
-import json, statistics, sys, time
+import json, sys
 sys.path.insert(0, sys.argv[1])
 import bench_arx
 import arx_data
-from blendin.anonymize import anonymize
 name, case, runs, metric, file = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], \
     sys.argv[6]
 arx_data.SETS[name] = (file, arx_data.SETS["adult9"][1], None)
 table = arx_data.read(name)
 spec = bench_arx.make_spec(name, case, metric)
-anonymize(table, spec)
-times, firsts = [], []
-for _ in range(runs):
-    new = table.select(table.column_names)  # the same rows, a Table never seen
-    start = time.perf_counter()
-    anonymize(new, spec)
-    firsts.append(time.perf_counter() - start)
-    del new
-    start = time.perf_counter()
-    result = anonymize(table, spec)
-    times.append(time.perf_counter() - start)
-assert result.check.passed
-print(json.dumps({"median_ms": statistics.median(times) * 1000,
-                  "first_ms": statistics.median(firsts) * 1000, "levels": result.levels,
+ms, first_ms, result = bench_arx.time_blendin(table, spec, runs)
+print(json.dumps({"median_ms": ms, "first_ms": first_ms, "levels": result.levels,
                   "suppressed": result.suppressed, "loss": result.utility[metric]}))
 """
 
