@@ -372,3 +372,23 @@ def test_dictionary_encoded_tuples_are_read_by_their_texts():
         (8, 1, 2, True)] * 2
     assert [m.figure for m in reports[0].models] == [m.figure for m in reports[1].models] == [
         6, 2]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", "", "é", "a b", "*"]),
+                                   min_size=1, max_size=5),
+                          st.lists(st.integers(0, 4), max_size=8)), max_size=4))
+def test_a_dictionary_column_codes_as_its_texts_do(chunks):
+    """The labels and row codes the checker reads from a dictionary column (by its entries,
+    repeated and unused ones included, in chunks with their own dictionaries) are those of
+    the same values as plain text."""
+    from blendin.check import _codes
+
+    column = pa.chunked_array(
+        [pa.DictionaryArray.from_arrays(pa.array([i % len(entries) for i in rows], pa.int32()),
+                                        pa.array(entries, pa.string()))
+         for entries, rows in chunks], pa.dictionary(pa.int32(), pa.string()))
+    labels, codes = _codes(column)
+    plain_labels, plain_codes = _codes(column.cast(pa.string()))
+    assert labels.tolist() == plain_labels.tolist() == sorted(set(labels.tolist()))
+    assert labels[codes].tolist() == plain_labels[plain_codes].tolist() == column.to_pylist()

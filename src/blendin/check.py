@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from blendin.engines.groupby import distinct_tuples
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys, distinct_texts
+from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
@@ -278,20 +278,23 @@ def _all_suppressed(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], rows: int
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted distinct texts of a column and each row's index among them.
 
-    Of a dictionary-encoded column only the entries are hashed: the labels are the texts of
-    the entries its rows use (:func:`~blendin.frequency.distinct_texts`, so two entries
-    holding one text are one label), and each row's index is its entry's. A text column is
-    hashed row by row.
+    Of a dictionary-encoded column only the entries are read: the labels are the texts of
+    the entries its rows use (a null entry reads as the empty text, as
+    :func:`~blendin.frequency.as_text` reads it; two entries holding one text are one
+    label), and each row's index is its entry's, found by a binary search among the labels
+    (a release's few distinct rows cost a few NumPy calls, not a hash table per column). A
+    text column is hashed row by row.
     """
     if (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)
             and not column.null_count):
-        labels = np.array(sorted(distinct_texts(column).to_pylist()), dtype=object)
-        value_set = pa.array(labels.tolist(), pa.string())
-        parts = [np.zeros(0, np.int64)]
-        for chunk in column.chunks:
-            lookup = pc.index_in(chunk.dictionary, value_set=value_set).fill_null(-1)
-            parts.append(lookup.to_numpy().astype(np.int64)[chunk.indices.to_numpy()])
-        return labels, np.concatenate(parts)
+        chunks = column.chunks
+        texts = [pc.fill_null(c.dictionary, "").to_numpy(zero_copy_only=False) for c in chunks]
+        rows = [c.indices.to_numpy() for c in chunks]
+        used = [t[np.bincount(r, minlength=len(t)) > 0] for t, r in zip(texts, rows)]
+        labels = np.unique(np.concatenate([np.zeros(0, object), *used]))
+        # an entry no row uses may land anywhere: no index points to it
+        parts = [np.searchsorted(labels, t).astype(np.int64)[r] for t, r in zip(texts, rows)]
+        return labels, np.concatenate([np.zeros(0, np.int64), *parts])
     column = decoded(pa.table({"c": column})).column(0)
     labels = np.array(sorted(pc.unique(column).to_pylist()), dtype=object)
     index = pc.index_in(column, value_set=pa.array(labels.tolist(), pa.string()))
