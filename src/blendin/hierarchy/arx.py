@@ -23,10 +23,10 @@ from blendin.hierarchy.intervals import number_or_nan, parse_numbers
 
 DELIMITERS = (";", ",", "\t", "|")
 KINDS = ("numeric", "date", "categorical")
-#: the last hierarchy each FromCsv built, by the builder's id: ((kind, name, missing),
-#: values, hierarchy). Runs on the same data ask for the same one: it is built once, and
-#: what it computes on demand (its ground values' texts, looked up by every run) stays made
-_LAST_BUILT: dict[int, tuple[tuple[str | None, str, str], np.ndarray, Hierarchy]] = {}
+#: the last hierarchy each FromCsv built: ((kind, name, missing), values, hierarchy). Runs
+#: on the same data ask for the same one: it is built once, and what it computes on demand
+#: (its ground values' texts, looked up by every run) stays made
+_LAST_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def sniff_delimiter(text: str, path: str = "the file") -> str:
@@ -224,13 +224,11 @@ class FromCsv(HierarchyBuilder):
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         key = (self.kind, name, missing)
-        last = _LAST_BUILT.get(id(self))
+        last = _LAST_BUILT.get(self)
         if last is not None and last[0] == key and np.array_equal(last[1], values):
             return last[2]
         hierarchy = self._build(values, name, missing)
-        if last is None:
-            weakref.finalize(self, _LAST_BUILT.pop, id(self), None)
-        _LAST_BUILT[id(self)] = (key, np.array(values, copy=True), hierarchy)
+        _LAST_BUILT[self] = (key, np.array(values, copy=True), hierarchy)
         return hierarchy
 
     def _build(self, values: np.ndarray, name: str, missing: str) -> Hierarchy:
