@@ -292,8 +292,6 @@ def qi_matrix(codes: Sequence[np.ndarray], rows: int) -> np.ndarray:
     return matrix
 
 
-
-
 def generalized_codes(hierarchies: Sequence[Hierarchy], levels: Sequence[int],
                       ground: Sequence[np.ndarray | None], rows: int) -> np.ndarray:
     """Each QI's codes at ``levels`` from its ``ground`` codes, as one (rows, QIs) int32
