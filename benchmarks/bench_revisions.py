@@ -7,7 +7,9 @@ Run from the repository root (data in ../shared/data):
 
 The revision is checked out in a temporary git worktree. Each round runs one process per
 revision (the earlier one first), which times ``--calls`` calls of ``bl.anonymize()`` on one
-in-memory table after a warm-up, as ``bench_arx.py`` does, and prints their median; the
+in-memory table after a warm-up with ``bench_arx.py``'s ``time_blendin`` (which times first
+calls on new Tables of its rows between them; only the calls on the one Table are reported),
+and prints their median; the
 table shows the median of the rounds and the ratio of this tree's time to the revision's.
 Alternating whole processes spreads the machine's slow spells over both sides.
 """
@@ -27,23 +29,15 @@ ROOT = HERE.parent
 
 #: one process: the median (ms) of CALLS calls on one case, with blendin from SRC
 TIMED = r"""
-import statistics, sys, time
+import sys
 here, src, case, calls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 sys.path[:0] = [src, here]
 import arx_data, bench_arx
 import blendin
-from blendin.anonymize import anonymize
 assert blendin.__file__.startswith(src), blendin.__file__  # not an installed copy
 dataset, name = case.split(":")
-table = arx_data.read(dataset)
 spec = bench_arx.make_spec(dataset, name, "arx-loss")
-anonymize(table, spec)
-times = []
-for _ in range(calls):
-    start = time.perf_counter()
-    anonymize(table, spec)
-    times.append(time.perf_counter() - start)
-print(statistics.median(times) * 1000)
+print(bench_arx.time_blendin(arx_data.read(dataset), spec, calls)[0])
 """
 
 
