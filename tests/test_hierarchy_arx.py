@@ -68,6 +68,18 @@ def test_a_build_from_what_the_last_was_built_from_is_that_hierarchy(tmp_path):
         first.to_rows(), first.kind, first.numbers.tolist())
 
 
+def test_builders_of_one_file_are_equal_without_reading_the_path_again(tmp_path, monkeypatch):
+    path = write(tmp_path, "a;*\nb;*")
+    monkeypatch.chdir(tmp_path)
+    relative, absolute = from_csv("h.csv"), from_csv(path)
+    assert relative == absolute and hash(relative) == hash(absolute)
+    assert relative != from_csv(path, kind="categorical") and relative != from_csv(path, ";")
+    monkeypatch.chdir(tmp_path.parent)  # the relative path named the file where it was read
+    path.unlink()
+    assert relative == absolute and hash(relative) == hash(absolute)
+    assert relative.build(["a"], "x").to_rows() == [["a", "*"]]
+
+
 def test_explicit_delimiter_bom_blank_lines_and_quotes(tmp_path):
     text = '\ufeffa|"x|y"|*\n\nb|"x|y"|*\n'
     h = from_csv(write(tmp_path, text), delimiter="|").build(["a", "b"], "letter")

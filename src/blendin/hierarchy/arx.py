@@ -221,6 +221,9 @@ class FromCsv(HierarchyBuilder):
         self.encoding = encoding
         self.kind = kind
         self._hierarchy = read_hierarchy(self.path, delimiter, encoding)
+        #: the file read, resolved now: hashing must not touch the file system (every build
+        #: looks its builder up by hash)
+        self._resolved = self.path.resolve()
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         key = (self.kind, name, missing)
@@ -266,7 +269,7 @@ class FromCsv(HierarchyBuilder):
         return table
 
     def _key(self) -> tuple:
-        return (self.path.resolve(), self.delimiter, self.encoding, self.kind)
+        return (self._resolved, self.delimiter, self.encoding, self.kind)
 
     def __eq__(self, other: object) -> bool:
         return type(other) is FromCsv and other._key() == self._key()
