@@ -253,6 +253,37 @@ def test_encode_a_dictionary_column_reads_only_the_used_entries():
     assert sex.encode(pa.chunked_array([], column.type)).tolist() == []
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=6, unique=True),
+       st.randoms(use_true_random=False), st.lists(st.integers(0, 99), max_size=30),
+       st.sampled_from(["ground", "shuffled", "more"]))
+def test_a_dictionary_column_encodes_as_its_texts(ground, rnd, picks, dictionary_is):
+    """Whether the dictionary is the ground values themselves (read as they are), in
+    another order or with more entries, each row's code is its text's."""
+    h = Hierarchy.from_rows([[v, "*"] for v in ground])
+    entries = h.ground.tolist()
+    if dictionary_is == "shuffled":
+        rnd.shuffle(entries)
+    elif dictionary_is == "more":
+        entries.append("unused")
+    indices = [p % len(h.ground) for p in picks]
+    column = pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(entries))
+    assert h.encode(column).tolist() == h.encode(column.cast(pa.string())).tolist()
+
+
+@pytest.mark.parametrize("missing", ["", "?"])
+def test_a_dictionary_equal_to_the_expected_texts_is_read_as_codes(missing):
+    expected = pa.array(["f", "m", "x"])
+    counter = DistinctCounter(["sex"], missing, expected={"sex": expected})
+    same = pa.array(["f", "m", "x"])  # equal, not the same array
+    counter.add(pa.table({"sex": pa.DictionaryArray.from_arrays(pa.array([2, 0, 2]), same)}))
+    other = pa.array(["m", "f"])
+    counter.add(pa.table({"sex": pa.DictionaryArray.from_arrays(pa.array([0, 1]), other)}))
+    counter.add(pa.table({"sex": pa.DictionaryArray.from_arrays(pa.array([1]), same)}))
+    assert counter.vocabularies[0].values.to_pylist() == ["f", "m", "x"]
+    assert decoded(counter.result()).to_pydict() == {"sex": ["x", "f", "m"], COUNT: [2, 2, 2]}
+
+
 @pytest.mark.parametrize("missing", ["", "?"])
 def test_known_texts_looked_up_and_the_few_others_encoded(missing):
     first = pa.table({"a": ["x", "y"] * 8})

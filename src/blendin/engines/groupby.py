@@ -63,6 +63,8 @@ class _Vocabulary:
             self.values = pc.unique(texts)
             if len(self.values) == len(texts):  # in order seen: each text's code is its place
                 return np.arange(len(texts), dtype=np.int32)
+        if len(texts) == len(self.values) and texts.equals(self.values):
+            return np.arange(len(texts), dtype=np.int32)  # (a dictionary read before)
         known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
             new = pc.unique(pc.filter(texts, known.is_null()))

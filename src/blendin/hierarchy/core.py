@@ -92,6 +92,9 @@ class Hierarchy:
         return parts[0] if len(parts) == 1 else np.concatenate([np.zeros(0, np.int32), *parts])
 
     def _encode_dictionary(self, chunk: pa.DictionaryArray, name: str) -> np.ndarray:
+        if not chunk.indices.null_count and chunk.dictionary.equals(self.ground_texts):
+            # the ground values themselves (a column coded from them): no lookup
+            return chunk.indices.to_numpy().astype(np.int32, copy=False)
         entries = pc.index_in(chunk.dictionary, value_set=self.ground_texts)
         if not entries.null_count and not chunk.indices.null_count:
             return entries.to_numpy()[chunk.indices.to_numpy()]
