@@ -288,7 +288,8 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     if (pa.types.is_dictionary(column.type) and pa.types.is_string(column.type.value_type)
             and not column.null_count):
         chunks = column.chunks
-        texts = [pc.fill_null(c.dictionary, "").to_numpy(zero_copy_only=False) for c in chunks]
+        texts = [(pc.fill_null(c.dictionary, "") if c.dictionary.null_count else c.dictionary
+                  ).to_numpy(zero_copy_only=False) for c in chunks]
         rows = [c.indices.to_numpy() for c in chunks]
         used = [t[np.bincount(r, minlength=len(t)) > 0] for t, r in zip(texts, rows)]
         labels = np.unique(np.concatenate([np.zeros(0, object), *used]))

@@ -54,11 +54,14 @@ def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.
         return pc.unique(as_text(column, missing))
     parts = [pa.array([], pa.string())]
     for chunk in column.chunks:
-        used = np.bincount(pc.drop_null(chunk.indices).to_numpy(),
-                           minlength=len(chunk.dictionary)) > 0
-        parts.extend(as_text(chunk.dictionary.filter(pa.array(used)), missing).chunks)
-        if chunk.indices.null_count:
+        indices, entries = chunk.indices, chunk.dictionary
+        if indices.null_count:
+            indices = pc.drop_null(indices)
             parts.append(pa.array([missing], pa.string()))
+        used = np.bincount(indices.to_numpy(), minlength=len(entries)) > 0
+        if not used.all():  # (a vocabulary's entries are all used, mostly)
+            entries = entries.filter(pa.array(used))
+        parts.extend(as_text(entries, missing).chunks)
     return pc.unique(pa.chunked_array(parts, pa.string()))
 
 
