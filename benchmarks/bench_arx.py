@@ -4,6 +4,7 @@ Run from the repository root (data in ../shared/data, ARX built by ../shared/pee
 
     python benchmarks/bench_arx.py                       # the 23 cases, 10 runs each
     python benchmarks/bench_arx.py --runs 5 --only fars --case b --case e_hier
+    python benchmarks/bench_arx.py --rounds 3            # each case: ARX, blendin, ARX, ...
     python benchmarks/bench_arx.py --json results.jsonl  # one JSON line per case as well
     python benchmarks/bench_arx.py --rows 1000000 --runs 3   # adult-like 1M rows, time + memory
     python benchmarks/bench_arx.py --end-to-end --runs 5     # whole processes: CLI against JVM
@@ -44,6 +45,10 @@ and both losses of both nodes: ARX's Loss (ARX evaluates blendin's node through 
 harness's ``-Dnode=``) and blendin's ``--metric``. Equal nodes, or a blendin node whose loss
 under ARX's metric is no worse than ARX's, mean the same answer; ``ratio`` is blendin's time
 over ARX's, and the last lines give the geometric mean and median of both ratios.
+
+``--rounds R`` takes R turns per case (ARX's runs, blendin's runs, ARX's again, ...; a new
+JVM each turn) and shows the median of each tool's R medians: the machine's slow spells,
+which last seconds, then fall on both tools instead of on one tool's turn.
 """
 
 from __future__ import annotations
@@ -176,17 +181,25 @@ def blendin_score(table: pa.Table, spec: Spec, levels: dict[str, int], metric: s
 
 
 def bench_case(cp: str | None, dataset: str, table: pa.Table, case: str, runs: int,
-               metric: str) -> Row:
+               metric: str, rounds: int = 1) -> Row:
     qis = arx_data.SETS[dataset][1]
     spec = make_spec(dataset, case, metric)
-    arx = arx_peer.run(cp, dataset, case, runs) if cp else None
-    ms, first_ms, result = time_blendin(table, spec, runs)
+    arx_ms, ms, first_ms = [], [], []
+    for _ in range(rounds):  # the tools take turns, so a slow spell of the machine is shared
+        arx = arx_peer.run(cp, dataset, case, runs) if cp else None
+        if arx is not None:
+            arx_ms.append(arx["median_ms"])
+        times = time_blendin(table, spec, runs)
+        ms.append(times[0])
+        first_ms.append(times[1])
+    result = times[2]
+    ms, first_ms = statistics.median(ms), statistics.median(first_ms)
     node = arx_peer.levels_text(result.levels, qis)
     row = Row(dataset, case, None, ms, first_ms, node, None, None, None,
               float(result.utility[metric]), None, result.suppressed, None)
     if arx is None:
         return row
-    row.arx_ms = arx["median_ms"]
+    row.arx_ms = statistics.median(arx_ms)
     row.arx_suppressed = arx["suppressed"]
     row.arx_arx_loss = _number(arx["loss"])
     if arx["levels"]:
@@ -357,6 +370,9 @@ def bench_end_to_end(cp: str | None, cases: list[tuple[str, str]], runs: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="timed runs per case and tool")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="turns per case and tool, each of --runs runs (the median of "
+                        "the turns' medians is shown)")
     parser.add_argument("--only", choices=sorted(CASES), help="one data set only")
     parser.add_argument("--case", action="append", help="only these cases (repeatable)")
     parser.add_argument("--metric", default="arx-loss" if "arx-loss" in METRICS else "loss",
@@ -389,7 +405,8 @@ def main() -> None:
         for case in CASES[dataset]:
             if args.case and case not in args.case:
                 continue
-            rows.append(bench_case(cp, dataset, table, case, args.runs, args.metric))
+            rows.append(bench_case(cp, dataset, table, case, args.runs, args.metric,
+                                   args.rounds))
             r = rows[-1]
             print(f"  {dataset} {case}: blendin {r.blendin_ms:.1f} ms, ARX "
                   f"{_fmt(r.arx_ms, '.1f') or '-'} ms", flush=True)
