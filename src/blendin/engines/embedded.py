@@ -199,10 +199,10 @@ class ShownSchema:
 def kept(marked: pa.Table, removed: np.ndarray, drop: bool) -> pa.Table:
     """The rows of ``marked`` released: all of them, or those not ``removed``.
 
-    The removed rows were the only ones pointing at the last entry of a recoder's
-    dictionaries (the ``*`` of suppression): the dictionaries lose the entries past the last
-    one still used, so that a file's indices are no wider than the labels need (1 bit, not
-    2, for two labels).
+    The removed rows may have been the only ones pointing at the last entry of a recoder's
+    dictionaries (the ``*`` of suppression, unless a label is ``*`` too): the dictionaries
+    lose the entries past the last one still used, so that a file's indices are no wider
+    than the labels need (1 bit, not 2, for two labels).
     """
     if not (drop and removed.any()):
         return marked

@@ -160,7 +160,7 @@ class FullDomainRecoder:
     def __init__(self, recoding: Recoding, parts: Sequence[Recoding] = ()) -> None:
         self.recoding, self.parts = recoding, tuple(parts)
         stages = (recoding, *self.parts)
-        # per QI: one dictionary holding the labels of every stage's level, then ``*``
+        # per QI: one dictionary holding the labels of every stage's level, and ``*``
         self.dictionaries, self.offsets, self.stars = [], [], []
         for i, hierarchy in enumerate(recoding.hierarchies):
             labels, offsets = [], []
@@ -168,8 +168,13 @@ class FullDomainRecoder:
                 offsets.append(len(labels))
                 labels += [str(v) for v in hierarchy.labels[stage.levels[i]]]
             self.offsets.append(offsets)
-            self.stars.append(len(labels))
-            self.dictionaries.append(pa.array([*labels, SUPPRESSED], pa.string()))
+            # a label ``*`` already (a QI at its top, say) is also the suppressed records':
+            # the dictionary's texts stay distinct, which the release's regrouping reads
+            # as codes instead of looking them up
+            if SUPPRESSED not in labels:
+                labels.append(SUPPRESSED)
+            self.stars.append(labels.index(SUPPRESSED))
+            self.dictionaries.append(pa.array(labels, pa.string()))
         # a QI with one label at every stage shows it on every row: its values need no
         # look-up (they were checked against the hierarchy when these same rows were counted)
         self.looked_up = [i for i, h in enumerate(recoding.hierarchies)
