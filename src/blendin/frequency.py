@@ -55,13 +55,14 @@ def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.
     parts = [pa.array([], pa.string())]
     for chunk in column.chunks:
         indices, entries = chunk.indices, chunk.dictionary
-        if indices.null_count:
-            indices = pc.drop_null(indices)
-            parts.append(pa.array([missing], pa.string()))
-        used = np.bincount(indices.to_numpy(), minlength=len(entries)) > 0
+        nulls = indices.null_count
+        used = np.bincount((pc.drop_null(indices) if nulls else indices).to_numpy(),
+                           minlength=len(entries)) > 0
         if not used.all():  # (a vocabulary's entries are all used, mostly)
             entries = entries.filter(pa.array(used))
         parts.extend(as_text(entries, missing).chunks)
+        if nulls:
+            parts.append(pa.array([missing], pa.string()))
     return pc.unique(pa.chunked_array(parts, pa.string()))
 
 
