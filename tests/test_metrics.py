@@ -274,3 +274,22 @@ def test_cell_costs_equal_the_per_level_computation_to_the_last_bit(t):
         assert got == [b[k] for b in bits], name
     got = [x for qi in costs.totals["arx-loss"] for x in qi]
     assert got == [b[3] for b in bits]
+
+
+@settings(max_examples=40, deadline=None)
+@given(tables(min_qis=1), st.data())
+def test_cell_costs_of_tables_on_one_hierarchy_share_only_what_the_hierarchy_fixes(t, data):
+    """What depends on the hierarchy alone is made once and shared (read-only); what
+    depends on the records is each table's own."""
+    ft = t.frequency_table()
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(ft.counts),
+                                       max_size=len(ft.counts))))
+    keep[data.draw(st.integers(0, len(keep) - 1))] = True
+    other = ft.subset(keep)
+    first, second = CellCosts._compute(ft), CellCosts._compute(other)
+    want = per_level_costs(other)
+    for name in ("loss", "ncp", "log_mass", "arx_share"):
+        got = [lv for qi in getattr(second, name) for lv in qi]
+        assert all(np.array_equal(a, b) for a, b in zip(got, want[name], strict=True)), name
+    for a, b in zip(first.loss, second.loss):
+        assert np.shares_memory(a[0], b[0]) and not b[0].flags.writeable

@@ -316,19 +316,9 @@ class _QiCosts:
 
     @classmethod
     def of(cls, h: Hierarchy, freqs: np.ndarray) -> _QiCosts:
-        starts = np.cumsum([0, *(len(labels) for labels in h.labels)])
-        labels = h.codes + starts[:-1, None]
-        flat, n_labels, n_ground = labels.ravel(), int(starts[-1]), len(h.ground)
-        leaves = np.bincount(flat, minlength=n_labels)
-        mass = np.bincount(flat, weights=np.tile(freqs, h.height), minlength=n_labels)
-        if _is_numeric(h):
-            loss = ncp = _range_shares(h, flat, n_labels)
-        else:
-            loss, ncp = categorical_loss(leaves, n_ground), categorical_ncp(leaves, n_ground)
-        if h.domain_leaves is not None and h.domain_size:
-            arx_share = np.concatenate(h.domain_leaves).astype(float) / float(h.domain_size)
-        else:
-            arx_share = leaves / float(n_ground)
+        starts, labels, loss, ncp, arx_share = _hierarchy_costs(h)
+        mass = np.bincount(labels.ravel(), weights=np.tile(freqs, h.height),
+                           minlength=int(starts[-1]))
         present = freqs[freqs > 0]
         return cls(h, freqs, starts, labels, loss, ncp, np.log2(np.where(mass > 0, mass, 1.0)),
                    arx_share, float((present * np.log2(present)).sum()))
@@ -340,6 +330,34 @@ class _QiCosts:
     def total(self, costs: np.ndarray) -> np.ndarray:
         """Per level, the sum over records of each one's cost (nothing suppressed)."""
         return np.array([self.freqs @ row for row in costs[self.labels]])
+
+
+_HIERARCHY_COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _hierarchy_costs(h: Hierarchy) -> tuple[np.ndarray, ...]:
+    """What of the cell costs depends on the hierarchy alone (the entry of every label,
+    see :class:`_QiCosts`; LM, NCP and ARX's share of every label), made once per hierarchy
+    (a builder hands repeated runs on the same values the same hierarchy)."""
+    made = _HIERARCHY_COSTS.get(h)
+    if made is None:
+        starts = np.cumsum([0, *(len(labels) for labels in h.labels)])
+        labels = h.codes + starts[:-1, None]
+        flat, n_labels, n_ground = labels.ravel(), int(starts[-1]), len(h.ground)
+        leaves = np.bincount(flat, minlength=n_labels)
+        if _is_numeric(h):
+            loss = ncp = _range_shares(h, flat, n_labels)
+        else:
+            loss, ncp = categorical_loss(leaves, n_ground), categorical_ncp(leaves, n_ground)
+        if h.domain_leaves is not None and h.domain_size:
+            arx_share = np.concatenate(h.domain_leaves).astype(float) / float(h.domain_size)
+        else:
+            arx_share = leaves / float(n_ground)
+        made = (starts, labels, loss, ncp, arx_share)
+        for shared in made:  # every run on the hierarchy reads them: none may write
+            shared.flags.writeable = False
+        _HIERARCHY_COSTS[h] = made
+    return made
 
 
 def _range_shares(h: Hierarchy, flat: np.ndarray, n_labels: int) -> np.ndarray:
