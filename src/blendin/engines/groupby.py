@@ -59,12 +59,12 @@ class _Vocabulary:
 
     def codes(self, texts: pa.Array) -> np.ndarray:
         """Code of each of ``texts`` (a small array; new texts get the next codes)."""
-        if not len(self.values):  # every text is new
+        if not len(self.values):  # every text is new, coded in order seen
             self.values = pc.unique(texts)
-            if len(self.values) == len(texts):  # in order seen: each text's code is its place
-                return np.arange(len(texts), dtype=np.int32)
+        # the texts in the vocabulary's order (distinct new ones, or a dictionary read
+        # before): each text's code is its place
         if len(texts) == len(self.values) and texts.equals(self.values):
-            return np.arange(len(texts), dtype=np.int32)  # (a dictionary read before)
+            return np.arange(len(texts), dtype=np.int32)
         known = pc.index_in(texts, value_set=self.values)
         if known.null_count:
             new = pc.unique(pc.filter(texts, known.is_null()))
