@@ -189,10 +189,9 @@ def bench_case(cp: str | None, dataset: str, table: pa.Table, case: str, runs: i
         arx = arx_peer.run(cp, dataset, case, runs) if cp else None
         if arx is not None:
             arx_ms.append(arx["median_ms"])
-        times = time_blendin(table, spec, runs)
-        ms.append(times[0])
-        first_ms.append(times[1])
-    result = times[2]
+        turn_ms, turn_first_ms, result = time_blendin(table, spec, runs)
+        ms.append(turn_ms)
+        first_ms.append(turn_first_ms)
     ms, first_ms = statistics.median(ms), statistics.median(first_ms)
     node = arx_peer.levels_text(result.levels, qis)
     row = Row(dataset, case, None, ms, first_ms, node, None, None, None,
@@ -385,6 +384,8 @@ def main() -> None:
                         help="time whole processes: blendin's CLI against ARX's harness "
                         "(JVM start, parsing, anonymization, the release written)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     cp = arx_peer.classpath()
     print(f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
