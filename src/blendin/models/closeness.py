@@ -124,7 +124,7 @@ class TCloseness(_SensitiveModel):
     def validate(self, n_records: int, domains: Mapping[str, SensitiveDomain]) -> None:
         super().validate(n_records, domains)
         if self.distance == "hierarchical":
-            self._tree(domains[self.attribute])
+            self._cached(domains[self.attribute], self._prepare)
 
     def holds(self, classes: Classes) -> np.ndarray:
         return self.distances(classes) <= self.t + TOLERANCE
@@ -134,14 +134,23 @@ class TCloseness(_SensitiveModel):
 
     def distances(self, classes: Classes) -> np.ndarray:
         """The distance of every class's distribution to the whole table's."""
-        hist = self.histogram(classes)
-        domain = self.domain(classes)
-        diff = _shares(hist) - _shares(np.asarray(domain.overall)[None, :])
+        overall, shape = self._cached(self.domain(classes), self._prepare)
+        diff = _shares(self.histogram(classes)) - overall
         if self.distance == "equal":
             return 0.5 * np.abs(diff).sum(axis=1)
         if self.distance == "ordered":
-            return _ordered_emd(diff, self._order(domain))
-        return _hierarchical_emd(diff, *self._tree(domain))
+            return _ordered_emd(diff, shape)
+        return _hierarchical_emd(diff, *shape)
+
+    def _prepare(self, domain: SensitiveDomain) -> tuple[np.ndarray, object]:
+        """The whole table's distribution, and what the distance needs of the domain: the
+        values' order, or the tree's nodes."""
+        overall = _shares(np.asarray(domain.overall)[None, :])[0]
+        if self.distance == "ordered":
+            return overall, _value_order(domain)
+        if self.distance == "hierarchical":
+            return overall, _tree_nodes(*self._hierarchy_for(domain))
+        return overall, None
 
     def _cached(self, domain: SensitiveDomain, make):
         """What ``make(domain)`` returns, computed once per domain (searches call often)."""
@@ -155,16 +164,6 @@ class TCloseness(_SensitiveModel):
 
     def __getstate__(self) -> dict:
         return {**vars(self), "_prepared": {}}
-
-    def _order(self, domain: SensitiveDomain) -> np.ndarray:
-        return self._cached(domain, _value_order)
-
-    def _tree(self, domain: SensitiveDomain) -> tuple[list, float]:
-        return self._cached(domain, self._make_tree)
-
-    def _make_tree(self, domain: SensitiveDomain) -> tuple[list, float]:
-        hierarchy, columns = self._hierarchy_for(domain)
-        return _tree_steps(hierarchy, columns)
 
     def _hierarchy_for(self, domain: SensitiveDomain) -> tuple[Hierarchy, np.ndarray]:
         """The hierarchy and the ground code of every histogram column."""
@@ -242,44 +241,39 @@ def _ordered_emd(diff: np.ndarray, order: np.ndarray) -> np.ndarray:
     return np.abs(running).sum(axis=1) / (m - 1)
 
 
-def _group(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column order and group starts to sum columns per parent with ``np.add.reduceat``."""
-    order = np.argsort(parent, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(parent[order]) != 0])
-    return order, starts
+def _tree_nodes(hierarchy: Hierarchy, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which tree nodes hold each histogram column, and each node's weight in the distance
+    (see :func:`_hierarchical_emd`): a (columns, nodes) 0/1 matrix and a vector.
 
-
-def _tree_steps(hierarchy: Hierarchy, columns: np.ndarray) -> tuple[list, float]:
-    """Per level above the ground: (level, order, starts) grouping the nodes below by parent.
-
-    The first step groups histogram columns, the next ones the nodes of the level below
-    (numbered 0.. in order of their codes, only those holding a column). Returns the steps
-    and the tree height H.
+    The nodes are those of every level holding a column, the leaves (the columns
+    themselves) included; an extra root is added when the top level has more than one
+    value. With height H, a node below the root weighs 1/(2H), the root -1/2.
     """
     codes = [np.asarray(level)[columns] for level in hierarchy.codes]
     if len(hierarchy.labels[-1]) > 1:
         codes.append(np.zeros(len(columns), dtype=np.int64))  # a common root
-    nodes = [np.unique(level, return_inverse=True)[1].reshape(-1) for level in codes]
-    steps = []
-    for level in range(1, len(nodes)):
-        if level == 1:
-            parent = nodes[1]
-        else:
-            parent = np.empty(int(nodes[level - 1].max()) + 1, dtype=np.int64)
-            parent[nodes[level - 1]] = nodes[level]
-        steps.append((level, *_group(parent)))
-    return steps, float(len(codes) - 1)
+    height = len(codes) - 1
+    if height == 0:  # one value: every distance is 0
+        return np.zeros((len(columns), 0)), np.zeros(0)
+    # each level's nodes numbered 0.. (only those holding a column), one-hot per column
+    members = [np.unique(level, return_inverse=True)[1].reshape(-1) for level in codes]
+    blocks = [np.eye(int(m.max()) + 1)[m] for m in members]
+    weights = [np.full(b.shape[1], 1 / (2 * height)) for b in blocks[:-1]]
+    return np.hstack(blocks), np.concatenate([*weights, [-0.5]])
 
 
-def _hierarchical_emd(diff: np.ndarray, steps: list, height: float) -> np.ndarray:
-    cost = np.zeros(diff.shape[0])
-    if height == 0:
-        return cost
-    extra = diff
-    for level, order, starts in steps:
-        extra = extra[:, order]
-        pos = np.add.reduceat(np.maximum(extra, 0.0), starts, axis=1)
-        neg = np.add.reduceat(np.maximum(-extra, 0.0), starts, axis=1)
-        cost += level / height * np.minimum(pos, neg).sum(axis=1)
-        extra = pos - neg
-    return cost
+def _hierarchical_emd(diff: np.ndarray, members: np.ndarray,
+                      weights: np.ndarray) -> np.ndarray:
+    """The hierarchical EMD of every row of ``diff`` (P - Q), in closed form.
+
+    Li et al.'s sum over the inner nodes N at level l of ``l / H * min(pos(N), neg(N))``:
+    with ``extra(N)`` the sum of P - Q over N's leaves, ``pos(N) + neg(N)`` is the sum of
+    |extra| over N's children and ``pos(N) - neg(N) = extra(N)``, so ``min(pos, neg) =
+    (sum over the children of |extra| - |extra(N)|) / 2``. Summed level by level, the
+    terms telescope: the distance is ``(sum over all nodes below the root of |extra|) /
+    (2H) - |extra(root)| / 2`` -- one product with the node matrix, whatever the height.
+    """
+    if not len(weights):
+        return np.zeros(diff.shape[0])
+    # rounding can leave a distance of 0 a hair below it
+    return np.maximum(np.abs(diff @ members) @ weights, 0.0)
