@@ -104,6 +104,11 @@ def optimal_as_exhaustive(ft, models, max_sup, metric, policy=None, weights=None
     assert got.score == pytest.approx(want.score, rel=1e-9, abs=1e-12)
     assert got.levels == want.levels  # ties go to the same policy in both
     assert got.nodes_checked <= want.nodes_checked
+    # the check the search hands on (the release is planned from it) is the chosen node's
+    fresh = Checker(ft, models, max_sup).check(got.levels)
+    assert got.check.levels == got.levels and got.check.acceptable
+    assert (got.check.n_suppressed, got.check.n_classes) == (fresh.n_suppressed,
+                                                             fresh.n_classes)
     suppressed = Checker(ft, models, max_sup).suppressed_tuples(got.levels)
     assert got.n_suppressed == int(ft.counts[suppressed].sum())
     return got, suppressed

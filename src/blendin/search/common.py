@@ -346,9 +346,11 @@ class Context:
 
     def solution(self, chosen: Candidate, algorithm: str,
                  minimal: Sequence[tuple[int, ...]] = (), *, optimal: bool = True,
-                 trace: tuple = ()) -> Solution:
+                 trace: tuple = (), check: NodeCheck | None = None) -> Solution:
+        """The search's answer: ``chosen`` with its utility and its ``check`` (checked
+        again when not given)."""
         checked = self.checks
-        result = self.checker.check(chosen.levels)  # cached classes: cheap
+        result = check if check is not None else self.checker.check(chosen.levels)
         return Solution(
             levels=chosen.levels,
             nodes_checked=checked,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from blendin.errors import BlendinError
+from blendin.lattice import NodeCheck
 from blendin.metrics import CELL_METRICS
 from blendin.search.common import Candidate, Context, Solution, tolerance
 
@@ -60,7 +61,8 @@ def optimal(ctx: Context, max_nodes: int = MAX_NODES) -> Solution:
     search.run()
     if not search.found:
         raise ctx.nothing_found()
-    return ctx.solution(ctx.best(search.found), "optimal")
+    best = ctx.best(search.found)
+    return ctx.solution(best, "optimal", check=search.checks[best.levels])
 
 
 class _Sweep:
@@ -88,6 +90,7 @@ class _Sweep:
         self.strides = np.array(lattice.strides, np.int64)
         self.tops = np.array(lattice.heights) - 1
         self.found: list[Candidate] = []  # acceptable nodes that may still be (tied) best
+        self.checks: dict[tuple[int, ...], NodeCheck] = {}  # their checks, for the solution
         self.best = np.inf
         self.cutoff = np.inf  # the best plus the tolerance of ties
         self.leader = None  # the smallest policy key among the ties of the best
@@ -169,10 +172,12 @@ class _Sweep:
         if candidate.score > best + tolerance(best):
             return result
         self.found.append(candidate)
+        self.checks[candidate.levels] = result
         if candidate.score < best:
             self.best = best = candidate.score
             self.cutoff = best + tolerance(best)
             self.found = [c for c in self.found if c.score <= best + tolerance(best)]
+            self.checks = {c.levels: self.checks[c.levels] for c in self.found}
         keys = [ctx.static_key(c.levels) for c in self.found]
         self.leader = min(keys) if None not in keys else None
         return result
