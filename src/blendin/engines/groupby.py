@@ -197,9 +197,6 @@ class DistinctCounter:
         self.rows = 0
         #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
         self.batch_codes: list[np.ndarray] | None = [] if keep_codes else None
-        #: the one code of each column while every row so far holds it, else -1 (varying): a
-        #: column with one value (a QI at its top level, say) takes no part in the key
-        self.single = np.full(len(self.columns), -2, np.int64)
 
     def add(self, batch: pa.Table | pa.RecordBatch) -> None:
         n = batch.num_rows
@@ -216,10 +213,6 @@ class DistinctCounter:
                     for name in self.columns]
         each(code, [j for j, g in enumerate(gathered) if not g], n >= PARALLEL_ROWS,
              inline=[j for j, g in enumerate(gathered) if g])
-        for j in range(len(self.columns)):
-            if self.single[j] != -1:
-                low, high = codes[j].min(), codes[j].max()
-                self.single[j] = low if low == high and self.single[j] in (-2, low) else -1
         self.pending.append(codes)
         if self.batch_codes is not None:
             self.batch_codes.append(codes)
@@ -234,8 +227,11 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        keyed = np.flatnonzero(self.single == -1)
-        radices = [len(self.vocabularies[j].values) for j in keyed]
+        # a column with one text so far (a QI at its top level, say; its code is 0) takes
+        # no part in the key
+        sizes = [len(vocabulary.values) for vocabulary in self.vocabularies]
+        keyed = np.flatnonzero(np.array(sizes) > 1)
+        radices = [sizes[j] for j in keyed]
         parts = [self.tuples, *self.pending]
         self.pending, self.pending_rows = [], 0
         keys = self._keys(parts, keyed, radices)
