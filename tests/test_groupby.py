@@ -70,8 +70,10 @@ def as_counter(distinct: pa.Table, columns) -> collections.Counter:
 
 
 def expected_texts(draw, columns):
-    """Texts some columns are expected to hold: some of the data's, some not."""
-    sets = st.lists(st.sampled_from([*TEXTS, "1", "nan", "zzz"]), unique=True, max_size=6)
+    """Texts some columns are expected to hold: some of the data's, some not (a null and
+    an empty text among them read as the missing text, which may be there too)."""
+    sets = st.lists(st.sampled_from([*TEXTS, "1", "nan", "zzz", "?", None]), unique=True,
+                    max_size=6)
     return {c: pa.array(draw(sets), pa.string()) for c in columns if draw(st.booleans())}
 
 

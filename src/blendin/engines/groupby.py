@@ -51,7 +51,11 @@ class _Vocabulary:
     def __init__(self, expected: pa.Array | None = None, missing: str = "") -> None:
         # only texts a value can read as: an expected empty text reads as ``missing``
         self.values = (pa.nulls(0, pa.string()) if expected is None else
-                       pc.unique(as_text(expected, missing)))
+                       as_text(expected, missing).combine_chunks())
+        if expected is not None and (missing or expected.null_count):
+            # the expected texts are distinct (a hierarchy's ground values, a vocabulary's
+            # texts), but a null or an empty text read as ``missing`` may repeat it
+            self.values = pc.unique(self.values)
         #: the last dictionary read, whether a missing value's code follows its entries'
         #: codes, those codes, and whether the entries' are 0, 1, ...: batches of one source
         #: (a recoder's labels, a file's dictionaries) repeat it
