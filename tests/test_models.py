@@ -234,6 +234,25 @@ def test_hierarchical_distance_from_the_models_own_hierarchy():
     assert model.distances(classes) == pytest.approx([7 / 27, 8 / 27])
 
 
+def test_hierarchical_distance_follows_each_tables_values_on_one_hierarchy():
+    # the tree is kept per hierarchy: a table with other values of the same hierarchy
+    # (other histogram columns) must get its own, and the first table its own back
+    h = Hierarchy.from_rows(DISEASE_ROWS)
+    model = TCloseness("s", 0.3, "hierarchical", hierarchy=h)
+    full, _ = disease_classes([[1, 3, 8], [4, 5, 6]], with_hierarchy=False)
+    part = make_classes([[2, 0, 1], [0, 3, 1]], labels=["pneumonia", "flu", "gastritis"])
+    fresh = TCloseness("s", 0.3, "hierarchical", hierarchy=Hierarchy.from_rows(DISEASE_ROWS))
+    assert model.distances(full) == pytest.approx([7 / 27, 8 / 27])
+    assert model.distances(part) == pytest.approx(fresh.distances(part))
+    assert model.distances(full) == pytest.approx([7 / 27, 8 / 27])
+    # pneumonia and flu share "respiratory infection": only moves out of it cost 1
+    q = np.array([2, 3, 2]) / 7
+    p = np.array([2, 0, 1]) / 3
+    assert emd_lp(p, q, tree_ground([["pneumonia", "ri", "resp", "*"],
+                                     ["flu", "ri", "resp", "*"],
+                                     ["gastritis", "st", "dig", "*"]])) == pytest.approx(
+        fresh.distances(part)[0], abs=1e-9)
+
 def test_hierarchical_distance_of_a_flat_hierarchy_is_the_equal_distance():
     rng = np.random.default_rng(1)
     hists = rng.integers(0, 4, size=(20, 5)) + np.eye(5, dtype=np.int64)[rng.integers(0, 5, 20)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -149,7 +150,7 @@ class TCloseness(_SensitiveModel):
         if self.distance == "ordered":
             return overall, _value_order(domain)
         if self.distance == "hierarchical":
-            return overall, _tree_nodes(*self._hierarchy_for(domain))
+            return overall, _tree_of(*self._hierarchy_for(domain))
         return overall, None
 
     def _cached(self, domain: SensitiveDomain, make):
@@ -239,6 +240,23 @@ def _ordered_emd(diff: np.ndarray, order: np.ndarray) -> np.ndarray:
         return np.zeros(diff.shape[0])
     running = np.cumsum(diff[:, order], axis=1)[:, :-1]
     return np.abs(running).sum(axis=1) / (m - 1)
+
+
+#: per hierarchy, the last histogram columns' tree (see :func:`_tree_nodes`): a new table's
+#: domain needs it again, and a hierarchy file's builder returns the same hierarchy
+_TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _tree_of(hierarchy: Hierarchy, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_tree_nodes`, kept per hierarchy (read-only arrays)."""
+    key = np.asarray(columns, np.int64).tobytes()
+    hit = _TREES.get(hierarchy)
+    if hit is None or hit[0] != key:
+        tree = _tree_nodes(hierarchy, columns)
+        for array in tree:
+            array.setflags(write=False)
+        hit = _TREES[hierarchy] = (key, tree)
+    return hit[1]
 
 
 def _tree_nodes(hierarchy: Hierarchy, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
