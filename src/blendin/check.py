@@ -291,6 +291,9 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
         texts = [(pc.fill_null(c.dictionary, "") if c.dictionary.null_count else c.dictionary
                   ).to_numpy(zero_copy_only=False) for c in chunks]
         rows = [c.indices.to_numpy() for c in chunks]
+        if len(chunks) == 1 and len(texts[0]) == 1 and len(rows[0]):
+            # one entry (a QI at its top, say): one label, every row's
+            return texts[0], np.zeros(len(rows[0]), np.int64)
         used = [t[np.bincount(r, minlength=len(t)) > 0] for t, r in zip(texts, rows)]
         labels = np.unique(np.concatenate([np.zeros(0, object), *used]))
         # an entry no row uses may land anywhere: no index points to it

@@ -52,7 +52,7 @@ def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.
         column = pa.chunked_array([column])
     if not pa.types.is_dictionary(column.type):
         return pc.unique(as_text(column, missing))
-    parts = [pa.array([], pa.string())]
+    parts = []
     for chunk in column.chunks:
         indices, entries = chunk.indices, chunk.dictionary
         nulls = indices.null_count
@@ -63,6 +63,8 @@ def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.
         parts.extend(as_text(entries, missing).chunks)
         if nulls:
             parts.append(pa.array([missing], pa.string()))
+    if len(parts) == 1:  # one chunk's entries (a regrouped table's): no chunked array
+        return pc.unique(parts[0])
     return pc.unique(pa.chunked_array(parts, pa.string()))
 
 
