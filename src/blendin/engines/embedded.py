@@ -83,15 +83,16 @@ class EmbeddedEngine:
         An in-memory source keeps each column's codes, so that the release, which reads the
         quasi-identifiers ``encoded``, gathers instead of hashing every text again.
         """
-        keep = source.kind == "memory"
-        # codes kept by an earlier call on the same Table are read (a gather), not texts
-        if keep:
-            source.recall_codes(columns, missing)
-        counter = DistinctCounter(columns, missing, expected=expected, keep_codes=keep)
+        # codes kept by an earlier call on the same Table are read (a gather), not texts,
+        # and stay kept; the other columns' codes are kept from this pass
+        recalled = source.recall_codes(columns, missing) if source.kind == "memory" else []
+        new = [name for name in columns if name not in recalled] if source.kind == "memory" \
+            else []
+        counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
         for batch in self.batches(source, columns, encoded=columns, progress=progress):
             counter.add(batch)
         distinct = counter.result()
-        for name in columns if keep else ():
+        for name in new:
             source.keep_codes(name, counter.codes(name), missing)
         return distinct
 

@@ -196,17 +196,21 @@ class DistinctCounter:
         #: the distinct tuples' keys, and the keyed columns and radices they were made with
         self.keys = np.zeros(0, np.int64)
         self.key_shape: tuple | None = None
-        self.pending: list[np.ndarray] = []
+        #: each batch's codes, a column each (a dictionary column's indices as they are)
+        self.pending: list[list[np.ndarray]] = []
+        self.pending_sizes: list[int] = []
         self.pending_rows = 0
         self.rows = 0
         #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
-        self.batch_codes: list[np.ndarray] | None = [] if keep_codes else None
+        self.batch_codes: list[list[np.ndarray]] | None = [] if keep_codes else None
 
     def add(self, batch: pa.Table | pa.RecordBatch) -> None:
         n = batch.num_rows
         if not n:
             return
-        codes = np.empty((len(self.columns), n), np.int32)
+        # a column apiece, not one matrix: a dictionary column whose entries are coded as
+        # they are ordered (kept codes, a recoder's labels) is its indices, with no copy
+        codes: list[np.ndarray] = [np.zeros(0, np.int32)] * len(self.columns)
 
         def code(j: int) -> None:  # a vocabulary per column: columns code independently
             codes[j] = text_codes(batch.column(self.columns[j]), self.vocabularies[j],
@@ -218,6 +222,7 @@ class DistinctCounter:
         each(code, [j for j, g in enumerate(gathered) if not g], n >= PARALLEL_ROWS,
              inline=[j for j, g in enumerate(gathered) if g])
         self.pending.append(codes)
+        self.pending_sizes.append(n)
         if self.batch_codes is not None:
             self.batch_codes.append(codes)
         self.pending_rows += n
@@ -233,12 +238,13 @@ class DistinctCounter:
             return
         # a column with one text so far (a QI at its top level, say; its code is 0) takes
         # no part in the key
-        sizes = [len(vocabulary.values) for vocabulary in self.vocabularies]
-        keyed = np.flatnonzero(np.array(sizes) > 1)
-        radices = [sizes[j] for j in keyed]
-        parts = [self.tuples, *self.pending]
-        self.pending, self.pending_rows = [], 0
-        keys = self._keys(parts, keyed, radices)
+        texts = [len(vocabulary.values) for vocabulary in self.vocabularies]
+        keyed = np.flatnonzero(np.array(texts) > 1)
+        radices = [texts[j] for j in keyed]
+        parts = [list(self.tuples), *self.pending]
+        sizes = [self.tuples.shape[1], *self.pending_sizes]
+        self.pending, self.pending_sizes, self.pending_rows = [], [], 0
+        keys = self._keys(parts, sizes, keyed, radices)
         group, groups = group_keys(keys, math.prod(radices))
         # groups are numbered as they first appear: the first rows, in order
         first = first_seen(group, groups)
@@ -247,24 +253,25 @@ class DistinctCounter:
         if known:
             counts += np.bincount(group[:known], weights=self.counts,
                                   minlength=groups).astype(np.int64)
-        self.tuples, self.counts = _taken(parts, first), counts
+        self.tuples, self.counts = _taken(parts, sizes, first), counts
         if self.key_shape is not None:
             self.keys = keys[first]
 
-    def _keys(self, parts: list[np.ndarray], keyed: np.ndarray,
+    def _keys(self, parts: list[list[np.ndarray]], sizes: list[int], keyed: np.ndarray,
               radices: list[int]) -> np.ndarray:
         """One key per tuple of ``parts`` (the known tuples, then the new rows): the known
         tuples' keys are kept from the last merge while the keyed columns and their
         vocabularies' sizes stay, so only the new rows are keyed."""
         if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
             self.key_shape = None
-            return combine_keys(_keyed(np.concatenate(parts, axis=1), keyed), radices)
+            whole = [np.concatenate([p[j] for p in parts]) for j in keyed]
+            return combine_keys(np.stack(whole, axis=1), radices)
         shape = (tuple(keyed), tuple(radices))
         if shape != self.key_shape:
-            self.keys = combine_keys(_keyed(parts[0], keyed), radices)
+            self.keys = _column_keys(parts[0], sizes[0], keyed, radices)
             self.key_shape = shape
-        return np.concatenate([self.keys, *(combine_keys(_keyed(p, keyed), radices)
-                                            for p in parts[1:])])
+        return np.concatenate([self.keys, *(_column_keys(p, n, keyed, radices)
+                                            for p, n in zip(parts[1:], sizes[1:]))])
 
     def codes(self, name: str) -> pa.ChunkedArray:
         """Every row added of the column ``name`` read as text, dictionary-encoded: its
@@ -288,21 +295,27 @@ class DistinctCounter:
         return pa.table({**columns, COUNT: pa.array(self.counts)})
 
 
-def _keyed(codes: np.ndarray, keyed: np.ndarray) -> np.ndarray:
-    """The ``keyed`` rows of ``codes`` (a column per row), as one row per tuple."""
-    return (codes if len(keyed) == len(codes) else codes[keyed]).T
+def _column_keys(columns: Sequence[np.ndarray], rows: int, keyed: np.ndarray,
+                 radices: Sequence[int]) -> np.ndarray:
+    """Mixed-radix key (int64) of the ``keyed`` columns (of ``rows`` codes each), whose
+    product of ``radices`` fits in int64 (a column with one code, left out, is 0 on every
+    row)."""
+    key = np.zeros(rows, np.int64)
+    for j, radix in zip(keyed, radices):
+        key *= radix
+        key += columns[j]
+    return key
 
 
-def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
-    """The ``rows`` (ascending) of the parts put end to end (a column per row), without
-    putting the parts together."""
-    sizes = [p.shape[1] for p in parts]
+def _taken(parts: list[list[np.ndarray]], sizes: list[int], rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (ascending) of the parts (a list of columns each, of ``sizes`` rows) put
+    end to end, as a matrix with a row per column, without putting the parts together."""
     starts = np.cumsum([0, *sizes])
     pieces = np.split(rows, np.searchsorted(rows, starts[1:-1]))
-    # np.take gathers columns about twice as fast as fancy indexing; empty pieces are skipped
-    taken = [np.take(p, r - start, axis=1)
+    taken = [[np.take(c, r - start) for c in p]
              for p, r, start in zip(parts, pieces, starts) if len(r)]
-    return taken[0] if len(taken) == 1 else np.concatenate(taken, axis=1)
+    return np.array([np.concatenate(cs) if len(cs) > 1 else cs[0] for cs in zip(*taken)],
+                    np.int32).reshape(len(parts[0]), len(rows))
 
 
 def distinct_tuples(
