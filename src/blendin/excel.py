@@ -50,7 +50,7 @@ def class_ids(table, quasi_identifiers: Sequence[str]) -> np.ndarray:
         codes.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
         radices.append(max(len(encoded.dictionary), 1))
         suppressed &= pc.equal(column, "*").fill_null(False).to_numpy(zero_copy_only=False)
-    key = combine_keys(np.stack(codes, axis=1), radices)
+    key = combine_keys(codes, radices)
     ids = np.unique(key, return_inverse=True)[1].reshape(-1)
     return _first_seen(np.where(suppressed, -1, ids))
 

@@ -239,8 +239,7 @@ class FrequencyTable:
         names = tuple(hierarchies)
         codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         # one int64 key per tuple orders the tuples as a row-wise sort would, at a 1-D cost
-        key = combine_keys(qi_matrix(codes, len(distinct)),
-                           [len(hierarchies[n].ground) for n in names])
+        key = combine_keys(codes, [len(hierarchies[n].ground) for n in names])
         coded = {}
         for name in sensitive:
             hierarchy = (sensitive_hierarchies or {}).get(name)
@@ -389,19 +388,25 @@ def stable_order(key: np.ndarray) -> np.ndarray:
     return packed & ((1 << shift) - 1)
 
 
-def combine_keys(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
-    """One int64 key per row from several code columns (mixed radix).
+def combine_keys(codes: np.ndarray | Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
+    """One int64 key per row from several code columns (mixed radix): ``codes`` is a
+    (rows, columns) matrix or a list of columns (at least one).
 
     Falls back to ranking when the product of radices would overflow int64.
+
+    >>> combine_keys([np.array([1, 0]), np.array([2, 1])], [2, 3]).tolist()
+    [5, 1]
     """
-    key = np.zeros(codes.shape[0], dtype=np.int64)
+    columns = codes.T if isinstance(codes, np.ndarray) else codes
+    key = np.zeros(codes.shape[0] if isinstance(codes, np.ndarray) else len(codes[0]),
+                   dtype=np.int64)
     span = 1
-    for i, radix in enumerate(radices):
+    for column, radix in zip(columns, radices):
         if span * radix >= 2**62:
             _, key = np.unique(key, return_inverse=True)
             key = key.reshape(-1).astype(np.int64)
             span = int(key.max()) + 1 if key.size else 1
         key *= radix
-        key += codes[:, i]
+        key += column
         span *= radix
     return key

@@ -264,8 +264,7 @@ class DistinctCounter:
         vocabularies' sizes stay, so only the new rows are keyed."""
         if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
             self.key_shape = None
-            whole = [np.concatenate([p[j] for p in parts]) for j in keyed]
-            return combine_keys(np.stack(whole, axis=1), radices)
+            return combine_keys([np.concatenate([p[j] for p in parts]) for j in keyed], radices)
         shape = (tuple(keyed), tuple(radices))
         if shape != self.key_shape:
             self.keys = _column_keys(parts[0], sizes[0], keyed, radices)
@@ -302,11 +301,9 @@ def _column_keys(columns: Sequence[np.ndarray], rows: int, keyed: np.ndarray,
     """Mixed-radix key (int64) of the ``keyed`` columns (of ``rows`` codes each), whose
     product of ``radices`` fits in int64 (a column with one code, left out, is 0 on every
     row)."""
-    key = np.zeros(rows, np.int64)
-    for j, radix in zip(keyed, radices):
-        key *= radix
-        key += columns[j]
-    return key
+    if not len(keyed):
+        return np.zeros(rows, np.int64)
+    return combine_keys([columns[j] for j in keyed], radices)
 
 
 def _taken(parts: list[list[np.ndarray]], sizes: list[int], rows: np.ndarray) -> np.ndarray:

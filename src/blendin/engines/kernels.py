@@ -375,7 +375,7 @@ class RowColumns:
         codes = [text_codes(table.column(q), v) for q, v in zip(self.qis, self.vocabularies)]
         stars = tuple(int(v.codes(pa.array([SUPPRESSED]))[0]) for v in self.vocabularies)
         radices = [max(len(v.values), 1) for v in self.vocabularies]
-        group, groups = group_keys(combine_keys(np.stack(codes, axis=1), radices),
+        group, groups = group_keys(combine_keys(codes, radices),
                                    math.prod(radices))
         first = first_seen(group, groups)
         classes = np.stack([c[first] for c in codes], axis=1)  # in order of appearance
