@@ -182,9 +182,10 @@ class FrequencyTable:
 
     @cached_property
     def columns(self) -> tuple[np.ndarray, ...]:
-        """Each QI's ground codes, contiguous: a column of ``tuples`` is strided, and a
-        gather or count over it several times slower."""
-        return tuple(np.ascontiguousarray(self.tuples.T))
+        """Each QI's ground codes, contiguous (a column of ``tuples`` is strided, and a
+        gather or count over it several times slower) and as NumPy's index type (which
+        every gather and count would convert them to, each time)."""
+        return tuple(self.tuples.T.astype(np.intp))
 
     @cached_property
     def sensitive(self) -> dict[str, np.ndarray]:
