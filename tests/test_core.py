@@ -61,6 +61,21 @@ def test_combine_keys_distinct_for_distinct_rows():
     assert key[0] == key[3] and len(set(key.tolist())) == 3
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 2**40), min_size=1, max_size=4), st.integers(1, 30),
+       st.integers(0, 2**32))
+def test_combine_keys_of_columns_equal_those_of_their_matrix(radices, rows, seed):
+    """A list of columns keys as its (rows, columns) matrix does, past int64 too (ranks):
+    equal keys for equal rows only."""
+    rng = np.random.default_rng(seed)
+    columns = [rng.integers(0, min(r, 3), rows, dtype=np.int32) for r in radices]
+    matrix = np.stack(columns, axis=1)
+    listed, stacked = combine_keys(columns, radices), combine_keys(matrix, radices)
+    assert listed.tolist() == stacked.tolist()
+    same = (matrix[:, None, :] == matrix[None, :, :]).all(axis=2)
+    assert ((listed[:, None] == listed[None, :]) == same).all()
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 6),
                           st.sampled_from("xyz")), min_size=1, max_size=60))

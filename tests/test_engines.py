@@ -363,8 +363,11 @@ def test_codes_are_shared_by_sources_of_one_arrow_table_only_and_go_with_it():
     assert again.recall_codes(["t", "u"], "?") == ["t", "u"]
     assert Source(table).recall_codes(["t"], "") == []  # kept for another missing text
     assert Source(table.select(["t", "u"])).recall_codes(["t"], "?") == []  # another Table
+    kept = dict(io._TABLE_CODES[id(table)])
     second = EmbeddedEngine().distinct(again, ["t", "u"], missing="?")
     assert decoded(second).to_pydict() == decoded(first).to_pydict()
+    # codes read from the Table stay kept as they were, not made and kept again
+    assert all(io._TABLE_CODES[id(table)][k] is v for k, v in kept.items())
     frame = pd.DataFrame({"t": ["b"]})
     EmbeddedEngine().distinct(Source(frame), ["t"])
     assert Source(frame).recall_codes(["t"]) == []  # a DataFrame may change: none kept

@@ -85,9 +85,9 @@ class EmbeddedEngine:
         """
         # codes kept by an earlier call on the same Table are read (a gather), not texts,
         # and stay kept; the other columns' codes are kept from this pass
-        recalled = source.recall_codes(columns, missing) if source.kind == "memory" else []
-        new = [name for name in columns if name not in recalled] if source.kind == "memory" \
-            else []
+        memory = source.kind == "memory"
+        recalled = source.recall_codes(columns, missing) if memory else []
+        new = [name for name in columns if name not in recalled] if memory else []
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
         for batch in self.batches(source, columns, encoded=columns, progress=progress):
             counter.add(batch)
