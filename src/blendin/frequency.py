@@ -398,9 +398,11 @@ def combine_keys(codes: np.ndarray | Sequence[np.ndarray], radices: Sequence[int
     >>> combine_keys([np.array([1, 0]), np.array([2, 1])], [2, 3]).tolist()
     [5, 1]
     """
-    columns = codes.T if isinstance(codes, np.ndarray) else codes
-    key = np.zeros(codes.shape[0] if isinstance(codes, np.ndarray) else len(codes[0]),
-                   dtype=np.int64)
+    if isinstance(codes, np.ndarray):
+        rows, columns = codes.shape[0], codes.T
+    else:
+        rows, columns = len(codes[0]), codes
+    key = np.zeros(rows, dtype=np.int64)
     span = 1
     for column, radix in zip(columns, radices):
         if span * radix >= 2**62:

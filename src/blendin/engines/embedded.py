@@ -87,7 +87,7 @@ class EmbeddedEngine:
         # and stay kept; the other columns' codes are kept from this pass
         memory = source.kind == "memory"
         recalled = source.recall_codes(columns, missing) if memory else []
-        new = [name for name in columns if name not in recalled] if memory else []
+        new = [name for name in columns if memory and name not in recalled]
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
         for batch in self.batches(source, columns, encoded=columns, progress=progress):
             counter.add(batch)

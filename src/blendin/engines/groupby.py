@@ -269,10 +269,10 @@ class DistinctCounter:
         if shape != self.key_shape:
             self.keys = _column_keys(parts[0], sizes[0], keyed, radices)
             self.key_shape = shape
-        keys = [k for k in (self.keys, *(_column_keys(p, n, keyed, radices)
-                                         for p, n in zip(parts[1:], sizes[1:]))) if len(k)]
+        new = [_column_keys(p, n, keyed, radices) for p, n in zip(parts[1:], sizes[1:])]
         # (the first merge has no known tuples: its one batch's keys are not copied)
-        return keys[0] if len(keys) == 1 else np.concatenate([self.keys[:0], *keys])
+        keys = [self.keys, *new] if len(self.keys) else new
+        return keys[0] if len(keys) == 1 else np.concatenate(keys)
 
     def codes(self, name: str) -> pa.ChunkedArray:
         """Every row added of the column ``name`` read as text, dictionary-encoded: its
