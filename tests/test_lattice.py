@@ -92,9 +92,13 @@ def test_check_matches_brute_force(grouping, t, data):
     max_sup = data.draw(st.sampled_from([0.0, 0.1, 0.5]))
     budget = data.draw(st.sampled_from([8_000_000, 40]))  # 40: the cache keeps evicting
     checker = Checker(ft, models_for(k, l_div), max_sup, cache_budget=budget)
-    # a sequence of nodes on one checker, so later nodes roll up from cached ones
+    # a sequence of nodes on one checker, so later nodes roll up from cached ones (and
+    # from the meets of nodes announced to come, which the next node may or may not be)
     for _ in range(6):
-        levels = tuple(data.draw(st.integers(0, h.height - 1)) for h in ft.hierarchies)
+        if data.draw(st.booleans()):
+            checker.expect(np.array(data.draw(st.lists(nodes_of(ft), min_size=1,
+                                                       max_size=4))))
+        levels = data.draw(nodes_of(ft))
         ok, n_sup, kept, sup_records = brute_check(t, levels, k, l_div, max_sup)
         result = checker.check(levels)
         assert result.acceptable == ok
@@ -110,6 +114,28 @@ def test_check_matches_brute_force(grouping, t, data):
             assert got == sup_records
         else:
             assert result.n_suppressed > checker.limit
+
+
+def nodes_of(ft: FrequencyTable):
+    return st.tuples(*(st.integers(0, h.height - 1) for h in ft.hierarchies))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(), data=st.data())
+def test_nodes_announced_roll_up_from_their_meet(grouping, t, data):
+    """The nodes a search announces share a source: their meet (the lowest level of each
+    QI), grouped once; every one of them then has the classes of a direct grouping."""
+    ft = t.frequency_table()
+    nodes = data.draw(st.lists(nodes_of(ft), min_size=2, max_size=5))
+    meet = tuple(map(min, *nodes))
+    checker = Checker(ft, [KAnonymity(1)], 0.0)
+    checker.expect(np.array(nodes))
+    for levels in nodes:
+        groups = checker.groups(levels)
+        classes, _ = ft.classes_at(levels)
+        assert sorted(groups.sizes.tolist()) == sorted(classes.sizes.tolist())
+    if meet != checker._bottom.levels:
+        assert checker.lattice.index(meet) in checker._cache
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=SHARED_FIXTURE)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_lattice import brute_check
 from test_search_tables import tables
 
+import blendin.lattice as lattice_module
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
@@ -64,6 +65,20 @@ def run(ft, models, max_sup, metric, policy, weights, algorithm):
 @settings(max_examples=300, deadline=None)
 @given(cases())
 def test_optimal_agrees_with_exhaustive(case):
+    agree(*case)
+
+
+@pytest.fixture
+def intermediate_nodes(monkeypatch):
+    """Every source counts as large: the checker groups intermediate nodes (a step below
+    the node, the meet of the nodes a layer of the sweep announces) wherever it may."""
+    monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cases())
+def test_optimal_agrees_with_exhaustive_through_intermediate_nodes(intermediate_nodes, case):
     agree(*case)
 
 

@@ -329,6 +329,14 @@ class Checker:
         self._bottom = self._bottom_groups()
         #: the meet (lowest levels) of the nodes grouped from the tuples, with suppression
         self._meet: tuple[int, ...] | None = None
+        #: the meet of the nodes a search announced it checks next (see expect)
+        self._ahead: tuple[int, ...] | None = None
+
+    def expect(self, nodes: np.ndarray) -> None:
+        """Announce the nodes (rows of levels) a search is about to check: the first of
+        them with a large source groups their meet, the lowest level of each QI, and the
+        others roll up from it. (Only the source changes, never a node's classes.)"""
+        self._ahead = tuple(map(int, nodes.min(axis=0))) if len(nodes) > 1 else None
 
     def _up(self, j: int, a: int, b: int) -> np.ndarray:
         """``map[code of QI j at level a] = its code at level b`` (a <= b), made on first
@@ -428,6 +436,14 @@ class Checker:
             self._meet = levels if meet is None else meet
             if meet is not None and meet != levels and meet != source.levels:
                 source = self._groups(meet)
+        ahead = self._ahead
+        if (ahead is not None and len(source) > _LADDER_MIN and ahead != levels
+                and ahead != source.levels and _generalizes(levels, ahead)
+                and _generalizes(ahead, source.levels)):
+            # the announced nodes share one source: near the top of the lattice each of
+            # them would roll up all the tuples into a handful of classes (adult, k=5 with
+            # t-closeness at 0%: 8 of the 10 checks, 0.92x the instructions of the call)
+            source = self._groups(ahead)
         if len(source) > _LADDER_MIN:
             # a large source: first group a node just below this one (one level lower in
             # every QI) and keep it; the neighbours checked next roll up from it cheaply
@@ -587,6 +603,11 @@ def _nonzero(counts: np.ndarray) -> np.ndarray:
     """Positions of the nonzero counts: NumPy finds them in a bool mask 2.5x (int64) to 8x
     (sparse float) faster than in the numbers, the mask included."""
     return np.flatnonzero(counts != 0)
+
+
+def _generalizes(high: tuple[int, ...], low: tuple[int, ...]) -> bool:
+    """Node ``high`` is node ``low`` or a generalization of it: no level lower."""
+    return all(map(int.__ge__, high, low))
 
 
 def _keys(cols: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:

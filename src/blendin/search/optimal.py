@@ -123,6 +123,7 @@ class _Sweep:
             # nodes of one layer do not cover each other: filter the layer once
             live = layer[~dead[layer] & (bound[layer] <= self.cutoff)]
             bounds = self.bounds
+            self.ctx.checker.expect(nodes[live])  # they may share one roll-up source
             for j in live.tolist():
                 if bounds[j] > self.cutoff:
                     break  # the layer is sorted by bound: the rest cannot win either
