@@ -93,6 +93,22 @@ def test_known_answer_drop():
     assert result.nodes_checked >= 1
 
 
+@pytest.mark.parametrize("metric", ["loss", "height", "arx-loss", "discernibility"])
+def test_a_run_keeps_nothing_of_its_tables(metric):
+    """Repeated runs in one process (a notebook, a server) must not pile up memory: once a
+    run's result is let go, no frequency table of it lives on (in a cache, say)."""
+    import gc
+
+    def live_tables() -> int:
+        gc.collect()
+        return sum(isinstance(o, FrequencyTable) for o in gc.get_objects())
+
+    before = live_tables()
+    for _ in range(3):
+        assert anonymize(people(), people_spec(metric=metric)).check.passed
+    assert live_tables() == before
+
+
 def test_known_answer_keep_shows_star():
     result = anonymize(people(), people_spec(), suppressed="keep")
     out = result.data

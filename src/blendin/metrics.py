@@ -219,16 +219,19 @@ class CellCosts:
 
     @classmethod
     def _compute(cls, ft: FrequencyTable) -> CellCosts:
-        qis = [_QiCosts.of(h, f) for h, f in zip(ft.hierarchies, ground_frequencies(ft))]
+        # the totals' makers are kept with the costs, which are kept while ``ft`` lives: they
+        # hold its hierarchies, never ``ft`` itself (it would never be let go)
+        hierarchies = ft.hierarchies
+        qis = [_QiCosts.of(h, f) for h, f in zip(hierarchies, ground_frequencies(ft))]
         n = float(ft.n_records)
         shares = [np.arange(h.height) / (h.height - 1) if h.height > 1 else np.zeros(h.height)
-                  for h in ft.hierarchies]
+                  for h in hierarchies]
         totals = _Totals({
             "loss": lambda: tuple(c.total(c.loss) for c in qis),
             "gcp": lambda: tuple(c.total(c.ncp) for c in qis),
             "precision": lambda: tuple(share * n for share in shares),
             "entropy": lambda: tuple(c.total(c.log_mass) - c.ground_bits for c in qis),
-            "height": lambda: tuple(np.arange(h.height, dtype=float) for h in ft.hierarchies),
+            "height": lambda: tuple(np.arange(h.height, dtype=float) for h in hierarchies),
             "arx-loss": lambda: tuple(c.total(c.arx_share) for c in qis),
         })
         return cls(
@@ -236,7 +239,7 @@ class CellCosts:
             tuple(c.levels(c.log_mass) for c in qis), tuple(shares),
             np.array([c.ground_bits for c in qis]), totals, int(n),
             tuple(c.levels(c.arx_share) for c in qis),
-            np.array([domain_size(h) for h in ft.hierarchies], dtype=float),
+            np.array([domain_size(h) for h in hierarchies], dtype=float),
         )
 
     def cells(self, levels: Sequence[int], codes: np.ndarray) -> dict[str, np.ndarray]:
