@@ -35,6 +35,7 @@ from blendin.engines.kernels import (
 )
 from blendin.errors import BlendinError, preview
 from blendin.frequency import FrequencyTable
+from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
@@ -527,6 +528,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
     from blendin.engines import engine_for
     from blendin.engines.groupby import distinct_tuples
 
+    keep_freed_memory()
     spec.validate()
     engine = engine_for(data, engine)
     source = engine.source(data, spec)
