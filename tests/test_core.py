@@ -36,6 +36,27 @@ def test_encode_names_uncovered_values():
         h.encode(pa.array(["a", "c"]), "letter")
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "z", None]), min_size=1,
+                         max_size=12), min_size=1, max_size=4))
+def test_encode_dictionaries_one_after_another_as_the_texts_say(columns):
+    """A hierarchy keeps the codes of the last dictionary it looked up: each column, whatever
+    came before, gets the codes its own texts have (z and a null are not covered)."""
+    h = Hierarchy.from_rows([["a", "*"], ["b", "*"], ["c", "*"], ["d", "*"]])
+    for values in columns:
+        column = pa.array(values, pa.string()).dictionary_encode()
+        if "z" in values or None in values:
+            with pytest.raises(bl.BlendinError, match="does not cover"):
+                h.encode(column, "letter")
+            continue
+        assert h.encode(column, "letter").tolist() == ["abcd".index(v) for v in values]
+        # the same texts in another order of entries
+        reordered = pa.DictionaryArray.from_arrays(
+            pa.array([sorted(set(values), reverse=True).index(v) for v in values], pa.int32()),
+            pa.array(sorted(set(values), reverse=True)))
+        assert h.encode(reordered, "letter").tolist() == ["abcd".index(v) for v in values]
+
+
 def test_frequency_table_counts_match_pandas():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"a": rng.integers(0, 4, 500), "b": rng.integers(0, 3, 500),

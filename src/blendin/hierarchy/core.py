@@ -12,6 +12,7 @@ the index, in ``labels[level]``, of the label that ground value ``g`` takes at `
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ import pyarrow.compute as pc
 from blendin.errors import BlendinError, preview
 
 SUPPRESSED = "*"
+
+
+#: per hierarchy, the last dictionary it looked up and the codes found (see _entry_codes)
+_ENTRY_CODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,18 +100,27 @@ class Hierarchy:
         if not chunk.indices.null_count and chunk.dictionary.equals(self.ground_texts):
             # the ground values themselves (a column coded from them): no lookup
             return chunk.indices.to_numpy().astype(np.int32, copy=False)
-        entries = pc.index_in(chunk.dictionary, value_set=self.ground_texts)
-        if not entries.null_count and not chunk.indices.null_count:
-            return entries.to_numpy()[chunk.indices.to_numpy()]
-        # an entry not covered, or a null index, is -1: an error only if a row has it
-        lookup = np.append(entries.fill_null(-1).to_numpy(), -1).astype(np.int32)
+        lookup = self._entry_codes(chunk.dictionary)
         indices = chunk.indices
         if indices.null_count:
-            indices = indices.fill_null(len(entries))
+            indices = indices.fill_null(len(chunk.dictionary))
         codes = lookup[indices.to_numpy()]
         if (codes < 0).any():
             raise self._uncovered(chunk.filter(pa.array(codes < 0)), name)
         return codes
+
+    def _entry_codes(self, dictionary: pa.Array) -> np.ndarray:
+        """The ground code of each entry of ``dictionary``, then of a null index; -1 where
+        the hierarchy does not cover it (an error only if a row has it). Kept for the last
+        dictionary: each run on a Table brings its columns' vocabularies again."""
+        last = _ENTRY_CODES.get(self)
+        if last is not None and last[0].equals(dictionary):
+            return last[1]
+        entries = pc.index_in(dictionary, value_set=self.ground_texts)
+        lookup = np.append(entries.fill_null(-1).to_numpy(), -1).astype(np.int32)
+        lookup.flags.writeable = False
+        _ENTRY_CODES[self] = (dictionary, lookup)
+        return lookup
 
     def _uncovered(self, values: pa.Array | pa.ChunkedArray, name: str) -> BlendinError:
         missing = pc.unique(values).to_pylist()
