@@ -29,6 +29,7 @@ from blendin.engines.groupby import distinct_tuples
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
+from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source
 from blendin.models import PrivacyModel
@@ -198,6 +199,7 @@ def check(
     spec.validate()
     from blendin.engines import engine_for
 
+    keep_freed_memory()
     engine = engine_for(data)
     source = (_source(data, spec, delimiter, encoding, engine.block_size)
               if engine.name == "embedded" else engine.source(data, spec))

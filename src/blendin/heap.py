@@ -8,8 +8,8 @@ is a fault: on adult with t-closeness, 1,161 faults a call, 3 ms of its 20. With
 thresholds where glibc's own adjustment stops (32 MiB mapped apart, 64 MiB kept at the top
 of the heap) the pages of one array serve the next, as a JVM reuses its heap.
 
-Set once per process, on glibc only, and never over a choice of the user's (any
-``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment).
+Set once per process (by the first anonymization or check), on glibc only, and never over
+a choice of the user's (any ``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment).
 """
 
 from __future__ import annotations
