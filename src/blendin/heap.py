@@ -34,7 +34,7 @@ def keep_freed_memory() -> bool:
     >>> isinstance(keep_freed_memory(), bool)
     True
     """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc" or _user_tuned():
+    if platform.libc_ver()[0] != "glibc" or _user_tuned():
         return False
     try:
         libc = ctypes.CDLL(None)
