@@ -3,13 +3,22 @@
 Every step is a plain HTML form (works without scripts); the vendored htmx script adds the
 live hierarchy preview, the progress bar and Cancel without reloading the page. Handlers that
 read or compute run in a worker thread, so one session's work never blocks another's page.
+
+The app answers only to loopback host names (and to the address it was explicitly bound to),
+so that a page elsewhere cannot reach it through DNS rebinding; every form that changes a
+session carries the session's token, which only its page knows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import re
+import secrets
 import shutil
+import socket
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from blendin.app import workflow
-from blendin.app.state import Session, Store
+from blendin.app.state import Session, Store, remove_stale_folders
 from blendin.errors import BlendinError
 
 HERE = Path(__file__).parent
@@ -36,6 +45,13 @@ DEFAULT_UPLOAD_LIMIT = 1 << 30
 SECTIONS = ("load", "classify", "hierarchies", "models", "run", "results")
 NO_STORE = {"Cache-Control": "no-store"}
 UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|hierarchy/[^/]+/file)$")
+#: host names that always mean this machine (a DNS-rebinding page cannot use them)
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+#: addresses that bind every interface: then any IP address of the machine names the app
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+#: the form field and the header that carry the session's token
+TOKEN_FIELD, TOKEN_HEADER = "token", "x-blendin-token"
+HOST_HEADER = re.compile(r"\[([0-9a-f:.]+)\](?::\d+)?|([^:\[\]/@\s]+)(?::\d+)?")
 
 
 def human_bytes(n: float) -> str:
@@ -66,14 +82,48 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * scale)
 
 
-class UploadLimit:
-    """Refuse uploads above ``limit`` bytes before reading them (by Content-Length), and
-    stop any that exceeds it while streaming. Unexpected errors become a page naming only
-    the error's type: a traceback may quote values, and nothing with values is logged
+def host_allowed(header: str, hosts: frozenset[str] = frozenset()) -> bool:
+    """Whether a ``Host`` header names this app: a loopback name or address, one of
+    ``hosts`` (those the server was bound to), or, bound to every address, any IP address
+    (an address, unlike a name, cannot be rebound to this machine by someone else's DNS).
+
+    >>> host_allowed("127.0.0.1:8000"), host_allowed("[::1]"), host_allowed("evil.example")
+    (True, True, False)
+    >>> host_allowed("192.0.2.7:80", frozenset({"0.0.0.0"})), host_allowed("192.0.2.7:80")
+    (True, False)
+    """
+    match = HOST_HEADER.fullmatch(header.strip().lower())
+    if not match:
+        return False
+    name = (match.group(1) or match.group(2)).rstrip(".")
+    if name in LOOPBACK or name in hosts:
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or bool(hosts & WILDCARDS)
+
+
+def _host_names(hosts: Iterable[str]) -> frozenset[str]:
+    """The names the app answers to beside loopback: those it was bound to, and the
+    machine's own name when bound to every address."""
+    names = {h.strip().strip("[]").lower().rstrip(".") for h in hosts}
+    if names & WILDCARDS:
+        names.add(socket.gethostname().lower())
+    return frozenset(names)
+
+
+class Gate:
+    """In front of the app: answer only requests for this machine's host names (400 for
+    others), refuse uploads above ``limit`` bytes before reading them (by Content-Length),
+    and stop any that exceeds it while streaming. Unexpected errors become a page naming
+    only the error's type: a traceback may quote values, and nothing with values is logged
     (``blendin --debug app`` shows them)."""
 
-    def __init__(self, app, limit: int, debug: bool = False) -> None:
-        self.app, self.limit, self.debug = app, limit, debug
+    def __init__(self, app, limit: int, debug: bool = False,
+                 hosts: frozenset[str] = frozenset()) -> None:
+        self.app, self.limit, self.debug, self.hosts = app, limit, debug, hosts
         self.state = app.state
 
     async def __call__(self, scope, receive, send) -> None:
@@ -93,6 +143,14 @@ class UploadLimit:
                 await failure_page(None, error)(scope, receive, send)
 
     async def _limited(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if not host_allowed(host, self.hosts):
+                if scope["type"] == "websocket":  # none is served; refused all the same
+                    await send({"type": "websocket.close", "code": 1008})
+                else:
+                    await wrong_host(host)(scope, receive, send)
+                return
         if scope["type"] != "http" or not UPLOAD_PATHS.match(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -113,16 +171,51 @@ class UploadLimit:
 
         try:
             await self.app(scope, counted, send)
-        except TooLarge as error:
-            await self._refuse(scope, receive, send, error.args[0])
+        except TooLarge:  # with --debug; else the app's own handler has answered
+            await self._refuse(scope, receive, send, None)
 
-    async def _refuse(self, scope, receive, send, size: int) -> None:
-        text = (f"error: the upload is {human_bytes(size)}, above the limit of "
-                f"{human_bytes(self.limit)}. Fix: give the file's path on the command line "
-                "(blendin app FILE), or raise the limit with blendin app --max-upload 4GB")
-        response = HTMLResponse(_error_page(text), status_code=413,
-                                headers={"Connection": "close"})
-        await response(scope, receive, send)
+    async def _refuse(self, scope, receive, send, size: int | None) -> None:
+        await too_large(self.limit, size)(scope, receive, send)
+
+
+def too_large(limit: int, size: int | None = None) -> HTMLResponse:
+    """The refusal of an upload above ``limit`` bytes; ``size`` is unknown for a chunked
+    upload, refused as soon as what arrived passes the limit."""
+    what = "the upload is " + (f"{human_bytes(size)}, above" if size is not None else "above")
+    text = (f"error: {what} the limit of {human_bytes(limit)}. Fix: give the file's path on "
+            "the command line (blendin app FILE), or raise the limit with blendin app "
+            "--max-upload 4GB")
+    # the rest of the body is not read: the connection cannot serve another request
+    return HTMLResponse(_error_page(text), status_code=413, headers={"Connection": "close"})
+
+
+def wrong_host(host: str) -> PlainTextResponse:
+    """The answer to a request for another host name: short and without data."""
+    text = (f"error: blendin app does not answer to the host name {host[:80]!r}. Fix: open "
+            "the address blendin app printed (http://127.0.0.1:PORT/), or start it with "
+            "--host NAME to serve it under NAME\n")
+    return PlainTextResponse(text, status_code=400, headers={"Connection": "close"})
+
+
+def forbidden() -> HTMLResponse:
+    """The answer to a form without its session's token (sent from another page)."""
+    text = ("error: this form does not carry the token of its page, so it was not sent by "
+            "this app's page. Fix: reload the page and send the form again")
+    return HTMLResponse(_error_page(text), status_code=403)
+
+
+def upload_name(filename: str) -> str | None:
+    """The name an upload is kept under: the last part of the name the browser sent, or
+    None when that cannot name a file.
+
+    >>> upload_name("C:\\\\data\\\\visits.csv"), upload_name("../t.csv"), upload_name("a/..")
+    ('visits.csv', 't.csv', None)
+    """
+    name = re.split(r"[/\\]", filename)[-1]
+    if name in ("", ".", "..") or re.search(r"[\x00-\x1f\x7f]", name) \
+            or len(name.encode("utf-8", "replace")) > 255:
+        return None
+    return name
 
 
 def failure_page(request, error: Exception) -> HTMLResponse:
@@ -163,13 +256,19 @@ def _num(x: Any) -> str:
 
 
 def create_app(path: str | Path | None = None, *,
-               upload_limit: int = DEFAULT_UPLOAD_LIMIT, debug: bool = False) -> UploadLimit:
+               upload_limit: int = DEFAULT_UPLOAD_LIMIT, debug: bool = False,
+               hosts: Iterable[str] = ()) -> Gate:
     """The app; ``path`` (a CSV, Parquet or Excel file) is loaded into every new session.
+
+    ``hosts`` are the host names or addresses it answers to beside loopback: those the
+    server is bound to (``blendin app --host``). Starting it removes the folders that
+    killed servers left behind.
 
     >>> app = create_app()
     >>> sorted(r.path for r in app.app.routes)[:2]
     ['/', '/s/{sid}/']
     """
+    remove_stale_folders()
     store = Store()
     env = _templates()
     initial = Path(path) if path is not None else None
@@ -188,6 +287,22 @@ def create_app(path: str | Path | None = None, *,
         if session is None:
             raise _NoSession
         return session
+
+    def posted(handler, max_files: int = 0, max_fields: int = 1000):
+        """``handler`` behind the token check: a form without the session's token (in the
+        form or the header) changes nothing and gets 403."""
+
+        async def checked(request: Request) -> Response:
+            session = session_of(request)
+            form = await request.form(max_files=max_files, max_fields=max_fields)
+            sent = request.headers.get(TOKEN_HEADER) or form.get(TOKEN_FIELD)
+            if not isinstance(sent, str) or not secrets.compare_digest(
+                    sent.encode(), session.token.encode()):
+                await form.close()
+                return forbidden()
+            return await handler(request)
+
+        return checked
 
     def back(session: Session, anchor: str = "") -> RedirectResponse:
         if session.error or session.message:
@@ -229,10 +344,17 @@ def create_app(path: str | Path | None = None, *,
                 session.error = "error: no file was chosen. Fix: choose a CSV, Parquet or " \
                                 "Excel file"
                 return back(session, "load")
-            name = Path(upload.filename).name
-            folder = session.file("uploads")
-            folder.mkdir(exist_ok=True, mode=0o700)
-            dest = folder / name
+            name = upload_name(upload.filename)
+            if name is None:
+                text = (f"error: {upload.filename[:80]!r} cannot be used as a file name. "
+                        "Fix: rename the file (e.g. data.csv) and upload it again")
+                return HTMLResponse(_error_page(text), status_code=400)
+            uploads = session.file("uploads")
+            uploads.mkdir(exist_ok=True, mode=0o700)
+            # a folder per upload (mode 0700): a data file and an external table of the same
+            # name, or a file loaded again, never overwrite what a page or a run reads
+            role = "external" if target == "external" else "data"
+            dest = Path(tempfile.mkdtemp(prefix=f"{role}-", dir=uploads)) / name
             with dest.open("wb") as out:
                 await run_in_threadpool(shutil.copyfileobj, upload.file, out, 1 << 20)
         await _guarded(session, _load_upload, session, dest, name, target, options)
@@ -380,17 +502,19 @@ def create_app(path: str | Path | None = None, *,
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         Route("/s/{sid}/", show),
         Route("/s/{sid}/compare", compare),
-        Route("/s/{sid}/load/sample", load_sample, methods=["POST"]),
-        Route("/s/{sid}/load/upload", load_upload, methods=["POST"]),
-        Route("/s/{sid}/roles", roles, methods=["POST"]),
+        Route("/s/{sid}/load/sample", posted(load_sample), methods=["POST"]),
+        Route("/s/{sid}/load/upload", posted(load_upload, max_files=2, max_fields=20),
+              methods=["POST"]),
+        Route("/s/{sid}/roles", posted(roles), methods=["POST"]),
         # a column name may hold "/": the file route is matched first
-        Route("/s/{sid}/hierarchy/{column:path}/file", hierarchy_file, methods=["POST"]),
-        Route("/s/{sid}/hierarchy/{column:path}", hierarchy, methods=["POST"]),
-        Route("/s/{sid}/models", models, methods=["POST"]),
-        Route("/s/{sid}/run", run_now, methods=["POST"]),
+        Route("/s/{sid}/hierarchy/{column:path}/file",
+              posted(hierarchy_file, max_files=1, max_fields=5), methods=["POST"]),
+        Route("/s/{sid}/hierarchy/{column:path}", posted(hierarchy), methods=["POST"]),
+        Route("/s/{sid}/models", posted(models), methods=["POST"]),
+        Route("/s/{sid}/run", posted(run_now), methods=["POST"]),
         Route("/s/{sid}/job", job),
-        Route("/s/{sid}/cancel", cancel, methods=["POST"]),
-        Route("/s/{sid}/run/{number:int}/tradeoff", tradeoff, methods=["POST"]),
+        Route("/s/{sid}/cancel", posted(cancel), methods=["POST"]),
+        Route("/s/{sid}/run/{number:int}/tradeoff", posted(tradeoff), methods=["POST"]),
         Route("/s/{sid}/run/{number:int}/download/{what}", download),
         Route("/s/{sid}/input/{which}", input_file),
     ]
@@ -403,13 +527,17 @@ def create_app(path: str | Path | None = None, *,
         yield
         store.close()
 
-    handlers = {_NoSession: no_session}
+    async def refuse_upload(request: Request, exc: Exception) -> Response:
+        # a chunked upload passed the limit while being read (no Content-Length to refuse)
+        return too_large(upload_limit)
+
+    handlers = {_NoSession: no_session, TooLarge: refuse_upload}
     if not debug:
         handlers[Exception] = failure_page
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
                     debug=debug)
     app.state.store = store
-    return UploadLimit(app, upload_limit, debug)
+    return Gate(app, upload_limit, debug, _host_names(hosts))
 
 
 class _NoSession(Exception):
@@ -429,15 +557,17 @@ def _load_path(session: Session, path: Path) -> None:
 
 def _load_upload(session: Session, dest: Path, name: str, target: str,
                  options: dict | None = None) -> None:
+    if target == "external" and session.data is None:
+        shutil.rmtree(dest.parent, ignore_errors=True)
+        raise BlendinError("load the table to release first",
+                           fix="then add the external identified table")
     try:
         loaded = workflow.read_file(dest, name, **(options or {}))
     except BlendinError as error:
+        shutil.rmtree(dest.parent, ignore_errors=True)  # nothing refers to this upload
         # the CLI's message, naming the file as the user knows it, not its private copy
         raise BlendinError(error.problem.replace(str(dest), name), fix=error.fix) from None
     if target == "external":
-        if session.data is None:
-            raise BlendinError("load the table to release first",
-                               fix="then add the external identified table")
         session.external = loaded
     else:
         workflow.set_data(session, loaded)

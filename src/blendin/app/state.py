@@ -3,13 +3,17 @@
 Each browser tab gets its own session (its id is in the page's address, not in a cookie, so
 two tabs never share one). Every file a session keeps (uploads, sample tables, downloads) is
 in a private folder (mode 0700) under the app's own temporary folder, which is removed when
-the app stops. Nothing here logs values.
+the app stops; the folder names its server's process, so that the next start removes what a
+killed server left behind. Nothing here logs values.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
+import socket
+import stat
 import tempfile
 import threading
 import time
@@ -99,6 +103,8 @@ class Session:
 
     id: str
     folder: Path
+    #: the secret every form of this session's page sends back (see ``server.TOKEN_FIELD``)
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     data: Loaded | None = None
     external: Loaded | None = None
     roles: dict[str, str] = field(default_factory=dict)
@@ -152,10 +158,15 @@ class Store:
     @property
     def root(self) -> Path:
         """The app's private folder, made with the first session (an app that serves no
-        page leaves nothing behind)."""
+        page leaves nothing behind), holding the server's process id in ``pid``."""
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="blendin-app-"))
-            self._root.chmod(0o700)
+            root = Path(tempfile.mkdtemp(prefix=PREFIX))
+            root.chmod(0o700)
+            # written whole or not at all: a half-written id would look like a dead owner
+            mark = root / "pid.tmp"
+            mark.write_text(f"{os.getpid()} {socket.gethostname()}\n")
+            mark.replace(root / "pid")
+            self._root = root
         return self._root
 
     def new(self) -> Session:
@@ -176,3 +187,46 @@ class Store:
                 session.job.cancel.set()
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
+
+
+#: the name of every app folder in the temporary folder
+PREFIX = "blendin-app-"
+
+
+def remove_stale_folders(where: str | Path | None = None) -> list[Path]:
+    """Remove the app folders in ``where`` (the temporary folder) of servers that are gone,
+    e.g. killed with SIGKILL, and return them.
+
+    A folder goes only when it is this user's, its ``pid`` file names a process of this
+    machine, and that process no longer exists: a live server's folder, another user's, or
+    one without an owner on record is left alone.
+    """
+    if os.name != "posix":  # os.kill(pid, 0) would end the process elsewhere
+        return []
+    removed = []
+    for folder in Path(where or tempfile.gettempdir()).glob(PREFIX + "*"):
+        try:
+            info = folder.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            pid, *host = (folder / "pid").read_text().split()
+            if (host and host[0] != socket.gethostname()) or _alive(int(pid)):
+                continue
+        except (OSError, ValueError):  # no pid file, or one being written: not provably dead
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (it may be another user's)."""
+    if pid <= 0:
+        return True  # not a process id: never a reason to remove anything
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

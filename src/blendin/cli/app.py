@@ -29,7 +29,8 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
 
     DATA (CSV, Parquet or Excel) is loaded into every new page; sample tables and uploads
     work too. Data stays on this machine: uploads live in a private temporary folder that
-    is removed when the app stops (Ctrl-C).
+    is removed when the app stops (Ctrl-C), or by the next start after a crash. The page
+    answers only to 127.0.0.1, localhost and [::1] (and the --host given).
 
     Example: blendin app patients.csv
     """
@@ -63,7 +64,9 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
     debug = bool(ctx.obj and ctx.obj.get("debug"))
-    app = create_app(data, upload_limit=parse_size(max_upload), debug=debug)
+    # the page answers to loopback names, and to the address asked for with --host
+    hosts = () if host in LOOPBACK else (host,)
+    app = create_app(data, upload_limit=parse_size(max_upload), debug=debug, hosts=hosts)
     # no access log, and errors only with --debug: log lines could carry values
     config = uvicorn.Config(app, log_level="warning" if debug else "critical",
                             access_log=False, lifespan="on")

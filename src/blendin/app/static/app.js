@@ -38,6 +38,14 @@ document.addEventListener("submit", function (event) {
   }
 });
 
+// htmx requests carry the session's token as a header too (the forms send it as a field)
+document.addEventListener("htmx:configRequest", function (event) {
+  var field = document.querySelector("input[name=token]");
+  if (field) {
+    event.detail.headers["X-Blendin-Token"] = field.value;
+  }
+});
+
 // a running job: refresh its panel every 400 ms; when it is done, show the page afresh
 function poll() {
   var box = document.getElementById("job");
