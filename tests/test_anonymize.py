@@ -75,7 +75,7 @@ def people_spec(**kw):
 
 
 def test_known_answer_drop():
-    result = anonymize(people(), people_spec())
+    result = anonymize(people(), people_spec(), keep_order=True)
     # (decade, sex) leaves 51/m alone: 1 of 5 records suppressed (20%, the limit);
     # loss 0.3 beats (*, sex) at 0.5
     assert result.levels == {"age": 1, "sex": 0}
@@ -110,7 +110,7 @@ def test_a_run_keeps_nothing_of_its_tables(metric):
 
 
 def test_known_answer_keep_shows_star():
-    result = anonymize(people(), people_spec(), suppressed="keep")
+    result = anonymize(people(), people_spec(), suppressed="keep", keep_order=True)
     out = result.data
     assert len(out) == 5
     assert out.iloc[4][["age", "sex"]].tolist() == ["*", "*"]
@@ -137,7 +137,7 @@ def test_infeasible_spec_is_a_clear_error():
 def test_same_kind_out(kind):
     df = people()
     data = {"pandas": df, "polars": pl.from_pandas(df), "pyarrow": pa.Table.from_pandas(df)}[kind]
-    result = anonymize(data, people_spec())
+    result = anonymize(data, people_spec(), keep_order=True)
     assert type(result.data) is type(data)
     table = result.table
     assert table.column("age").to_pylist() == ["20-29", "20-29", "30-39", "30-39"]
@@ -157,7 +157,7 @@ def test_file_in_and_out(tmp_path, suffix):
         people().to_csv(src, index=False)
     else:
         people().to_parquet(src, index=False)
-    result = anonymize(src, people_spec())
+    result = anonymize(src, people_spec(), keep_order=True)
     assert isinstance(result.data, pa.Table)
     out = tmp_path / f"release{suffix}"
     result.write(out)
@@ -180,8 +180,8 @@ def test_file_read_in_chunks_gives_the_same_release(tmp_path):
                 sensitive=["dx"], models=[KAnonymity(20)], max_suppression=0.05)
     from blendin.io import Source
 
-    chunked = anonymize(Source(path, block_size=4096), spec)
-    whole = anonymize(df, spec)
+    chunked = anonymize(Source(path, block_size=4096), spec, keep_order=True)
+    whole = anonymize(df, spec, keep_order=True)
     assert chunked.levels == whole.levels
     assert chunked.data.column("age").to_pylist() == whole.data.age.tolist()
     assert chunked.data.column("dx").to_pylist() == whole.data.dx.tolist()
@@ -240,7 +240,7 @@ def random_spec(df, models, max_suppression):
 def test_figures_match_pandas_on_the_written_file(tmp_path, seed, models, limit):
     df = random_table(seed)
     spec = random_spec(df, models, limit)
-    result = anonymize(df, spec)
+    result = anonymize(df, spec, keep_order=True)
     path = tmp_path / "out.csv"
     result.write(path)
     back = pd.read_csv(path, dtype=str)
@@ -317,8 +317,8 @@ def test_save_and_apply_on_new_data(tmp_path):
 def test_apply_on_the_same_data_gives_the_same_release():
     df = random_table(9)
     spec = random_spec(df, [KAnonymity(4)], 0.05)
-    result = anonymize(df, spec)
-    again = apply_solution(df, load_solution(result))
+    result = anonymize(df, spec, keep_order=True)
+    again = apply_solution(df, load_solution(result), keep_order=True)
     pd.testing.assert_frame_equal(again.data, result.data)
 
 
@@ -401,14 +401,14 @@ def test_solution_with_hierarchical_t_closeness_round_trips(tmp_path):
                               ["gout", "chronic", "*"], ["hiv", "chronic", "*"]])
     spec = random_spec(df, [KAnonymity(3), TCloseness("dx", 0.25, "hierarchical")], 0.05)
     spec.sensitive_hierarchies = {"dx": dx}
-    result = anonymize(df, spec)
+    result = anonymize(df, spec, keep_order=True)
     path = tmp_path / "sol.json"
     result.save_solution(path)
     saved = json.loads(path.read_text())
     assert saved["sensitive_hierarchies"]["dx"]["rows"][0][0] == "cold"
     assert saved["models"][1] == {"model": "t-closeness", "attribute": "dx", "t": 0.25,
                                   "distance": "hierarchical"}
-    again = apply_solution(df, path)
+    again = apply_solution(df, path, keep_order=True)
     pd.testing.assert_frame_equal(again.data, result.data)
     assert again.levels == result.levels
 
@@ -472,7 +472,7 @@ def test_missing_values_take_the_missing_label():
     df["sex"] = ["f", None, "m", "m", np.nan]
     sex = Hierarchy.from_rows([["", "*"], ["f", "*"], ["m", "*"]])
     spec = people_spec(quasi_identifiers={"age": age_hierarchy(df.age), "sex": sex})
-    result = anonymize(df, spec)
+    result = anonymize(df, spec, keep_order=True)
     # missing sex is a value of its own ("" here): (*, "") holds bea and ed, (*, m) cy and
     # dan; ann, the only f, is suppressed
     assert result.levels == {"age": 2, "sex": 0}
@@ -497,11 +497,11 @@ def test_random_releases_keep_and_drop_agree_with_pandas(data):
     limit = data.draw(st.sampled_from([0.0, 0.05, 0.2]))
     spec = random_spec(df, models, limit)
     try:
-        dropped = anonymize(df, spec)
+        dropped = anonymize(df, spec, keep_order=True)
     except BlendinError as error:  # e.g. the whole table is not 2-diverse
         assert error.fix
         return
-    kept = anonymize(df, spec, suppressed="keep")
+    kept = anonymize(df, spec, suppressed="keep", keep_order=True)
     qis = ["age", "zip", "sex"]
     assert kept.levels == dropped.levels and len(kept.data) == n
     stars = (kept.data[qis] == "*").all(axis=1).to_numpy()
@@ -546,7 +546,7 @@ def test_checker_groups_texts_not_dictionary_entries(monkeypatch):
                                                pa.concat_arrays([labels, labels]))
         return marked.set_column(marked.column_names.index("age"), "age", twice)
 
-    plain = anonymize(people(), people_spec())
+    plain = anonymize(people(), people_spec(), keep_order=True)
     _tampered_recoder(monkeypatch, duplicated)
-    result = anonymize(people(), people_spec())
+    result = anonymize(people(), people_spec(), keep_order=True)
     assert result.data.equals(plain.data) and result.check.passed

@@ -417,7 +417,7 @@ def test_escape_formulas_for_csv(files):
                                    'age = { intervals = [10] }\n[[privacy]]\n'
                                    'model = "k-anonymity"\nk = 2\n')
     assert run("anonymize", data, "--spec", folder / "f.toml", "-o", folder / "r.csv",
-               "--escape-formulas", "-q").exit_code == 0
+               "--escape-formulas", "-q", "--keep-order").exit_code == 0
     out = pd.read_csv(folder / "r.csv", dtype=str, keep_default_na=False)
     assert out["dx"].tolist() == ["'" + v if v[0] in "=+-@\t" else v for v in FORMULAS]
     assert "--escape-formulas" in run("anonymize", "--help").output
@@ -659,3 +659,269 @@ def test_a_column_of_only_unknown_values_is_suppressed_or_starred():
     assert set(at_top.data["m"]) == {"*"} and at_top.suppressed == 0
     below = apply_solution(new, {**saved, "levels": {"m": 1}}, unknown="suppress")
     assert below.suppressed == 6 and len(below.data) == 0
+
+
+# == issue 35: the second round ================================================================
+
+# -- 1: every file a run reads is an input; --force never makes one writable ---------------
+
+
+def _spec_reading_files(folder: Path) -> Path:
+    """A spec that reads a hierarchy file (sex) and a population table (k-map)."""
+    (folder / "hierarchies").mkdir()
+    (folder / "hierarchies" / "sex.csv").write_text("F;*\nM;*\n")
+    town = hospital(400, seed=1)[["zip", "dob", "sex"]]
+    town.to_csv(folder / "people.csv", index=False)
+    spec = folder / "files.toml"
+    spec.write_text(SPEC.replace('sex = { flat = true }', 'sex = { csv = "hierarchies/sex.csv" }')
+                    + '\n[[privacy]]\nmodel = "k-map"\nk = 2\npopulation = "people.csv"\n')
+    return spec
+
+
+@pytest.mark.parametrize("target", ["hierarchies/sex.csv", "people.csv"])
+@pytest.mark.parametrize("flag", ["-o", "--report", "--save-solution"])
+def test_force_never_replaces_a_file_the_spec_reads(files, target, flag):
+    folder, data, _ = files
+    spec = _spec_reading_files(folder)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    out = folder / target
+    args = ["anonymize", data, "--spec", spec, "-o", folder / "r.csv", "--force",
+            flag, out]
+    if flag == "-o":
+        args = ["anonymize", data, "--spec", spec, "-o", out, "--force"]
+    result = run(*args)
+    assert result.exit_code == 2, result.output
+    if flag == "-o":  # the other flags refuse the suffix first; -o names the file read
+        assert "(in the spec)" in result.output and target.split("/")[-1][:-4] in result.output
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+def test_the_library_never_writes_over_a_file_it_reads(files):
+    folder, data, _ = files
+    spec = Spec.from_toml(_spec_reading_files(folder))
+    hierarchy = folder / "hierarchies" / "sex.csv"
+    kept = hierarchy.read_bytes()
+    for target in (hierarchy, folder / "people.csv", data):
+        with pytest.raises(BlendinError, match="is"):
+            anonymize(str(data), spec, output=target)
+    assert hierarchy.read_bytes() == kept
+
+
+def test_apply_never_writes_over_a_file_its_spec_reads(files):
+    folder, data, _ = files
+    spec = _spec_reading_files(folder)
+    solution = folder / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", solution).exit_code == 0
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    for target in ("hierarchies/sex.csv", "people.csv"):
+        result = run("apply", data, "--solution", solution, "--spec", spec, "-o",
+                     folder / target, "--force")
+        assert result.exit_code == 2 and "(in the spec)" in result.output, result.output
+        with pytest.raises(BlendinError, match="in the spec"):
+            apply_solution(str(data), str(solution), Spec.from_toml(spec),
+                           output=folder / target)
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+# -- 12: the outputs of a run are written and renamed together, or none -------------------
+
+
+def _fail_writing(monkeypatch, suffix: str) -> None:
+    """Every write of a file ending in ``suffix`` (its temporary file ends in .tmp) fails
+    half-way as a file-size limit (ulimit -f) fails it."""
+    import builtins
+    import errno
+
+    real_open = builtins.open
+
+    class Limited:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, data):
+            self.handle.write(data[: len(data) // 2])
+            raise OSError(errno.EFBIG, "File too large")
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    def limited_open(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        name = str(file)
+        if "w" in mode and name.endswith(".tmp") and f"{suffix}." in Path(name).name:
+            return Limited(handle)
+        return handle
+
+    monkeypatch.setattr(builtins, "open", limited_open)
+
+
+@pytest.mark.parametrize("failing", [".json", ".html"])
+def test_an_output_that_fails_leaves_no_output(files, monkeypatch, failing):
+    folder, data, spec = files
+    before = snapshot(folder)
+    _fail_writing(monkeypatch, failing)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+                 "--save-solution", folder / "sol.json", "--report", folder / "r.html")
+    assert result.exit_code == 2 and "File too large" in result.output, result.output
+    assert snapshot(folder) == before  # no release, no solution, no report, no temporary
+
+
+def test_an_output_that_fails_leaves_the_files_it_would_replace(files, monkeypatch):
+    folder, data, spec = files
+    for name in ("r.csv", "sol.json", "r.html"):
+        (folder / name).write_text("an earlier run\n")
+    before = snapshot(folder)
+    _fail_writing(monkeypatch, ".html")
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q", "--force",
+                 "--save-solution", folder / "sol.json", "--report", folder / "r.html")
+    assert result.exit_code == 2
+    assert snapshot(folder) == before
+
+
+def test_a_file_size_limit_on_the_report_leaves_no_output(files):
+    """The reproduction as it was seen: ulimit -f below the report's size."""
+    import subprocess
+    import sys
+
+    folder, data, spec = files
+    before = snapshot(folder)
+    script = ("import resource, sys; from blendin.cli import main; "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000)); "
+              "main(sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", script, "anonymize", str(data), "--spec",
+                           str(spec), "-o", str(folder / "r.csv"), "-q", "--save-solution",
+                           str(folder / "sol.json"), "--report", str(folder / "r.html")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert snapshot(folder) == before
+
+
+# -- 7: released rows are shuffled (seeded; --keep-order opts out) --------------------------
+
+
+def test_released_rows_are_not_in_the_source_order(files):
+    folder, data, spec = files
+    source = pd.read_csv(data, dtype=str)
+    for out in ("r.csv", "r.parquet"):  # streamed to a file, shuffled in parts
+        assert run("anonymize", data, "--spec", spec, "-o", folder / out, "-q",
+                   "--original-row").exit_code == 0
+        rows = [int(r) for r in Source(folder / out).read_all().column("original_row")
+                .to_pylist()]
+        assert rows != sorted(rows) and len(set(rows)) == len(rows)
+        assert set(rows) <= set(range(1, len(source) + 1))
+    assert not list(folder.glob(".*.tmp"))  # the parts are gone
+    kept = anonymize(str(data), Spec.from_toml(spec), original_row="row", keep_order=True)
+    assert kept.data.column("row").to_pylist() == sorted(kept.data.column("row").to_pylist())
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "k.csv", "-q",
+               "--original-row", "--keep-order").exit_code == 0
+    rows = pd.read_csv(folder / "k.csv").original_row.tolist()
+    assert rows == sorted(rows)
+    assert "--keep-order" in run("anonymize", "--help").output
+
+
+def test_the_order_is_fresh_for_every_run_unless_seeded(files):
+    _, data, spec = files
+    spec = Spec.from_toml(spec)
+
+    def order(**options) -> list:
+        return anonymize(str(data), spec, original_row="row", **options).data.column(
+            "row").to_pylist()
+
+    assert order() != order()
+    assert order(shuffle_seed=7) == order(shuffle_seed=7) != order(shuffle_seed=8)
+    with pytest.raises(BlendinError, match="shuffle_seed"):
+        order(shuffle_seed=-1)
+
+
+def test_shuffling_changes_nothing_but_the_order(files):
+    """The same rows as in the source's order, classes numbered as they appear."""
+    _, data, spec = files
+    spec = Spec.from_toml(spec)
+    options = dict(original_row="row", group_column="group", suppressed="keep")
+    kept = anonymize(str(data), spec, keep_order=True, **options).table.to_pandas()
+    shuffled = anonymize(str(data), spec, **options).table.to_pandas()
+    by_row = shuffled.sort_values("row").reset_index(drop=True)
+    columns = [c for c in kept.columns if c != "group"]
+    pd.testing.assert_frame_equal(by_row[columns], kept[columns])
+    firsts = shuffled.dropna(subset=["group"]).drop_duplicates("group").group.tolist()
+    assert firsts == sorted(firsts)  # class 1 first, then 2, ...: in the release's order
+
+
+def test_the_parts_of_a_streamed_shuffle_give_every_order_alike(tmp_path, monkeypatch):
+    """Rows sent to random parts, each part permuted: each of the 24 orders of 4 rows is
+    as likely as the others (chi-square, 2,400 draws, with parts of 2 rows)."""
+    from scipy.stats import chisquare
+
+    from blendin.engines import embedded
+    from blendin.engines.kernels import Shuffle
+
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 2)
+    table = pa.table({"n": [0, 1, 2, 3]})
+    seen: dict[tuple, int] = {}
+    for seed in range(2400):
+        with embedded._Shuffler(tmp_path / "r.csv", Shuffle(seed, 4), 3) as order:
+            rows = tuple(pa.concat_tables(order(iter([table.slice(0, 3), table.slice(3)])))
+                         .column("n").to_pylist())
+        seen[rows] = seen.get(rows, 0) + 1
+    assert len(seen) == 24
+    assert chisquare(list(seen.values())).pvalue > 0.001
+    assert not list(tmp_path.iterdir())
+
+
+# -- 9: --original-row names the source row, with every model -----------------------------
+
+
+def _every_model_table(n: int = 2000) -> pd.DataFrame:
+    table = hospital(n, seed=1).drop(columns=["name", "ssn", "ethnicity", "marital_status"])
+    table["record"] = [f"r{i}" for i in range(n)]  # says which source row a row is
+    table["in"] = (np.arange(n) % 3 != 0).astype(int)
+    return table
+
+
+#: one case per privacy model: the models, and the suppression limit they need
+EVERY_MODEL = {
+    "k-anonymity": ([bl.KAnonymity(5)], 0.3),
+    "distinct-l": ([bl.DistinctLDiversity("diagnosis", 2)], 0.3),
+    "entropy-l": ([bl.EntropyLDiversity("diagnosis", 1.5)], 0.3),
+    "recursive-cl": ([bl.RecursiveCLDiversity("diagnosis", 3, 2)], 0.3),
+    "t-closeness": ([bl.TCloseness("diagnosis", 0.3)], 0.3),
+    "average-risk": ([bl.AverageRisk(0.2)], 0.3),
+    "sample-uniqueness": ([bl.SampleUniqueness(0.05)], 0.3),
+    "population-uniqueness": ([bl.PopulationUniqueness(0.05, population=6000)], 0.3),
+    "k-map": ([bl.KMap(3, population=6000)], 0.3),
+    "beta-likeness": ([bl.BetaLikeness("diagnosis", 3)], 0.3),
+    "delta-disclosure": ([bl.DeltaDisclosure("diagnosis", 2)], 0.3),
+    "delta-presence": ([bl.KAnonymity(2), bl.DeltaPresence(0, 0.8, "in")], 0.3),
+    "differential-privacy": ([bl.DifferentialPrivacy(2.0, 1e-5, generalization_budget=0.5,
+                                                     seed=1)], 1.0),
+}
+
+
+def _every_model_spec(name: str) -> Spec:
+    models, limit = EVERY_MODEL[name]
+    return Spec(quasi_identifiers={"zip": masking(), "dob": dates("month", "year", "decade"),
+                                   "sex": flat()},
+                sensitive=["diagnosis"], models=models, max_suppression=limit)
+
+
+@pytest.mark.parametrize("name", list(EVERY_MODEL))
+def test_original_row_names_the_source_row_with_every_model(tmp_path, name):
+    table = _every_model_table()
+    data = tmp_path / "in.csv"
+    table.to_csv(data, index=False)
+    spec = _every_model_spec(name)
+    for release in (anonymize(table, spec, original_row="row").data,  # in memory
+                    anonymize(str(data), spec, original_row="row",  # streamed
+                              output=tmp_path / "out.csv").table.to_pandas()):
+        rows = release["row"].to_numpy().astype(int)
+        assert len(release) and len(set(rows)) == len(rows)
+        assert (table.record.to_numpy()[rows - 1] == release.record.to_numpy()).all()
+        if name == "delta-presence":  # only the subset's rows, numbered in the whole input
+            assert (table["in"].to_numpy()[rows - 1] == 1).all() and rows.max() > len(release)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from blendin.engines.kernels import (
     FullDomainRecoder,
     MondrianRecoder,
     RowColumns,
+    Shuffle,
     decoded,
 )
 from blendin.errors import BlendinError, preview
@@ -40,6 +42,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
+from blendin.outputs import check_paths, pending_location
 from blendin.progress import Progress, bars_for, file_pass, progress_callback
 from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
@@ -102,15 +105,17 @@ class Result:
     def table(self) -> pa.Table:
         """The release as a pyarrow Table (what is written to files); a release streamed to
         a file is read back from it."""
-        from blendin.io import Source, to_arrow
+        from blendin.io import Source, file_kind, to_arrow
 
         if self.data is None and self.written is not None:
-            if self.written.is_dir():  # Spark's folder of part files
+            # a file of a run still writing its other outputs lies under a temporary name
+            where = pending_location(self.written)
+            if where.is_dir():  # Spark's folder of part files
                 import pyarrow.dataset as ds
 
                 kind = "parquet" if self.written.suffix.lower() == ".parquet" else "csv"
-                return ds.dataset(self.written, format=kind).to_table()
-            return Source(self.written).read_all()
+                return ds.dataset(where, format=kind).to_table()
+            return Source(where, kind=file_kind(self.written)).read_all()
         return to_arrow(self.data)
 
     @property
@@ -231,9 +236,12 @@ class Result:
         return write_report(self, path, original=original, threshold=threshold,
                             external=external, on=on, population=population)
 
-    def write(self, path: str | os.PathLike, *, delimiter: str = ",",
+    def write(self, path: str | os.PathLike, *, delimiter: str | None = ",",
               escape_formulas: bool = False) -> Path:
         """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
+
+        A CSV release is written with ``delimiter``; None takes the spec's ``[input]
+        delimiter`` (else ``,``), as :func:`anonymize` does by default.
 
         In Excel each equivalence class gets its own background colour and every text is
         text (never a formula); ``escape_formulas`` guards a CSV the same way (see
@@ -245,6 +253,7 @@ class Result:
 
         if self.written is not None and Path(path).resolve() == self.written.resolve():
             return self.written  # streamed there after the check
+        delimiter = delimiter or self.spec.delimiter or ","
         if is_spark(self.data) and not str(path).lower().endswith(".xlsx"):
             from blendin.engines.spark import SparkEngine
 
@@ -357,13 +366,15 @@ def anonymize(
     original_row: str | None = None,
     index_base: int = 1,
     output: str | os.PathLike | None = None,
-    output_delimiter: str = ",",
+    output_delimiter: str | None = None,
     escape_formulas: bool = False,
     engine=None,
     time_limit: float | None | bool = False,
     max_checks: int | None | bool = False,
     seed: int | None = None,
     recode_suppressed: bool | None = None,
+    keep_order: bool = False,
+    shuffle_seed: int | None = None,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -384,10 +395,16 @@ def anonymize(
     of the heuristic (None: no limit); ``recode_suppressed`` the spec's choice to release the
     suppressed records at a coarser node of their own (full-domain searches).
 
+    The released rows are in a random order, drawn afresh for every run: in the source's
+    order, anyone who holds the source could link released row i to source row i.
+    ``keep_order=True`` keeps the source's order (for internal use, as ``original_row``);
+    ``shuffle_seed`` makes the order reproducible (whoever knows the seed can undo it).
+
     With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
     once the checker has passed; a CSV or Parquet release is written batch by batch as it is
     made, so a file path in and out holds no whole table in memory (``result.data`` is then
-    None and ``result.table`` reads the file back). ``output_delimiter`` and
+    None and ``result.table`` reads the file back). ``output_delimiter`` (by default the
+    spec's ``[input] delimiter``, else ``,``: a release keeps its input's format) and
     ``escape_formulas`` are as in :meth:`Result.write`. ``engine`` is ``"embedded"`` (the
     default), ``"spark"`` (the default for a pyspark DataFrame) or an engine object (see
     :mod:`blendin.engines`).
@@ -406,6 +423,7 @@ def anonymize(
     """
     start = time.perf_counter()
     spec = as_spec(spec)
+    output_delimiter = output_delimiter or spec.delimiter or ","  # the input's, as the spec says
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
@@ -422,6 +440,7 @@ def anonymize(
         raise BlendinError(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
+    _check_output(output, [spec], data=data)
     with progress_callback(progress) as callback:
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
@@ -440,7 +459,8 @@ def anonymize(
                           original_row=original_row, index_base=index_base)
         release, report = verify(prepared, outcome, spec, suppressed, rows=rows,
                                  output=_streamed(output), output_delimiter=output_delimiter,
-                                 escape_formulas=escape_formulas, bars=bars)
+                                 escape_formulas=escape_formulas, bars=bars,
+                                 shuffle=_shuffle(keep_order, shuffle_seed, prepared))
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
     result = Result(
@@ -468,6 +488,30 @@ def anonymize(
         recoded_parts=outcome.parts,
     )
     return _written(result, output, output_delimiter, escape_formulas)
+
+
+def _shuffle(keep_order: bool, seed: int | None, prepared: Prepared) -> Shuffle | None:
+    """The random order of the released rows (None: the source's), from a fresh seed
+    unless one is given."""
+    if keep_order:
+        return None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise BlendinError(f"shuffle_seed must be a whole number >= 0, got {seed!r}",
+                           fix="give e.g. --shuffle-seed 7, or leave it out (a fresh order)")
+    return Shuffle(secrets.randbits(63) if seed is None else seed, prepared.ft.n_records)
+
+
+def _check_output(output, specs: Sequence[Spec], **inputs) -> None:
+    """The release never replaces an input (the data, a saved solution: those of
+    ``inputs`` given as paths), the spec's hierarchy files or its population tables; an
+    existing other file is replaced (the CLI asks for --force first)."""
+    if output is None or "://" in str(output):  # a remote path: Spark checks it
+        return
+    paths = {name: value for name, value in inputs.items()
+             if isinstance(value, str | os.PathLike)}
+    for spec in specs:
+        paths.update(spec.files_read())
+    check_paths(paths, {"output": (output, "table")}, force=True, folders=True)
 
 
 def _like_input(release, data):
@@ -757,7 +801,7 @@ def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
 def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
            rows: RowColumns | None = None, output: str | os.PathLike | None = None,
            output_delimiter: str = ",", escape_formulas: bool = False,
-           bars: Progress | None = None):
+           bars: Progress | None = None, shuffle: Shuffle | None = None):
     """Release through the engine, run the independent checker on the released values, and
     commit only what it passes (a written file is renamed into place only then; ``bars``
     show the pass over a file).
@@ -773,7 +817,8 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
             prepared.source, outcome.recoder, check_columns=columns, missing=spec.missing,
             suppressed=suppressed, row_columns=rows, output=output,
             delimiter=output_delimiter, escape_formulas=escape_formulas,
-            labelled=list(spec.quasi_identifiers), progress=told) as release:
+            labelled=list(spec.quasi_identifiers), progress=told,
+            shuffle=shuffle) as release:
         report = check_regrouped(release.regrouped, spec, release.columns,
                                  population=prepared.source)
         if not report.passed:
@@ -945,8 +990,9 @@ def _built_only(hierarchies: Mapping[str, Any]) -> dict:
 def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str = "drop",
                    delimiter: str | None = None, encoding: str | None = None,
                    unknown: str = "error", output: str | os.PathLike | None = None,
-                   output_delimiter: str = ",", escape_formulas: bool = False,
-                   engine=None, progress: Progress | bool | None = None) -> Result:
+                   output_delimiter: str | None = None, escape_formulas: bool = False,
+                   engine=None, progress: Progress | bool | None = None,
+                   keep_order: bool = False, shuffle_seed: int | None = None) -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
@@ -959,7 +1005,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     does not hold on this data with this solution, so it must be anonymized afresh.
     ``output``, ``output_delimiter``, ``escape_formulas`` and ``engine`` are as in
     :func:`anonymize`; ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a
-    bar for each pass over a file.
+    bar for each pass over a file; ``keep_order`` and ``shuffle_seed`` as in
+    :func:`anonymize` (the rows are shuffled by default).
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.intervals import intervals
@@ -967,25 +1014,30 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     >>> spec = Spec(quasi_identifiers={"age": intervals(10)}, models=[KAnonymity(2)])
     >>> saved = solution_dict(spec, {"age": intervals(10).build(["31"])}, {"age": 1})
     >>> new = pd.DataFrame({"age": [32, 31, 47, 45]})
-    >>> apply_solution(new, saved).data["age"].tolist()
+    >>> sorted(apply_solution(new, saved).data["age"])  # the rows in a random order
     ['30-39', '30-39', '40-49', '40-49']
     """
     start = time.perf_counter()
     payload = load_solution(solution)
-    used = spec_from_solution(payload, None if spec is None else as_spec(spec), unknown=unknown)
+    given = None if spec is None else as_spec(spec)
+    used = spec_from_solution(payload, given, unknown=unknown)
     if delimiter is not None:
         used.delimiter = delimiter
     if encoding is not None:
         used.encoding = encoding
+    output_delimiter = output_delimiter or used.delimiter or ","
     saved_levels = _saved_levels(payload)
     levels = tuple(saved_levels[q] for q in used.quasi_identifiers)
+    _check_output(output, [used, *([given] if given else [])], data=data,
+                  solution=solution)
     with bars_for(progress) as bars:
         prepared = prepare(data, used, engine, bars=bars)
         _check_levels(saved_levels, prepared.hierarchies)
         outcome = _saved_outcome(prepared, levels)
         release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
                                  output_delimiter=output_delimiter,
-                                 escape_formulas=escape_formulas, bars=bars)
+                                 escape_formulas=escape_formulas, bars=bars,
+                                 shuffle=_shuffle(keep_order, shuffle_seed, prepared))
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     result = Result(
         data=_like_input(release.data, data),

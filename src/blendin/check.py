@@ -31,7 +31,7 @@ from blendin.errors import BlendinError
 from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
-from blendin.io import Source
+from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
 from blendin.progress import Progress, file_pass
 from blendin.spec import Spec
@@ -262,8 +262,12 @@ def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
     if isinstance(data, Source):
         return data
     if isinstance(data, str | os.PathLike):
-        return Source(data, delimiter=delimiter or spec.delimiter,
-                      encoding=encoding or spec.encoding, block_size=block_size)
+        # the spec's delimiter, unless the file was written with another (a release with
+        # commas): see source_with_columns
+        columns = [*spec.quasi_identifiers, *spec.sensitive, *spec.insensitive]
+        return source_with_columns(data, columns, delimiter=delimiter,
+                                   expected=spec.delimiter, encoding=encoding or spec.encoding,
+                                   block_size=block_size)
     return Source(data)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
+from blendin.outputs import deferred
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -31,6 +32,12 @@ BLOCK_SIZE = 64 << 20
 READ_AHEAD_BYTES = 8 << 20
 #: rows per batch handed out from an in-memory table
 MEMORY_CHUNK = 1 << 20
+#: the most columns a CSV header may name, and the longest it may be (in characters, 1 MiB
+#: of ASCII): more is not a table to anonymize but a wrong delimiter or not a CSV file,
+#: refused from the header alone, before any row is parsed (every row of a CSV file is split
+#: into all its columns, even where a pass reads a few) and without reading further
+MAX_COLUMNS = 20_000
+MAX_HEADER_CHARS = 1 << 20
 #: the codes a pass kept (:meth:`Source.keep_codes`) per in-memory pyarrow Table, by the
 #: column and the text read for a missing value: a Table is immutable, so they stay true
 #: while it lives, and a later call on the same Table hashes no text again (as ARX's
@@ -116,6 +123,15 @@ def _check_unique(names: Sequence[str]) -> None:
         )
 
 
+def file_kind(path: str | os.PathLike) -> str:
+    """``"parquet"`` or ``"csv"``, as the name of ``path`` says.
+
+    >>> file_kind("release.parquet"), file_kind("release.csv.gz")
+    ('parquet', 'csv')
+    """
+    return "parquet" if _suffix(Path(path)) in PARQUET_SUFFIXES else "csv"
+
+
 def _suffix(path: Path) -> str:
     """The extension, compression included: ``data.csv.gz`` -> ``.csv.gz``."""
     suffixes = [s.lower() for s in path.suffixes]
@@ -195,6 +211,7 @@ class Source:
         delimiter: str | None = None,
         encoding: str | None = "utf-8",
         block_size: int = BLOCK_SIZE,
+        kind: str | None = None,
     ) -> None:
         self.delimiter = _delimiter_option(delimiter)
         self.encoding = encoding or "utf-8"
@@ -205,7 +222,7 @@ class Source:
         self._shared: dict[tuple[str, str], pa.ChunkedArray] = {}
         if isinstance(data, str | os.PathLike):
             self.path = Path(data)
-            self.kind = self._file_kind()
+            self.kind = kind or self._file_kind()  # given: a file under a temporary name
             self.columns = self._read_header()
         else:
             self.kind = "memory"
@@ -237,7 +254,8 @@ class Source:
         (0 to 1: bytes of a CSV file, rows of a Parquet one) as the chunks come.
         """
         wanted = list(self.columns if columns is None else columns)
-        missing = [c for c in wanted if c not in self.columns]
+        known = set(self.columns)  # (a list would make this quadratic in wide tables)
+        missing = [c for c in wanted if c not in known]
         if missing:
             raise BlendinError(
                 f"{self.name} has no column(s) {preview(missing)}",
@@ -294,6 +312,7 @@ class Source:
 
     def check_flat(self, columns: Sequence[str], role: str) -> None:
         """Refuse a column of lists, maps or structs (nested values) in ``role``."""
+        columns = set(columns)
         nested = [(c, t) for c, t in self.types().items() if c in columns and _is_nested(t)]
         if nested:
             name, kind = nested[0]
@@ -367,7 +386,16 @@ class Source:
             if len(rest) > 1 and not text.endswith("\n"):
                 rest = rest[:-1]  # the last line may be cut off
             self.delimiter = _sniff("\n".join([header.replace("\n", " "), *rest]))
-        names = next(csv.reader(io.StringIO(header, newline=""), delimiter=self.delimiter))
+        try:
+            names = next(csv.reader(io.StringIO(header, newline=""), delimiter=self.delimiter))
+        except csv.Error as error:  # a column name over csv's field limit (128 KiB)
+            raise BlendinError(f"cannot read the header of {self.name}: {error}",
+                               fix=_header_fix(self.delimiter)) from None
+        if len(names) > MAX_COLUMNS:
+            raise BlendinError(
+                f"the header of {self.name} gives {len(names)} columns with delimiter "
+                f"{self.delimiter!r}; blendin reads at most {MAX_COLUMNS}",
+                fix=_header_fix(self.delimiter))
         if len(names) == 1:
             other = next((d for d in ";\t|," if d != self.delimiter and d in header), None)
             if other is not None:
@@ -382,8 +410,9 @@ class Source:
         return names
 
     def _head_text(self, chunk: int = 1 << 16) -> str:
-        """The start of the file as text: at least the whole header record (however long)
-        and, when the file has them, some lines after it (to sniff the delimiter)."""
+        """The start of the file as text: at least the whole header record (up to
+        ``MAX_HEADER_CHARS`` long: a longer one is an error, read no further) and, when the
+        file has them, some lines after it (to sniff the delimiter)."""
         data = b""
         with pa.input_stream(str(self.path), compression="detect") as stream:
             while True:
@@ -391,6 +420,10 @@ class Source:
                 data += more
                 text = self._decode_head(data)
                 header = _first_record(text)
+                if len(header) > MAX_HEADER_CHARS:
+                    raise BlendinError(
+                        f"the header of {self.name} (its first line) is longer than "
+                        f"{MAX_HEADER_CHARS >> 20} MiB", fix=_header_fix(self.delimiter))
                 if not more or len(text) - len(header) > chunk // 2:
                     return text
                 chunk = min(chunk * 2, 64 << 20)
@@ -474,6 +507,59 @@ class Source:
             if progress is not None:
                 progress(done / total)
             yield batch
+
+
+def source_with_columns(path: str | os.PathLike, columns: Collection[str], *,
+                        delimiter: str | None = None, expected: str | None = None,
+                        encoding: str | None = None, block_size: int = BLOCK_SIZE) -> Source:
+    """The file ``path`` as a :class:`Source` that has the ``columns`` (a spec's), where a
+    delimiter finds them.
+
+    ``delimiter`` (typed: ``--delimiter``) is used as it is. Otherwise the file is read
+    with ``expected`` (a spec's ``[input] delimiter``), unless its header then lacks some
+    of ``columns`` while the delimiter sniffed finds them all: a release written with
+    commas is read with commas under a spec that says ``;``. Nothing is misread: when
+    neither finds them, the reading with ``expected`` stands (or, where it splits the header
+    into one column, the sniffed one), and the columns it lacks are the caller's error.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "release.csv"
+    >>> _ = path.write_text("age,zip\\n20-29,021**\\n")
+    >>> source_with_columns(path, ["age", "zip"], expected=";").delimiter
+    ','
+    """
+    if delimiter is not None or expected is None:
+        return Source(path, delimiter=delimiter or expected, encoding=encoding,
+                      block_size=block_size)
+    try:
+        first: Source | None = Source(path, delimiter=expected, encoding=encoding,
+                                      block_size=block_size)
+    except BlendinError as error:  # e.g. one column, the header holding another delimiter
+        first, refused = None, error
+    if first is not None and (first.kind != "csv" or set(columns) <= set(first.columns)):
+        return first
+    try:
+        sniffed = Source(path, encoding=encoding, block_size=block_size)
+    except BlendinError:
+        sniffed = None
+    if sniffed is not None and (first is None or set(columns) <= set(sniffed.columns)):
+        return sniffed
+    if first is None:
+        raise refused
+    return first
+
+
+def _header_fix(delimiter: str | None) -> str:
+    """What to do about a CSV header too wide or too long, read with ``delimiter`` (None:
+    not known yet).
+
+    >>> _header_fix(";")[:60]
+    "check that the file is a CSV file and that ';' is its delimi"
+    """
+    used = "its delimiter is right" if delimiter is None else f"{delimiter!r} is its delimiter"
+    return (f"check that the file is a CSV file and that {used} (pass --delimiter, or set "
+            "[input] delimiter); a wider table must be cut to the columns the release needs "
+            f"(at most {MAX_COLUMNS}) first")
 
 
 def _first_record(text: str) -> str:
@@ -699,9 +785,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
                                "folder's permissions)") from None
         yield temp
         os.chmod(temp, mode)
-        os.replace(temp, path)
+        done = temp
+        if deferred(done, path, lambda: os.replace(done, path),
+                    lambda: Path(done).unlink(missing_ok=True)):
+            temp = None  # renamed with the other outputs of the run (outputs.together)
+        else:
+            os.replace(temp, path)
     finally:
-        Path(temp).unlink(missing_ok=True)
+        if temp is not None:
+            Path(temp).unlink(missing_ok=True)
 
 
 def stale_temps(path: str | os.PathLike) -> list[Path]:

@@ -1,18 +1,23 @@
-"""Output paths checked before any work: no output is an input or another output, every
-folder exists and takes files, and nothing is replaced without ``--force``.
+"""Where a run writes: the output paths checked before any work, and the files of one run
+committed together.
 
-Used by every command that writes; it lives here (a module without commands) so each
-command checks its paths the same way, in one call, first.
+- :func:`check_paths`: no output is an input (the data, the spec, every file the spec reads)
+  or another output, every folder exists and takes files, and nothing is replaced without
+  ``force``;
+- :func:`together`: the files written inside the block (each to a temporary file, see
+  :func:`blendin.io.atomic_path`) take their names only when the whole block succeeds, so a
+  run that fails on its last output (a full disk, a file-size limit) leaves none of them.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-
-import click
 
 from blendin.errors import BlendinError
 
@@ -23,11 +28,6 @@ SUFFIXES = {
     "json": (".json",),
     "spec": (".toml",),
 }
-
-FORCE_OPTION = click.option(
-    "--force", is_flag=True,
-    help="Replace output files that already exist (never an input file).")
-
 
 def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[str | None, str]],
                 *, force: bool = False, folders: bool = False) -> None:
@@ -52,7 +52,8 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         _check_suffix(flag, out, kind)
         for other, source in {**read, **written}.items():
             if _same_file(out, source):
-                what = f"the input {other}" if other in read else f"the output of {other}"
+                what = (_input_name(other) if other in read
+                        else f"the output of {other}")
                 raise BlendinError(
                     f"{flag} {path!r} is {what}",
                     fix="write to another file; the input is never changed" if other in read
@@ -60,6 +61,11 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         _check_folder(flag, out, folders and kind == "table")
         _check_existing(flag, out, force)
         written[flag] = out
+
+
+def _input_name(label: str) -> str:
+    """An option or argument as "the input --spec"; a described file as it is described."""
+    return label if " " in label else f"the input {label}"
 
 
 def _check_suffix(flag: str, out: Path, kind: str) -> None:
@@ -102,3 +108,79 @@ def _check_existing(flag: str, out: Path, force: bool) -> None:
     if not out.stat().st_mode & 0o222:  # (os.access says yes to root)
         raise BlendinError(f"{flag} {str(out)!r} is read-only",
                            fix="make it writable first, or write to another file")
+
+
+# -- committed together ---------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    """A finished temporary file waiting for its group: where it lies, what it will be."""
+
+    temp: Path
+    target: Path
+    commit: Callable[[], None]
+    discard: Callable[[], None]
+
+
+#: the open group's files, in the order written (None: no group is open)
+_GROUP: ContextVar[list[_Pending] | None] = ContextVar("blendin_outputs_group", default=None)
+
+
+@contextmanager
+def together() -> Iterator[None]:
+    """Files written in the block (through :func:`blendin.io.atomic_path`) take their names
+    when the block ends without error, all of them; on any error (SIGINT and SIGTERM
+    included) every one is removed and the files they would replace are untouched.
+
+    >>> import pathlib, tempfile
+    >>> from blendin.io import write_text
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> try:
+    ...     with together():
+    ...         _ = write_text(folder / "release.csv", "a\\n1\\n")
+    ...         raise OSError("File too large")  # the report fails
+    ... except OSError:
+    ...     pass
+    >>> sorted(p.name for p in folder.iterdir())
+    []
+    """
+    group: list[_Pending] = []
+    token = _GROUP.set(group)
+    try:
+        yield
+    except BaseException:
+        for pending in group:
+            pending.discard()
+        raise
+    finally:
+        _GROUP.reset(token)
+    committed = 0
+    try:
+        for pending in group:
+            pending.commit()
+            committed += 1
+    finally:  # a rename that fails (rare) removes the files not yet renamed
+        for pending in group[committed:]:
+            pending.discard()
+
+
+def deferred(temp: str | os.PathLike, target: str | os.PathLike,
+             commit: Callable[[], None], discard: Callable[[], None]) -> bool:
+    """Hand the finished ``temp`` (to become ``target``) to the open :func:`together` group
+    (True), or say there is none (False: the caller commits it now)."""
+    group = _GROUP.get()
+    if group is None:
+        return False
+    group.append(_Pending(Path(temp), Path(target), commit, discard))
+    return True
+
+
+def pending_location(path: str | os.PathLike) -> Path:
+    """Where the file that will be ``path`` lies until its group commits: its temporary
+    file, or ``path`` itself (committed, or written outside a group)."""
+    wanted = Path(path).resolve()
+    for pending in _GROUP.get() or ():
+        if pending.target.resolve() == wanted:
+            return pending.temp
+    return Path(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,29 @@ class Spec:
             for name in names:
                 roles.setdefault(name, role)
         return roles
+
+    def files_read(self) -> dict[str, Path]:
+        """Every file the spec makes a run read, each with what it is: hierarchy files
+        (of quasi-identifiers and sensitive attributes) and population tables. They are
+        inputs: no output may replace one, ``--force`` or not.
+
+        >>> from blendin.models import KMap
+        >>> spec = Spec(models=[KMap(5, population="people.csv")], base_dir=Path("/data"))
+        >>> spec.files_read()
+        {'the population table of k-map (in the spec)': PosixPath('/data/people.csv')}
+        """
+        files: dict[str, Path] = {}
+        for role, builders in (("", self.quasi_identifiers),
+                               ("sensitive ", self.sensitive_builders())):
+            for name, builder in builders.items():
+                path = getattr(getattr(builder, "builder", builder), "path", None)
+                if isinstance(path, Path):  # a hierarchy file (ARX's format)
+                    files[f"the hierarchy file of {role}{name!r} (in the spec)"] = path
+        for model in self.models:
+            if getattr(model, "needs_population", False) and hasattr(model, "path"):
+                files[f"the population table of {model.key} (in the spec)"] = model.path(
+                    self.base_dir)
+        return files
 
     def _role_lists(self) -> list[tuple[str, list[str]]]:
         return [
@@ -393,7 +417,7 @@ class Spec:
 did you mean 'Age'? The columns are: 'Age', 'sex'
         """
         names = [str(c) for c in column_names]
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = sorted(n for n, times in Counter(names).items() if times > 1)
         if dupes:
             raise BlendinError(f"the data has duplicate column names: {preview(dupes)}",
                                fix="give every column a distinct name in the header")

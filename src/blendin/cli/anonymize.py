@@ -9,15 +9,17 @@ import click
 
 from blendin.cli import main
 from blendin.errors import BlendinError
+from blendin.outputs import together
 
 
-def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimiter: str,
+def _check_before_work(inputs: dict, output: str, *, force: bool,
+                       output_delimiter: str | None,
                        solution: str | None = None, report: str | None = None,
                        engine: str = "embedded") -> None:
     """Every output path against every input and every other output, the folders, the
     files that exist, the output delimiter: all before any work is done."""
-    from blendin.cli.paths import check_paths
     from blendin.io import output_delimiter as check_delimiter
+    from blendin.outputs import check_paths
 
     spark = engine == "spark"
     if spark and output.lower().endswith(".xlsx"):
@@ -41,14 +43,23 @@ def _check_before_work(inputs: dict, output: str, *, force: bool, output_delimit
         check_writable_types(pa.schema(list(types.items())), Path(output).suffix.lower())
 
 
-def _finish(result, output: str, *, as_json: bool, quiet: bool, delimiter: str,
+def _finish(result, output: str, *, delimiter: str | None,
             solution: str | None = None, report: str | None = None, original=None,
             escape_formulas: bool = False, report_options: dict | None = None) -> None:
-    """Write the verified release (and the solution, the report), then say what was done."""
+    """Write the verified release (and the solution, the report); return their paths.
+
+    The outputs of the run take their names together, once the last is written: a run
+    that fails on any of them (a full disk, a file-size limit) leaves none (the release
+    streamed by ``anonymize`` waits under its temporary name, see blendin.outputs)."""
     written = result.write(output, delimiter=delimiter, escape_formulas=escape_formulas)
     saved = result.save_solution(solution) if solution else None
     reported = (result.report(report, original=original, **(report_options or {}))
                 if report else None)
+    return written, saved, reported
+
+
+def _say(result, written, saved, reported, *, as_json: bool, quiet: bool) -> None:
+    """What the run did: the summary (or the figures as JSON) and the files written."""
     if as_json:
         payload = result.to_dict()
         payload["output"] = str(written)
@@ -78,7 +89,7 @@ def _report_options(report: str | None, external: str | None, on: str | None,
 
 
 _COMMON = [
-    # a folder is refused unless --engine spark (which writes one): see cli/paths.py
+    # a folder is refused unless --engine spark (which writes one): see blendin/outputs.py
     click.option("-o", "--output", required=True, type=click.Path(),
                  help="Where to write the release: .csv, .parquet or .xlsx."),
     click.option("--suppressed", type=click.Choice(["drop", "keep"]), default="drop",
@@ -91,13 +102,21 @@ _COMMON = [
                  help="Input CSV delimiter, e.g. ';' or '\\t' (default: spec's, else sniffed)."),
     click.option("--encoding", default=None,
                  help="Input text encoding, e.g. latin-1 (default: the spec's, else utf-8)."),
-    click.option("--output-delimiter", default=",", show_default=True,
-                 help="Delimiter of a CSV release."),
+    click.option("--output-delimiter", default=None,
+                 help="Delimiter of a CSV release (default: the input's, as --delimiter or "
+                 "the spec's [input] delimiter gives it, else ',')."),
     click.option("--escape-formulas", is_flag=True,
                  help="CSV release: prefix ' to values starting with = + - @, tab or CR, so "
                  "spreadsheets do not run them as formulas (.xlsx always stores text)."),
     click.option("--force", is_flag=True,
                  help="Replace output files that already exist (never an input file)."),
+    click.option("--keep-order", is_flag=True,
+                 help="Release the rows in the source's order. By default they are shuffled: "
+                 "in the source's order, anyone who holds the source can link released row "
+                 "i to source row i."),
+    click.option("--shuffle-seed", default=None, type=click.IntRange(min=0), metavar="N",
+                 help="Shuffle the rows reproducibly (default: a fresh order every run; "
+                 "whoever knows the seed can undo the shuffle)."),
     click.option("--engine", type=click.Choice(["embedded", "spark"]), default="embedded",
                  show_default=True,
                  help="Where rows are processed: in this process, in batches (embedded), or "
@@ -198,9 +217,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       recode_suppressed: bool | None, external: str | None,
                       external_on: str | None, population: float | None, output: str,
                       suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
-                      encoding: str | None, output_delimiter: str, escape_formulas: bool,
-                      force: bool, engine: str, spark_master: str | None,
-                      spark_conf: tuple[str, ...]) -> None:
+                      encoding: str | None, output_delimiter: str | None, escape_formulas: bool,
+                      force: bool, keep_order: bool, shuffle_seed: int | None, engine: str,
+                      spark_master: str | None, spark_conf: tuple[str, ...]) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -231,10 +250,11 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
 
     report_options = _report_options(report, external, external_on, population)
     chosen = _engine(engine, spark_master, spark_conf)
-    _check_before_work({"DATA": data, "--spec": spec_path, "--external": external}, output,
+    spec = Spec.from_toml(spec_path)
+    _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
+                        **spec.files_read()}, output,
                        force=force, output_delimiter=output_delimiter, solution=solution,
                        report=report, engine=engine)
-    spec = Spec.from_toml(spec_path)
     if solution and (algorithm or spec.algorithm) == "mondrian":
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
                            "recodes each group on its own)",
@@ -251,16 +271,19 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                        ("recode_suppressed", recode_suppressed)):
         if value is not None:
             setattr(spec, key, value)
-    with Progress(enabled=not quiet) as progress:
-        result = anonymize(data, spec, algorithm=algorithm, metric=metric,
-                           suppressed=suppressed, progress=progress,
-                           group_column=group_column, original_row=original_row,
-                           index_base=index_base, output=output,
-                           output_delimiter=output_delimiter, escape_formulas=escape_formulas,
-                           engine=chosen)
-    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
-            solution=solution, report=report, original=data, escape_formulas=escape_formulas,
-            report_options=report_options)
+    with together():
+        with Progress(enabled=not quiet) as progress:
+            result = anonymize(data, spec, algorithm=algorithm, metric=metric,
+                               suppressed=suppressed, progress=progress,
+                               group_column=group_column, original_row=original_row,
+                               index_base=index_base, output=output,
+                               output_delimiter=output_delimiter,
+                               escape_formulas=escape_formulas, engine=chosen,
+                               keep_order=keep_order, shuffle_seed=shuffle_seed)
+        written = _finish(result, output, delimiter=output_delimiter, solution=solution,
+                          report=report, original=data, escape_formulas=escape_formulas,
+                          report_options=report_options)
+    _say(result, *written, as_json=as_json, quiet=quiet)
 
 
 def _check_new_column(data: str, spec, name: str, delimiter: str | None,
@@ -291,9 +314,9 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 @_common
 def apply_command(data: str, solution: str, spec_path: str | None, unknown: str, output: str,
                   suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
-                  encoding: str | None, output_delimiter: str, escape_formulas: bool,
-                  force: bool, engine: str, spark_master: str | None,
-                  spark_conf: tuple[str, ...]) -> None:
+                  encoding: str | None, output_delimiter: str | None, escape_formulas: bool,
+                  force: bool, keep_order: bool, shuffle_seed: int | None, engine: str,
+                  spark_master: str | None, spark_conf: tuple[str, ...]) -> None:
     """Re-apply a saved solution to DATA (new records of the same shape).
 
     Generalizes every quasi-identifier to its saved level with the saved hierarchy rules
@@ -310,13 +333,18 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     from blendin.spec import Spec
 
     chosen = _engine(engine, spark_master, spark_conf)
-    _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path}, output,
-                       force=force, output_delimiter=output_delimiter, engine=engine)
     spec = Spec.from_toml(spec_path) if spec_path else None
-    with Progress(enabled=not quiet) as bars:
-        result = apply_solution(data, solution, spec, suppressed=suppressed,
-                                delimiter=delimiter, encoding=encoding, unknown=unknown,
-                                output=output, output_delimiter=output_delimiter,
-                                escape_formulas=escape_formulas, engine=chosen, progress=bars)
-    _finish(result, output, as_json=as_json, quiet=quiet, delimiter=output_delimiter,
-            escape_formulas=escape_formulas)
+    _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path,
+                        **(spec.files_read() if spec else {})}, output,
+                       force=force, output_delimiter=output_delimiter, engine=engine)
+    with together():
+        with Progress(enabled=not quiet) as bars:
+            result = apply_solution(data, solution, spec, suppressed=suppressed,
+                                    delimiter=delimiter, encoding=encoding, unknown=unknown,
+                                    output=output, output_delimiter=output_delimiter,
+                                    escape_formulas=escape_formulas, engine=chosen,
+                                    progress=bars, keep_order=keep_order,
+                                    shuffle_seed=shuffle_seed)
+        written = _finish(result, output, delimiter=output_delimiter,
+                          escape_formulas=escape_formulas)
+    _say(result, *written, as_json=as_json, quiet=quiet)

@@ -17,7 +17,8 @@ from blendin.cli import main
 @click.option("--show-values", is_flag=True,
               help="Also show the sensitive values of the problem classes.")
 @click.option("--delimiter", default=None,
-              help="CSV delimiter, e.g. ';' or '\\t' (default: the spec's, else sniffed).")
+              help="CSV delimiter, e.g. ';' or '\\t' (default: the spec's, else sniffed; "
+              "sniffed too where the spec's does not find the spec's columns).")
 @click.option("--encoding", default=None,
               help="Text encoding of a CSV file, e.g. latin-1 (default: the spec's, else utf-8).")
 @click.option("--population", default=None, type=click.Path(dir_okay=False),

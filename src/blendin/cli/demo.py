@@ -41,7 +41,7 @@ def _check_out(out: str, names, force: bool) -> None:
     """The demo's files in --out: not replaced without --force, checked before any work."""
     from pathlib import Path
 
-    from blendin.cli.paths import check_paths
+    from blendin.outputs import check_paths
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter
-from blendin.engines.kernels import RowColumns, decoded, plain_schema
+from blendin.engines.kernels import RowColumns, Shuffle, decoded, plain_schema
 from blendin.errors import BlendinError
 from blendin.io import Source
 from blendin.progress import Reading
@@ -116,16 +116,16 @@ class EmbeddedEngine:
                 missing: str = "", suppressed: str = "drop",
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
                 delimiter: str = ",", escape_formulas: bool = False,
-                labelled: Sequence[str] = (),
-                progress: Reading | None = None) -> Iterator[Release]:
+                labelled: Sequence[str] = (), progress: Reading | None = None,
+                shuffle: Shuffle | None = None) -> Iterator[Release]:
         """Recode every batch, regroup it for the checker and keep or write it
-        (``progress`` as in :meth:`distinct`).
+        (``progress`` as in :meth:`distinct`), the rows in a random order with ``shuffle``.
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
-        is made; leaving the block renames it into place, an exception removes it. The
-        ``labelled`` columns (the recoded QIs) are released as text, the others with the
-        source's types.
+        is made (shuffled, it goes through temporary parts first: :class:`_Shuffler`);
+        leaving the block renames it into place, an exception removes it. The ``labelled``
+        columns (the recoded QIs) are released as text, the others with the source's types.
         """
         # the texts of a column released as it is were seen by the first pass: looked up,
         # not hashed anew (the recoded columns' labels are new texts)
@@ -134,11 +134,17 @@ class EmbeddedEngine:
         counter = DistinctCounter(check_columns, missing, expected=seen)
         drop = suppressed == "drop"
         shown = ShownSchema(source.types(), labelled)
+        numbered = row_columns if row_columns is not None and row_columns.active else None
+        made = (kept(marked, removed, drop) for marked, removed in self._recoded(
+            source, recoder, numbered, counter, labelled, progress))
         if output is None:
-            parts = [kept(marked, removed, drop) for marked, removed in
-                     self._recoded(source, recoder, row_columns, counter, labelled,
-                                   progress)]
-            table = shown.decoded(pa.concat_tables(parts))
+            parts = list(made)
+            table = pa.concat_tables(parts)
+            if shuffle is not None:
+                table = shuffle.apply(table)
+            if numbered is not None:
+                table = numbered(table)
+            table = shown.decoded(table)
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows)
             return
@@ -147,21 +153,22 @@ class EmbeddedEngine:
 
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
-                             shown=shown, unstated=shown.encoded) as writer:
-                for marked, removed in self._recoded(source, recoder, row_columns, counter,
-                                                     labelled, progress):
-                    writer.write(kept(marked, removed, drop))
+                             shown=shown, unstated=shown.encoded) as writer, \
+                    _Shuffler(path, shuffle, self.batch_rows) as order:
+                for table in order(made):
+                    writer.write(numbered(table) if numbered is not None else table)
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
                           rows=writer.rows)
 
-    def _recoded(self, source: Source, recoder: Recoder, row_columns: RowColumns | None,
+    def _recoded(self, source: Source, recoder: Recoder, numbered: RowColumns | None,
                  counter: DistinctCounter, labelled: Sequence[str],
                  progress: Reading | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
-        # the QIs come as codes (released as labels)
+        # the QIs come as codes (released as labels); the source rows are numbered before
+        # the recoder chooses the rows to release (a subset, a sample)
         for batch in self.batches(source, encoded=labelled, progress=progress):
+            if numbered is not None:
+                batch = numbered.number_source(batch)
             marked, removed = recoder(batch)
-            if row_columns is not None and row_columns.active:
-                marked = row_columns(marked)
             counter.add(marked.select(counter.columns))
             yield marked, removed
 
@@ -170,6 +177,97 @@ class EmbeddedEngine:
         from blendin.io import write_table
 
         return write_table(table, path, **options)
+
+
+#: rows a part of a shuffled release holds on average (each part is permuted in memory)
+SHUFFLE_PART_ROWS = 1 << 20
+
+
+class _Shuffler:
+    """The tables of a streamed release in a uniformly random order of rows, in bounded
+    memory: every row goes to one of several temporary parts at random (Arrow IPC files
+    beside the target, named as :func:`blendin.io.atomic_path` names its files, so a
+    killed run's are removed as stale), then each part is read back, permuted, and handed
+    on in tables of ``batch_rows``. Rows assigned to parts uniformly and permuted within
+    them come out in a uniformly random order. Without ``shuffle`` the tables pass as they
+    come.
+    """
+
+    def __init__(self, target: Path, shuffle: Shuffle | None, batch_rows: int) -> None:
+        self.target = target
+        self.shuffle = shuffle
+        self.batch_rows = batch_rows
+        self.paths: list[Path] = []
+
+    def __enter__(self) -> _Shuffler:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+    def __call__(self, tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        if self.shuffle is None:
+            yield from tables
+            return
+        rng = self.shuffle.generator()
+        n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
+        writers: list = []
+        schema = None
+        try:
+            for table in tables:
+                if schema is None:
+                    schema = table.schema
+                    writers = [self._open(i, schema) for i in range(n_parts)]
+                table = table.cast(schema) if table.schema != schema else table
+                self._scatter(table, rng.integers(0, n_parts, table.num_rows), writers)
+        finally:
+            for writer in writers:
+                writer.close()
+        for path in self.paths:
+            part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+            part = part.take(rng.permutation(part.num_rows))
+            for start in range(0, part.num_rows, self.batch_rows):
+                yield part.slice(start, self.batch_rows)
+            path.unlink()
+
+    def _open(self, i: int, schema: pa.Schema) -> _Part:
+        import secrets
+
+        from blendin.io import TEMP_PREFIX, TEMP_SUFFIX
+
+        path = self.target.parent / (f"{TEMP_PREFIX}{self.target.name}.{os.getpid()}."
+                                     f"{secrets.token_hex(6)}.part{i}{TEMP_SUFFIX}")
+        self.paths.append(path)  # known before it exists: removed whatever happens next
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return _Part(path, schema)
+
+    @staticmethod
+    def _scatter(table: pa.Table, part: np.ndarray, writers: list[_Part]) -> None:
+        """Each row of ``table`` to the writer of its ``part`` (one take, then slices)."""
+        grouped = table.take(np.argsort(part, kind="stable"))
+        counts = np.bincount(part, minlength=len(writers))
+        for writer, start, count in zip(writers, np.cumsum(counts) - counts, counts):
+            if count:
+                writer.write_table(grouped.slice(int(start), int(count)))
+
+
+class _Part:
+    """One temporary part of a shuffled release: an Arrow IPC stream (dictionaries may
+    change from one table to the next)."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.sink = pa.OSFile(str(path), "wb")
+        self.writer = pa.ipc.new_stream(self.sink, schema)
+
+    def write_table(self, table: pa.Table) -> None:
+        self.writer.write_table(table)
+
+    def close(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            self.sink.close()
 
 
 class ShownSchema:

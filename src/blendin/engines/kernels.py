@@ -9,7 +9,8 @@ to its executors (``mapInArrow``): both engines recode a row the same way.
 - :class:`MondrianRecoder` applies a Mondrian partitioning (each row's tuple looked up among
   the frequency table's tuples, its group's labels taken);
 - :class:`RowColumns` adds the optional class-number and source-row columns while a release
-  streams (its state is one id per class, not per row).
+  streams (its state is one id per class, not per row);
+- :class:`Shuffle` puts the rows of a release in a random order.
 
 A recoder returns the *marked* batch (suppressed records kept, ``*`` in every QI) and the
 mask of suppressed rows; the checker regroups the marked values, the writer drops the
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -313,18 +315,52 @@ class MondrianRecoder:
 # -- added columns -------------------------------------------------------------------------
 
 
-class RowColumns:
-    """Adds, batch after batch, each row's class (1, 2, ... in order of first appearance,
-    empty when suppressed) and its source row number (1 = first row); ``index_base=0``
-    numbers both from 0.
+@dataclass(frozen=True)
+class Shuffle:
+    """A release's rows in a random order, drawn from ``seed``; ``rows`` (about the rows
+    released) sizes the parts a streamed release is shuffled in.
 
-    The state is one entry per class seen so far, never per row.
+    Without it, released row i is source row i (of the rows released): anyone who holds
+    the source could link every row back. The seed is fresh for every run unless one is
+    given, as knowing it undoes the shuffle.
+
+    >>> Shuffle(seed=0, rows=4).apply(pa.table({"n": [0, 1, 2, 3]})).column("n").to_pylist()
+    [2, 0, 1, 3]
+    """
+
+    seed: int
+    rows: int = 0
+
+    def apply(self, table: pa.Table) -> pa.Table:
+        """``table``'s rows in an order drawn uniformly at random (one take)."""
+        return table.take(self.generator().permutation(table.num_rows))
+
+    def generator(self) -> np.random.Generator:
+        return np.random.default_rng(self.seed)
+
+
+#: the hidden column that carries each row's number in the source through a release (the
+#: rows released may be a subset or a sample, and are shuffled)
+SOURCE_ROW = "__blendin_source_row__"
+
+
+class RowColumns:
+    """Adds, batch after batch, each row's class (1, 2, ... in order of first appearance in
+    the release, empty when suppressed) and its source row number (1 = first row);
+    ``index_base=0`` numbers both from 0.
+
+    The source row is numbered as the source is read (:meth:`number_source`, before the
+    rows to release are chosen and shuffled) and travels in a hidden column; the classes
+    are numbered as the release is written. The state is one entry per class seen so far,
+    never per row.
 
     >>> add = RowColumns(["age"], group_column="group", original_row="row")
-    >>> add(pa.table({"age": ["20-29", "*"]})).to_pydict()
-    {'age': ['20-29', '*'], 'group': [1, None], 'row': [1, 2]}
-    >>> add(pa.table({"age": ["30-39", "20-29"]})).to_pydict()
-    {'age': ['30-39', '20-29'], 'group': [2, 1], 'row': [3, 4]}
+    >>> first = add.number_source(pa.table({"age": ["20-29", "*"]}))
+    >>> later = add.number_source(pa.table({"age": ["30-39", "20-29"]}))
+    >>> add(later).to_pydict()  # released first (shuffled, say)
+    {'age': ['30-39', '20-29'], 'group': [1, 2], 'row': [3, 4]}
+    >>> add(first).to_pydict()
+    {'age': ['20-29', '*'], 'group': [2, None], 'row': [1, 2]}
     """
 
     def __init__(self, quasi_identifiers: Sequence[str], *, group_column: str | None = None,
@@ -341,7 +377,8 @@ class RowColumns:
         # texts' codes (class i + 1 in row i)
         self.vocabularies = [_Vocabulary() for _ in self.qis]
         self.known = np.zeros((0, len(self.qis)), np.int32)
-        self.rows = 0
+        #: source rows numbered so far
+        self.read = 0
 
     def fresh(self) -> RowColumns:
         """A RowColumns with the same options that has numbered nothing yet."""
@@ -352,23 +389,41 @@ class RowColumns:
     def active(self) -> bool:
         return self.group_column is not None or self.original_row is not None
 
+    def number_source(self, batch: pa.Table | pa.RecordBatch, start: int | None = None
+                      ) -> pa.Table:
+        """``batch`` of source rows with their numbers in the source (0, 1, ... counting
+        on from the batch before, or from ``start``) in the hidden :data:`SOURCE_ROW`
+        column, when the source row is asked for."""
+        table = as_table(batch)
+        if self.original_row is None:
+            return table
+        first = self.read if start is None else start
+        self.read = first + table.num_rows
+        return table.append_column(SOURCE_ROW, pa.array(
+            np.arange(first, first + table.num_rows, dtype=np.int64)))
+
     def __call__(self, table: pa.Table) -> pa.Table:
         for name in (self.group_column, self.original_row):
             if name is not None and name in table.column_names:
                 raise BlendinError(f"the release already has a column {name!r}",
                                    fix="choose another name for the added column")
+        hidden = table.column(SOURCE_ROW) if SOURCE_ROW in table.column_names else None
+        if hidden is not None:
+            table = table.drop_columns([SOURCE_ROW])
         if self.group_column is not None:
-            ids = self._class_ids(table)
+            ids = self.class_ids(table)
             table = table.append_column(self.group_column,
                                         pa.array(ids - 1 + self.base, mask=ids <= 0))
         if self.original_row is not None:
-            numbers = np.arange(self.rows, self.rows + table.num_rows) + self.base
-            table = table.append_column(self.original_row, pa.array(numbers))
-        self.rows += table.num_rows
+            if hidden is None:
+                raise BlendinError("the source rows were not numbered as they were read",
+                                   fix="this is a bug in blendin; please report it")
+            table = table.append_column(self.original_row, pc.add(hidden, self.base))
         return table
 
-    def _class_ids(self, table: pa.Table) -> np.ndarray:
-        """Class of every row, 1, 2, ... (0 when suppressed)."""
+    def class_ids(self, table: pa.Table) -> np.ndarray:
+        """Class of every row, 1, 2, ... (0 when suppressed), the classes not met before
+        numbered on in order of first appearance."""
         n = table.num_rows
         if not self.qis:
             return np.ones(n, np.int64)

@@ -8,9 +8,11 @@
   embedded engine uses (:mod:`blendin.engines.kernels`), shipped to them once;
 - the added class and row numbers (``--group-column``, ``--original-row``) are made by the
   same :class:`~blendin.engines.kernels.RowColumns` on the executors: one small aggregation
-  gives each partition's row count and each class's first row, so every partition starts
-  numbering where the rows before it end (the rows' order is the DataFrame's partition order:
-  for one input file, the file's);
+  gives each source partition's row count, so every partition starts numbering the source
+  rows where the rows before it end (the rows' order is the DataFrame's partition order: for
+  one input file, the file's), and another each class's first row in the release;
+- the released rows are put in a random order (``orderBy(rand(seed))``) unless the order
+  is to be kept;
 - the checker regroups the released values by a Spark aggregation, and nothing is written
   or returned unless it passes; a file release is written to a temporary path beside the
   target and renamed into place only then (through Hadoop's file system, so local paths,
@@ -35,9 +37,10 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.engines import Release, is_spark
-from blendin.engines.kernels import plain_schema
+from blendin.engines.kernels import Shuffle, plain_schema
 from blendin.errors import BlendinError, preview
 from blendin.frequency import COUNT
+from blendin.outputs import deferred
 
 #: the column that marks suppressed records between recoding and writing
 REMOVED = "__blendin_removed__"
@@ -182,10 +185,9 @@ class _Recode:
             yield from marked.cast(self.schema).to_batches()
 
 
-class _Number:
-    """Executor side: the class and row numbers of one partition's rows, by a copy of the
-    driver's :class:`RowColumns` that already knows every class and starts counting rows
-    where the partitions before this one end."""
+class _NumberSource:
+    """Executor side: each source row's number, counting on from where the partitions
+    before this one end (:meth:`RowColumns.number_source`)."""
 
     def __init__(self, numbering, starts: Mapping[int, int], schema: pa.Schema) -> None:
         self.numbering, self.starts, self.schema = numbering, starts, schema
@@ -194,7 +196,20 @@ class _Number:
         from pyspark import TaskContext
 
         numbering = copy.copy(self.numbering)
-        numbering.rows = self.starts.get(TaskContext.get().partitionId(), 0)
+        numbering.read = self.starts.get(TaskContext.get().partitionId(), 0)
+        for batch in batches:
+            yield from numbering.number_source(batch).cast(self.schema).to_batches()
+
+
+class _Number:
+    """Executor side: the class and source row numbers of one partition's rows, by a copy
+    of the driver's :class:`RowColumns` that already knows every class."""
+
+    def __init__(self, numbering, schema: pa.Schema) -> None:
+        self.numbering, self.schema = numbering, schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        numbering = copy.copy(self.numbering)
         for batch in batches:
             yield from numbering(pa.Table.from_batches([batch])).cast(self.schema).to_batches()
 
@@ -329,65 +344,91 @@ class SparkEngine:
     def release(self, source: SparkSource, recoder, *, check_columns: Sequence[str],
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output: str | os.PathLike | None = None, delimiter: str = ",",
-                escape_formulas: bool = False, labelled: Sequence[str] = (), progress=None
-                ) -> Iterator[Release]:
+                escape_formulas: bool = False, labelled: Sequence[str] = (), progress=None,
+                shuffle: Shuffle | None = None) -> Iterator[Release]:
         """Recode on the executors, regroup the released values for the checker, and hand
-        back a DataFrame or write it (to a temporary path, renamed when the block ends).
-        Spark has no dictionary type: every column, the ``labelled`` ones included, is
-        released with plain values."""
-        from pyspark.sql.functions import col
+        back a DataFrame or write it (to a temporary path, renamed when the block ends),
+        its rows in a random order with ``shuffle``. Spark has no dictionary type: every
+        column, the ``labelled`` ones included, is released with plain values."""
+        from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        numbered = row_columns if row_columns is not None and row_columns.active else None
+        df = source.df
         empty = pa.schema(list(source.types().items())).empty_table()
+        if numbered is not None and numbered.original_row is not None:
+            df = self._source_numbered(df, numbered)
+            empty = numbered.number_source(empty, 0)
         marked, _ = recoder(empty)
         schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
-        recoded = source.df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
+        recoded = df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
         recoded = recoded.persist()
+        cached = [recoded]
         regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
-        released = recoded
-        if row_columns is not None and row_columns.active:
-            released = self._numbered(recoded, row_columns, schema.empty_table())
-        released = released.filter(~col(REMOVED)) if suppressed == "drop" else released
+        released = recoded.filter(~F.col(REMOVED)) if suppressed == "drop" else recoded
         released = released.drop(REMOVED)
+        if shuffle is not None:  # numbered below in this order: computed once
+            released = released.orderBy(F.rand(shuffle.seed % (1 << 63))).persist()
+            cached.append(released)
+        if numbered is not None:
+            released = self._numbered(released, numbered,
+                                      schema.empty_table().drop_columns([REMOVED]))
         columns = list(released.columns)
-        if output is None:
-            yield Release(regrouped, columns, data=released)
-            return
         try:
+            if output is None:
+                yield Release(regrouped, columns, data=released)
+                return
             with self.atomic(output) as temp:
                 self._write(released, temp, output, delimiter, escape_formulas)
                 yield Release(regrouped, columns, path=Path(output))
         finally:
-            recoded.unpersist()
+            if output is not None:  # a DataFrame handed back is read from its cache
+                for frame in cached:
+                    frame.unpersist()
 
     @staticmethod
-    def _numbered(recoded, row_columns, empty: pa.Table):
-        """``recoded`` with the class and row numbers ``row_columns`` asks for, as the
-        embedded engine numbers them reading the rows in order.
+    def _source_numbered(df, numbered):
+        """``df`` with each row's number in the source (its partition order: for one input
+        file, the file's) in the hidden column, before the rows to release are chosen.
 
-        ``monotonically_increasing_id`` follows that order (partition, then row) but is no
-        row number; one aggregation over the (cached) release gives each partition's row
-        count, hence where its numbering starts, and each class's first row, hence the
-        classes' order of first appearance."""
+        ``monotonically_increasing_id`` follows that order but is no row number; one
+        aggregation gives each partition's row count, hence where its numbering starts."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
-        qis = row_columns.qis
         with _spark_errors():
-            seen = (recoded.select(F.spark_partition_id().alias(PART),
-                                   F.monotonically_increasing_id().alias(AT), *qis)
-                    .groupBy(PART, *qis)
-                    .agg(F.min(AT).alias(AT), F.count(F.lit(1)).alias(COUNT)).toArrow())
-        per_part = seen.group_by(PART).aggregate([(COUNT, "sum")]).sort_by(PART)
-        counts = per_part.column(f"{COUNT}_sum").to_numpy()
-        starts = dict(zip(per_part.column(PART).to_pylist(),
+            counted = (df.select(F.spark_partition_id().alias(PART)).groupBy(PART)
+                       .count().toArrow().sort_by(PART))
+        counts = counted.column("count").to_numpy()
+        starts = dict(zip(counted.column(PART).to_pylist(),
                           (np.cumsum(counts) - counts).tolist()))
+        empty = pa.schema(list(SparkSource(df).types().items())).empty_table()
+        schema = plain_schema(numbered.fresh().number_source(empty, 0).schema)
+        return df.mapInArrow(_NumberSource(numbered.fresh(), starts, schema),
+                             from_arrow_schema(schema))
+
+    @staticmethod
+    def _numbered(released, row_columns, empty: pa.Table):
+        """``released`` with the class numbers (in order of first appearance in it) and the
+        source rows ``row_columns`` asks for, as the embedded engine numbers them.
+
+        One aggregation over the (cached) release gives each class's first row, by
+        ``monotonically_increasing_id`` (partition, then row)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        probe = empty
+        if row_columns.original_row is not None:
+            probe = row_columns.fresh().number_source(empty, 0)
+        schema = row_columns.fresh()(probe).schema  # a clashing name fails here, once
         numbering = row_columns.fresh()
         if row_columns.group_column is not None:  # classes met in the order of the rows
-            numbering(seen.sort_by(AT).select(qis))
-        numbering.rows = 0
-        return recoded.mapInArrow(_Number(numbering, starts, schema), from_arrow_schema(schema))
+            qis = row_columns.qis
+            with _spark_errors():
+                seen = (released.select(F.monotonically_increasing_id().alias(AT), *qis)
+                        .groupBy(*qis).agg(F.min(AT).alias(AT)).toArrow())
+            numbering.class_ids(seen.sort_by(AT).select(qis))
+        return released.mapInArrow(_Number(numbering, schema), from_arrow_schema(schema))
 
     def write(self, df, path: str | os.PathLike, *, delimiter: str = ",",
               escape_formulas: bool = False, **_) -> Path:
@@ -434,8 +475,8 @@ class SparkEngine:
                                fix="create it first or write somewhere else")
         name = f".{target.getName()}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
-        try:
-            yield temp.toString()
+
+        def commit() -> None:
             aside = None
             if fs.exists(target):  # replaced only now, after the release is complete
                 aside = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name + ".old")
@@ -445,6 +486,15 @@ class SparkEngine:
                                    fix="check the folder's permissions")
             if aside is not None:
                 fs.delete(aside, True)
-        finally:
+
+        def discard() -> None:
             if fs.exists(temp):
                 fs.delete(temp, True)
+
+        try:
+            yield temp.toString()
+            if not deferred(temp.toUri().getPath(), path, commit, discard):
+                commit()  # else renamed with the run's other outputs (outputs.together)
+        except BaseException:
+            discard()
+            raise
