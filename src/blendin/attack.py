@@ -27,8 +27,9 @@ import pyarrow.compute as pc
 
 from blendin.errors import BlendinError, preview
 from blendin.frequency import as_text, combine_keys
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy, isin_text
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
+from blendin.normalize import normalize_text, text_steps
 
 #: cells of the (release tuples × external tuples) matrix handled at once
 BLOCK_CELLS = 1 << 22
@@ -59,7 +60,8 @@ class AttackReport:
     learned_values: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
     #: what may make the figures wrong (most people matching nothing, and why)
     warnings: tuple[str, ...] = ()
-    #: normalizations applied to the external values (``case``, ``zip-width``)
+    #: normalizations applied to the join values (``case``, ``space``, ``unicode``,
+    #: ``zip-width``)
     normalized: tuple[str, ...] = ()
 
     @property
@@ -145,11 +147,17 @@ def attack(
     sensitive attributes, else the release's columns the external table does not have, but
     for blanked columns and a column numbering the classes) are the values an attacker wants
     to learn; only real values count as learned, never ``*``. ``normalize`` lists fixes
-    applied to the external values first: ``case`` (``f`` reads as the release's ``F``) and
-    ``zip-width`` (``2138`` reads as ``02138`` where the release's codes have 5 characters).
-    When most people match nothing, :attr:`AttackReport.warnings` says which join column is
-    the likely cause; when a join column has no value any released label covers, the attack
-    stops with an error naming it (it could not have matched anyone).
+    applied to the join values first (a list, or names separated by commas): ``case`` (``f``
+    reads as the release's ``F``), ``space`` (`` F `` reads as ``F``: outer whitespace
+    stripped, inner runs made one space), ``unicode`` (both tables' values in Unicode NFC,
+    so a composed and a decomposed ``José`` meet) and ``zip-width`` (``2138`` reads as
+    ``02138`` where the release's codes have 5 characters); see :mod:`blendin.normalize`.
+    :attr:`AttackReport.warnings` names each join column where a noticeable share of the
+    external values match no released value for a reason a normalization fixes, or that
+    holds the same text in two Unicode forms, with the ``--normalize`` to use; when most
+    people match nothing, it says whether a column's format is to blame or the people are
+    likely not in the release. When a join column has no value any released label covers,
+    the attack stops with an error naming it (it could not have matched anyone).
     ``truth`` names a column present in both tables that identifies the person (used only
     to score the attack, never to match). ``kinds`` fixes how an external column is read
     (``"numeric"``, ``"date"``, ``"categorical"``; guessed otherwise); ``hierarchies`` let
@@ -161,6 +169,12 @@ def attack(
     >>> r = attack(release, voters, on="age")
     >>> r.matches.tolist(), r.reidentified, r.learned
     ([2, 1], 1, {'dx': 2})
+    >>> release = pd.DataFrame({"sex": ["F", "F", "M"], "dx": ["flu", "flu", "gout"]})
+    >>> voters = pd.DataFrame({"sex": ["F", "m", "M", "M"]})
+    >>> attack(release, voters).warnings[0][:68]
+    "join column 'sex' (categorical): 25% of the external values match no"
+    >>> attack(release, voters, normalize="case").matches.tolist()
+    [2, 1, 1, 1]
     """
     rel, ext = _read(release), _read(external)
     if spec is not None:
@@ -182,6 +196,11 @@ def attack(
                                    fix="name a column both tables have, or leave out --truth")
     rel_text = {c: as_text(rel.column(c), missing) for c in on}
     ext_text = {c: as_text(ext.column(c), missing) for c in on}
+    unicode = {} if "unicode" in normalize else _unicode_forms(on, rel_text, ext_text)
+    # both sides compare in NFC; the external values lose stray spaces before they are read
+    rel_text = {c: _normalized_text(t, ["unicode"] if "unicode" in normalize else [], missing)
+                for c, t in rel_text.items()}
+    ext_text = {c: _normalized_text(t, normalize, missing) for c, t in ext_text.items()}
     rel_codes, rel_labels = _encode(rel_text, on)
     ext_codes, ext_values = _encode(ext_text, on)
     hierarchies = dict(hierarchies or {})
@@ -197,7 +216,7 @@ def attack(
     compat = [_Compat(*cover_pairs(rel_labels[c], ext_values[c], kinds[c],
                                    hierarchies.get(c), name=c, missing=missing),
                       len(rel_labels[c]), len(ext_values[c])) for c in on]
-    _check_can_match(on, compat, rel_labels, ext_values, missing)
+    _check_can_match(on, compat, rel_labels, ext_values, kinds, hierarchies, normalize, missing)
     rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
                                                                     for c in on])
     ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
@@ -220,7 +239,7 @@ def attack(
         correct = int(pc.sum(pc.equal(guess, actual)).as_py() or 0)
     no_match = per_row == 0
     warnings = _warnings(on, compat, ext_codes, rel_labels, ext_values, no_match, kinds,
-                         normalize, missing)
+                         hierarchies, normalize, unicode, missing)
     return AttackReport(
         warnings=warnings,
         normalized=tuple(normalize),
@@ -383,12 +402,7 @@ def _compact_dates(values: np.ndarray, missing: str) -> np.ndarray:
 
 
 def _normalizations(normalize: Sequence[str] | str) -> list[str]:
-    chosen = _split(normalize) if isinstance(normalize, str) else list(normalize)
-    bad = [n for n in chosen if n not in NORMALIZE]
-    if bad:
-        raise BlendinError(f"unknown normalization {bad[0]!r}",
-                           fix=f"use --normalize with {', '.join(NORMALIZE)}")
-    return chosen
+    return text_steps(normalize, tuple(NORMALIZE), "--normalize")
 
 
 def _exact_labels(labels: np.ndarray) -> np.ndarray:
@@ -396,18 +410,45 @@ def _exact_labels(labels: np.ndarray) -> np.ndarray:
     return labels[(text != SUPPRESSED) & ~np.char.endswith(text, "*")]
 
 
+def _texts(values: np.ndarray) -> pa.Array:
+    return pa.array(values.astype(str).tolist(), type=pa.string())
+
+
+def _respell(labels: np.ndarray, values: np.ndarray, missing: str, step: str,
+             rewrite: bool) -> np.ndarray:
+    """Values spelled as the release spells them where they equal a released label up to
+    the text normalization ``step`` (:mod:`blendin.normalize`); the others normalized too
+    when ``rewrite``, else as they are."""
+    if not len(values):
+        return values
+    keys = normalize_text(_texts(values), step)
+    out = np.asarray(keys.to_pylist(), dtype=object) if rewrite else values.copy()
+    out[values == missing] = missing
+    exact = _exact_labels(labels).astype(str)
+    if not len(exact):
+        return out
+    at = pc.index_in(keys, value_set=normalize_text(_texts(exact), step))
+    at = np.asarray(pc.fill_null(at, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    found = (at >= 0) & (values != missing)
+    out[found] = exact[at[found]]
+    return out
+
+
 def _fold_case(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
     """Values spelled as the release spells them, up to case (``f`` -> ``F``)."""
-    exact = _exact_labels(labels).astype(str)
-    if not len(exact) or not len(values):
-        return values
-    folded_labels = pc.utf8_lower(pa.array(exact.tolist(), type=pa.string()))
-    folded = pc.utf8_lower(pa.array(values.astype(str).tolist(), type=pa.string()))
-    at = pc.index_in(folded, value_set=folded_labels).to_numpy(zero_copy_only=False)
-    found = ~np.isnan(at.astype(float)) & (values != missing)
-    out = values.copy()
-    out[found] = exact[at[found].astype(np.int64)]
-    return out
+    return _respell(labels, values, missing, "case", rewrite=False)
+
+
+def _fold_space(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
+    """Values stripped of outer whitespace, inner runs made one space, and spelled as the
+    release spells them up to whitespace (`` F`` -> ``F``)."""
+    return _respell(labels, values, missing, "space", rewrite=True)
+
+
+def _nfc(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
+    """Values in Unicode NFC (composed) form (the release's labels are made NFC too, see
+    :func:`attack`)."""
+    return normalize_text(values, "unicode") if len(values) else values
 
 
 def _zip_width(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarray:
@@ -418,7 +459,7 @@ def _zip_width(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarr
     if len(widths) != 1:
         return values
     width = int(widths[0])
-    arrow = pa.array(values.astype(str).tolist(), type=pa.string())
+    arrow = _texts(values)
     digits = pc.match_substring_regex(arrow, r"^\d+$").to_numpy(zero_copy_only=False)
     short = digits & (pc.utf8_length(arrow).to_numpy(zero_copy_only=False) < width)
     out = values.copy()
@@ -428,8 +469,25 @@ def _zip_width(labels: np.ndarray, values: np.ndarray, missing: str) -> np.ndarr
     return out
 
 
-#: ``--normalize`` choices: how external values are rewritten before the join
-NORMALIZE = {"case": _fold_case, "zip-width": _zip_width}
+#: ``--normalize`` choices: how external values are rewritten before the join (``unicode``
+#: rewrites the release's labels too)
+NORMALIZE = {"case": _fold_case, "space": _fold_space, "unicode": _nfc, "zip-width": _zip_width}
+#: the normalizations that rewrite text before it is read (dates, numbers), in this order
+TEXT_FIRST = ("unicode", "space")
+#: what each normalization fixes, as a likely cause of values matching nothing
+CAUSES = {"case": "case", "space": "spaces", "unicode": "Unicode form",
+          "zip-width": "leading zeros lost"}
+
+
+def _normalized_text(text: pa.ChunkedArray, steps: Sequence[str], missing: str
+                     ) -> pa.ChunkedArray:
+    """Text rewritten by the text normalizations among ``steps``; text left empty (a value
+    of spaces only) is missing."""
+    chosen = [s for s in TEXT_FIRST if s in steps]
+    if not chosen:
+        return text
+    text = normalize_text(text, chosen)
+    return pc.if_else(pc.equal(text, ""), missing, text) if missing != "" else text
 
 
 def _covered(compat: _Compat, general: np.ndarray) -> np.ndarray:
@@ -439,7 +497,8 @@ def _covered(compat: _Compat, general: np.ndarray) -> np.ndarray:
     return hit
 
 
-def _check_can_match(on, compat, rel_labels, ext_values, missing: str) -> None:
+def _check_can_match(on, compat, rel_labels, ext_values, kinds, hierarchies, normalize,
+                     missing: str) -> None:
     """Stop when a join column has no external value a released label covers: the join
     could not work, and its answer (nobody matched) would be false reassurance."""
     for c, cm in zip(on, compat):
@@ -447,49 +506,160 @@ def _check_can_match(on, compat, rel_labels, ext_values, missing: str) -> None:
         if blank.all() or not len(ext_values[c]):
             continue
         if not _covered(cm, blank).any():
+            how, _, value, fixed = _best_fix(c, rel_labels[c], ext_values[c],
+                                             np.ones(len(ext_values[c]), dtype=bool),
+                                             np.ones(len(ext_values[c]), dtype=np.int64),
+                                             kinds[c], hierarchies.get(c), normalize, missing)
+            cause = (_fix_cause(how, value, fixed) if how else
+                     "likely cause: format (the values are written differently from the "
+                     "labels)")
             raise BlendinError(
                 f"join column {c!r}: no external value matches any released value "
                 f"(release shows {preview(rel_labels[c][~blank], 3)}; external has "
-                f"{preview(ext_values[c], 3)}); {_cause(rel_labels[c], ext_values[c], missing)}",
-                fix=f"write {c!r} as the release does (--normalize case,zip-width fixes case "
-                "and lost leading zeros; --kind COLUMN=date reads YYYYMMDD), or leave it out "
-                "of --on")
+                f"{preview(ext_values[c], 3)}); {cause}",
+                fix=f"write {c!r} as the release does (--normalize case,space,unicode,zip-width "
+                "fixes case, stray spaces, Unicode forms and lost leading zeros; --kind "
+                "COLUMN=date reads YYYYMMDD), or leave it out of --on")
 
 
-def _cause(labels: np.ndarray, values: np.ndarray, missing: str) -> str:
-    """The likely reason values do not match labels: case, width, or format."""
-    exact = _exact_labels(labels)
+def _fix_cause(how: str, value, fixed) -> str:
+    if how == "unicode":
+        return (f"likely cause: Unicode form ({ascii(value)} is decomposed, the release "
+                f"writes it composed); --normalize unicode")
+    return f"likely cause: {CAUSES[how]} ({value!r} for {fixed!r}); --normalize {how}"
 
-    def matching(vals) -> int:
-        return int(isin_text(vals, exact).sum()) if len(exact) else 0
 
-    if matching(_fold_case(labels, values, missing)) > matching(values):
-        return "likely cause: case (e.g. f vs F); --normalize case"
-    if not np.array_equal(_zip_width(labels, values, missing), values):
-        return "likely cause: width (leading zeros lost, e.g. 2138 vs 02138); --normalize " \
-               "zip-width"
-    return "likely cause: format (the values are written differently from the labels)"
+def _best_fix(name: str, labels: np.ndarray, values: np.ndarray, lost: np.ndarray,
+              people: np.ndarray, kind: str, hierarchy: Hierarchy | None,
+              skip: Sequence[str], missing: str) -> tuple[str | None, int, object, object]:
+    """The normalization (not in ``skip``) that makes the most people's ``lost`` values
+    (those no released label covers) match: its name, the people it matches, and the
+    commonest of those values with its fixed spelling; ``(None, 0, None, None)`` if none
+    does. ``people`` counts the people holding each value."""
+    best: tuple[str | None, int, object, object] = (None, 0, None, None)
+    at = np.flatnonzero(lost & (values != missing))
+    if not len(at):
+        return best
+    blank = np.isin(labels, [SUPPRESSED, missing])
+    for how in NORMALIZE:
+        if how in skip:
+            continue
+        fixed = NORMALIZE[how](labels, values[at], missing)
+        changed = np.flatnonzero(fixed != values[at])
+        if not len(changed):
+            continue
+        try:
+            rows, cols = cover_pairs(labels, fixed[changed], kind, hierarchy, name=name,
+                                     missing=missing)
+        except BlendinError:  # the fixed values do not read as the column's kind
+            continue
+        hit = np.zeros(len(changed), dtype=bool)
+        hit[cols[~blank[rows]]] = True
+        held = people[at[changed]] * hit
+        if held.sum() > best[1]:
+            top = int(np.argmax(held))
+            best = (how, int(held.sum()), values[at[changed[top]]], fixed[changed[top]])
+    return best
+
+
+def _shapes(values: np.ndarray) -> pa.Array:
+    """How each value is written: digit runs as ``9``, capitals as ``A``, other letter runs
+    as ``a``, whitespace runs as one space (``Male`` -> ``Aa``, ``1965-03-07`` -> ``9-9-9``)."""
+    text = _texts(values)
+    for pattern, shape in ((r"\d+", "9"), (r"\p{Lu}", "A"),
+                           (r"[\p{Ll}\p{Lm}\p{Lo}\p{Lt}\p{M}]+", "a"), (r"[\s\p{Z}]+", " ")):
+        text = pc.replace_substring_regex(text, pattern, shape)
+    return text
+
+
+def _odd_format(values: np.ndarray, lost: np.ndarray, people: np.ndarray, missing: str):
+    """The commonest lost value written unlike every value that matches, when most of the
+    lost people's values are (else None): a format difference, not people absent from the
+    release."""
+    kept = ~lost & (values != missing)
+    if not kept.any():
+        return None
+    shapes = _shapes(values)
+    seen = pc.is_in(shapes, value_set=pc.unique(shapes.filter(pa.array(kept))))
+    odd = lost & ~np.asarray(seen.to_numpy(zero_copy_only=False), dtype=bool)
+    odd &= values != missing
+    if people[odd].sum() * 2 <= people[lost].sum():
+        return None
+    return values[odd][np.argmax(people[odd])]
+
+
+def _unicode_forms(on: Sequence[str], rel_text: Mapping[str, pa.ChunkedArray],
+                   ext_text: Mapping[str, pa.ChunkedArray]) -> dict[str, str]:
+    """Per join column where the same text is written in two Unicode forms (composed and
+    decomposed, which look alike but do not match), on one side or across the two: what
+    to say."""
+    out = {}
+    for c in on:
+        both = pc.unique(pa.chunked_array(rel_text[c].chunks + ext_text[c].chunks,
+                                          type=pa.string()))
+        nfc = normalize_text(both, "unicode")
+        if len(pc.unique(nfc)) == len(both):
+            continue  # each text has one form (whatever it is): they meet
+        shares = []
+        for text, what in ((ext_text[c], "external"), (rel_text[c], "released")):
+            off = pc.not_equal(text, normalize_text(text, "unicode"))
+            share = pc.mean(pc.cast(off, pa.int8())).as_py() or 0.0
+            shares.append(f"{share:.0%} of the {what} values")
+        odd = np.asarray(pc.not_equal(both, nfc).to_numpy(zero_copy_only=False), dtype=bool)
+        example = both.filter(pa.array(odd))[0].as_py()
+        out[c] = (f"the same text is written in two Unicode forms that do not match "
+                  f"({' and '.join(shares)} are not composed (NFC), e.g. {ascii(example)}); "
+                  "--normalize unicode")
+    return out
 
 
 #: warn when more than this share of external people match no record
 NO_MATCH_WARNING = 0.5
+#: name a join column when at least this share of the external people hold a value there
+#: that matches no released value but would once normalized
+PART_WARNING = 0.01
 
 
-def _warnings(on, compat, ext_codes, rel_labels, ext_values, no_match, kinds, normalize,
-              missing: str) -> tuple[str, ...]:
-    """When most people match nothing, which join columns are to blame and why."""
+def _warnings(on, compat, ext_codes, rel_labels, ext_values, no_match, kinds, hierarchies,
+              normalize, unicode: Mapping[str, str], missing: str) -> tuple[str, ...]:
+    """Which join columns hold values written unlike the release's (even a part of them:
+    case, spaces, Unicode forms, lost leading zeros), and, when most people match nothing,
+    whether a column's format is to blame or the people are likely not in the release."""
     n = len(no_match)
-    if not n or no_match.mean() <= NO_MATCH_WARNING:
+    if not n:
         return ()
-    out = [f"{no_match.mean():.0%} of the external people match no record: the join may not "
-           "work, so these figures may understate the risk"]
+    most = no_match.mean() > NO_MATCH_WARNING
+    out = []
     for q, c in enumerate(on):
-        blank = np.isin(rel_labels[c], [SUPPRESSED, missing])
-        covered = _covered(compat[q], blank) | (ext_values[c] == missing)
-        share = 1.0 - covered[ext_codes[:, q]].mean()
-        if share > NO_MATCH_WARNING and not blank.all():
-            out.append(f"join column {c!r} ({kinds[c]}): {share:.0%} of the external values "
-                       f"match no released value; {_cause(rel_labels[c], ext_values[c], missing)}")
+        head = f"join column {c!r} ({kinds[c]})"
+        if c in unicode:
+            out.append(f"{head}: {unicode[c]}")
+        labels, values = rel_labels[c], ext_values[c]
+        blank = np.isin(labels, [SUPPRESSED, missing])
+        if blank.all():
+            continue
+        people = np.bincount(ext_codes[:, q], minlength=len(values))
+        lost = ~(_covered(compat[q], blank) | (values == missing))
+        share = people[lost].sum() / n
+        if not share:
+            continue
+        skip = [*normalize, "unicode"] if c in unicode else normalize
+        how, fixed_people, value, fixed = _best_fix(c, labels, values, lost, people, kinds[c],
+                                                    hierarchies.get(c), skip, missing)
+        said = f"{head}: {share:.0%} of the external values match no released value"
+        if how is not None and fixed_people / n >= PART_WARNING:
+            out.append(f"{said}; {_fix_cause(how, value, fixed)} makes "
+                       f"{fixed_people / n:.0%} of the external values match")
+        elif most and share > NO_MATCH_WARNING:
+            odd = _odd_format(values, lost, people, missing)
+            if odd is not None:
+                out.append(f"{said}; likely cause: format ({odd!r} is written unlike the "
+                           f"values that match); write {c!r} as the release does")
+    if most:
+        out.insert(0, f"{no_match.mean():.0%} of the external people match no record: " + (
+            "the join may not work, so these figures may understate the risk" if out else
+            "no join column's values look written unlike the release's, so most are likely "
+            "not in it (if they are, these figures understate the risk)"))
     return tuple(out)
 
 

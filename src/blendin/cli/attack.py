@@ -31,8 +31,9 @@ from blendin.errors import BlendinError
               help="The release's spec: join on its QIs, read values as it does (dates "
               "format), let its trees' group labels cover their values.")
 @click.option("--normalize", default="",
-              help="Fix external values before the join, comma-separated: case (f reads as "
-              "F), zip-width (2138 reads as 02138).")
+              help="Fix values before the join, comma-separated: case (f reads as F), space "
+              "(' F ' reads as F), unicode (composed and decomposed accents, José, read alike, "
+              "in both tables), zip-width (2138 reads as 02138).")
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Also write the external table with, per person, the number of matching "
               "records and the values learned (.csv, .parquet or .xlsx).")
@@ -53,15 +54,16 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
 
     Exact values are matched to generalized labels: age 34 matches 30-39, ZIP 02138
     matches 021**, a birth date (YYYY-MM-DD or YYYYMMDD) matches its month, year or decade;
-    * matches anything. A join column that can match nothing is an error; when most people
-    match nothing a warning names the likely cause (case, width, format) and the
-    --normalize that fixes it.
+    * matches anything. A join column that can match nothing is an error. A warning names
+    each join column whose values are written unlike the release's, even in a part of the
+    rows (case, spaces, Unicode forms, lost leading zeros; format when most people match
+    nothing), and the --normalize that fixes it.
 
     Example: blendin attack release.csv --external voters.csv --on dob,sex,zip
     """
     from blendin.attack import attack
-    from blendin.cli.paths import check_paths
     from blendin.io import Source
+    from blendin.outputs import check_paths
 
     check_paths({"RELEASE": release, "--external": external, "--spec": spec_path},
                 {"-o": (output, "table")}, force=force)
