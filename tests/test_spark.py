@@ -173,7 +173,7 @@ def test_class_and_row_numbers_as_embedded(spark, tmp_path, suppressed, base):
     data = tmp_path / "people.csv"
     df.to_csv(data, index=False)
     options = dict(group_column="group", original_row="row", index_base=base,
-                   suppressed=suppressed)
+                   suppressed=suppressed, keep_order=True)
     embedded = anonymize(str(data), spec, **options).table.to_pandas()
     assert embedded.group.isna().any() == (suppressed == "keep")
     # tiny splits: the file is read as several partitions, numbered where the last ended
@@ -187,6 +187,15 @@ def test_class_and_row_numbers_as_embedded(spark, tmp_path, suppressed, base):
     assert list(ours.columns) == list(embedded.columns)
     ours = ours.sort_values("row").reset_index(drop=True)
     assert ours.astype(str).equals(embedded.astype(str))
+    # shuffled: the same rows, numbered from the source, the classes in the release's order
+    options["keep_order"] = False
+    shuffled = anonymize(str(data), spec, engine=SparkEngine(spark), **options).table
+    shuffled = shuffled.to_pandas()
+    assert not shuffled.row.is_monotonic_increasing
+    firsts = shuffled.dropna(subset=["group"]).drop_duplicates("group").group.tolist()
+    assert firsts == sorted(firsts)
+    by_row = shuffled.sort_values("row").reset_index(drop=True).drop(columns="group")
+    assert by_row.astype(str).equals(embedded.drop(columns="group").astype(str))
     frame = anonymize(spark.createDataFrame(df), spec, original_row="row").data.toPandas()
     assert sorted(frame.row) == sorted(anonymize(df, spec, original_row="row").data.row)
 
@@ -259,9 +268,9 @@ def test_uris_reach_spark_and_the_commit_is_hadoops(spark, tmp_path, monkeypatch
     monkeypatch.setattr(os, "rename", no_os_rename)
     monkeypatch.setattr(os, "replace", no_os_rename)
     result = anonymize(data.as_uri(), spec, output=out.as_uri(), engine=SparkEngine(spark),
-                       group_column="group")
+                       group_column="group", keep_order=True)
     assert out.is_dir() and not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    embedded = anonymize(df, spec, group_column="group").data
+    embedded = anonymize(df, spec, group_column="group", keep_order=True).data
     assert multiset(pq.read_table(out)) == multiset(embedded)
     assert result.written is not None
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import blendin as bl
-from blendin.anonymize import anonymize, apply_solution
+from blendin.anonymize import anonymize, apply_solution, with_digest
 from blendin.attack import attack
 from blendin.check import check
 from blendin.cli import main
@@ -925,3 +925,223 @@ def test_original_row_names_the_source_row_with_every_model(tmp_path, name):
         assert (table.record.to_numpy()[rows - 1] == release.record.to_numpy()).all()
         if name == "delta-presence":  # only the subset's rows, numbered in the whole input
             assert (table["in"].to_numpy()[rows - 1] == 1).all() and rows.max() > len(release)
+
+
+# -- 5: kept suppressed records show no sensitive value: no visible group --------------------
+
+
+def test_kept_suppressed_records_show_no_sensitive_value(files):
+    folder, data, spec = files
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--suppressed", "keep").exit_code == 0
+    out = pd.read_csv(folder / "r.csv", dtype=str, keep_default_na=False)
+    starred = (out[["zip", "dob", "sex"]] == "*").all(axis=1)
+    assert starred.any() and (out.diagnosis[starred] == "").all()
+    assert (out.diagnosis[~starred] != "").all()
+    assert run("check", folder / "r.csv", "--spec", spec).exit_code == 0
+
+
+def test_suppressed_records_showing_one_value_fail_the_check():
+    release = pd.DataFrame({"zip": ["021**"] * 4 + ["*"] * 3, "dx": ["flu", "gout"] * 2
+                            + ["hiv"] * 3})
+    spec = Spec(quasi_identifiers={"zip": flat()}, sensitive=["dx"],
+                models=[KAnonymity(2), bl.DistinctLDiversity("dx", 2)])
+    report = check(release, spec)
+    assert not report.passed and report.exposed_suppressed == [
+        "distinct-l-diversity (dx, l=2)"]
+    assert "suppressed records show their sensitive values" in str(report)
+    assert all(m.passed for m in report.models)  # the classes themselves are fine
+    assert check(release.assign(dx=release.dx.where(release.zip != "*", "")), spec).passed
+
+
+# -- 6: check passes every release anonymize writes, for every model ------------------------
+
+
+@pytest.mark.parametrize("suppressed", ["drop", "keep"])
+@pytest.mark.parametrize("name", list(EVERY_MODEL))
+def test_check_passes_every_release_anonymize_writes(tmp_path, name, suppressed):
+    table = _every_model_table()
+    data = tmp_path / "in.csv"
+    table.to_csv(data, index=False)
+    spec = _every_model_spec(name)
+    out = tmp_path / "out.csv"
+    anonymize(str(data), spec, output=out, suppressed=suppressed)
+    assert check(out, spec, population=str(data)).passed  # as anonymize checked it
+    if not any(m.compares_distribution or m.needs_population for m in spec.models):
+        assert check(out, spec).passed  # nothing to take from the input
+
+
+def test_beta_likeness_is_measured_against_the_input_as_anonymize_does(tmp_path):
+    """The reproduction: a release verified against the input's distribution failed check,
+    which took the distribution of the release (its suppressed records dropped)."""
+    table = _every_model_table(800)
+    data = tmp_path / "in.csv"
+    table.to_csv(data, index=False)
+    spec = _every_model_spec("beta-likeness")
+    spec.models = [bl.BetaLikeness("diagnosis", 3)]
+    spec.max_suppression = 0.1
+    out = tmp_path / "out.csv"
+    result = anonymize(str(data), spec, output=out)
+    assert result.suppressed and result.check.distribution == "input"
+    alone = check(out, spec)  # the release's own distribution: the gain goes past 3
+    assert not alone.passed and alone.distribution == "table"
+    assert "--population" in str(alone)
+    assert check(out, spec, population=str(data)).passed
+    cli = run("check", out, "--spec", _written_spec(tmp_path, spec), "--population", data)
+    assert cli.exit_code == 0, cli.output
+
+
+def _written_spec(folder: Path, spec: Spec) -> Path:
+    path = folder / "spec.toml"
+    path.write_text(spec.to_toml())
+    return path
+
+
+# -- 3: an identifier spelled otherwise is still an identifier -------------------------------
+
+
+def test_check_fails_a_release_holding_an_identifier_in_another_case(files):
+    folder, data, spec = files
+    release = hospital(200, seed=3).rename(columns={"name": "Name"}).drop(columns="ssn")
+    report = check(release, Spec.from_toml(spec))
+    assert not report.passed and report.identifiers_present == ["Name"]
+    path = folder / "named.csv"
+    release.to_csv(path, index=False)
+    result = run("check", path, "--spec", spec)
+    assert result.exit_code == 1 and "Name" in result.output and "remove" in result.output
+
+
+# -- 4: one sensitive value spelled four ways ------------------------------------------------
+
+
+def _spelled(n: int = 40) -> pd.DataFrame:
+    """Classes of four records whose diagnoses are one value spelled four ways, and one
+    class of flu and hiv."""
+    return pd.DataFrame({"zip": [f"0213{i // 4}" for i in range(n)] + ["02199"] * 4,
+                         "dx": ["HIV", "hiv", "HIV ", " HIV"] * (n // 4)
+                         + ["flu", "hiv", "flu", "hiv"]})
+
+
+def test_one_value_spelled_several_ways_is_warned_of_and_normalized():
+    table = _spelled()
+    spec = Spec(quasi_identifiers={"zip": masking()}, sensitive=["dx"],
+                models=[KAnonymity(2), bl.DistinctLDiversity("dx", 2)])
+    report = check(table, spec)  # four "values": 4-diverse, as read
+    assert report.passed and any("spells one value several ways" in w
+                                 for w in report.warnings)
+    assert "normalize" in str(report)
+    plain = anonymize(table, spec)
+    assert plain.levels == {"zip": 0} and any("several ways" in w for w in plain.warnings)
+    spec.normalize = ["case", "space"]
+    assert not check(table, spec).passed  # one value: not 2-diverse
+    assert not check(table, spec).warnings
+    normalized = anonymize(table, spec)  # the classes merge with the flu and hiv ones
+    assert normalized.levels["zip"] > 0 and check(normalized.data, spec).passed
+
+
+def test_normalize_from_the_spec_file_and_the_cli(tmp_path):
+    data = tmp_path / "s.csv"
+    _spelled().to_csv(data, index=False)
+    spec = tmp_path / "s.toml"
+    spec.write_text('[attributes]\nsensitive = ["dx"]\n[quasi_identifiers]\n'
+                    'zip = { masking = true }\n[[privacy]]\nmodel = "distinct-l-diversity"\n'
+                    'attribute = "dx"\nl = 2\n')
+    assert run("check", data, "--spec", spec).exit_code == 0
+    assert run("check", data, "--spec", spec, "--normalize", "case,space").exit_code == 1
+    bad = run("check", data, "--spec", spec, "--normalize", "accents")
+    assert bad.exit_code == 2 and "unknown normalization 'accents'" in bad.output
+    spec.write_text(spec.read_text().replace("[attributes]", '[input]\nnormalize = ["case", '
+                                             '"space"]\n[attributes]'))
+    assert run("check", data, "--spec", spec).exit_code == 1
+    assert Spec.from_toml(spec).to_toml().count('normalize = ["case", "space"]') == 1
+
+
+# -- 8: a direct identifier the spec forgot ---------------------------------------------------
+
+
+def test_a_forgotten_direct_identifier_is_warned_of_and_strict_refuses_it(files):
+    folder, data, spec = files
+    forgot = folder / "forgot.toml"
+    forgot.write_text(SPEC.replace('identifiers = ["name", "ssn"]', 'identifiers = ["name"]'))
+    result = run("anonymize", data, "--spec", forgot, "-o", folder / "r.csv",
+                 "--report", folder / "r.html")
+    assert result.exit_code == 0
+    assert "warning: column 'ssn' looks like a direct identifier" in result.stderr
+    assert "Warning: column &#39;ssn&#39; looks like" in (folder / "r.html").read_text()
+    assert "ssn" in pd.read_csv(folder / "r.csv").columns  # released, as the spec says
+    before = snapshot(folder)
+    strict = run("anonymize", data, "--spec", forgot, "-o", folder / "s.csv", "--strict")
+    assert strict.exit_code == 2 and "identifiers" in strict.output
+    assert snapshot(folder) == before
+    checked = run("check", folder / "r.csv", "--spec", forgot)
+    assert checked.exit_code == 0 and "warning: column 'ssn'" in checked.output
+    assert run("check", folder / "r.csv", "--spec", forgot, "--strict").exit_code == 1
+    with pytest.raises(BlendinError, match="look like direct identifiers"):
+        anonymize(str(data), Spec.from_toml(forgot), strict=True)
+    deliberate = folder / "deliberate.toml"  # named in a role: the user's decision
+    deliberate.write_text(SPEC.replace('identifiers = ["name", "ssn"]',
+                                       'identifiers = ["name"]\ninsensitive = ["ssn"]'))
+    assert not anonymize(str(data), Spec.from_toml(deliberate), strict=True).warnings
+
+
+# -- 10: a solution edited after it was saved ---------------------------------------------------
+
+
+@pytest.mark.parametrize("edit", ["identifiers", "k"])
+def test_apply_refuses_a_solution_whose_spec_part_was_changed(files, edit):
+    folder, data, spec = files
+    solution = folder / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", solution).exit_code == 0
+    saved = json.loads(solution.read_text())
+    assert saved["digest"].startswith("sha256:")
+    if edit == "identifiers":
+        saved["identifiers"] = []  # names and SSNs would go out
+    else:
+        saved["models"][0]["k"] = 1
+    solution.write_text(json.dumps(saved))
+    before = snapshot(folder)
+    result = run("apply", data, "--solution", solution, "-o", folder / "n.csv")
+    assert result.exit_code == 2 and "changed after it was saved" in result.output
+    assert "--spec" in result.output and snapshot(folder) == before
+    with pytest.raises(BlendinError, match="changed after it was saved"):
+        apply_solution(str(data), str(solution))
+    # with the spec, its roles and models are checked instead, and the change is told
+    result = run("apply", data, "--solution", solution, "--spec", spec, "-o", folder / "n.csv")
+    assert result.exit_code == 0 and "changed after it was saved" in result.stderr
+    released = pd.read_csv(folder / "n.csv")
+    assert "name" not in released.columns and "ssn" not in released.columns
+    assert check(folder / "n.csv", Spec.from_toml(spec)).passed
+
+
+def test_a_solution_without_a_digest_still_applies_with_a_warning(files):
+    folder, data, spec = files
+    solution = folder / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", solution).exit_code == 0
+    saved = json.loads(solution.read_text())
+    del saved["digest"]
+    result = apply_solution(str(data), saved)
+    assert result.check.passed and any("no digest" in w for w in result.warnings)
+    saved["levels"]["dob"] = 3  # the levels may be edited: the checker proves the release
+    assert apply_solution(str(data), with_digest(saved)).check.passed
+
+
+# -- 13: an empty cell is not the missing label a reader sees ---------------------------------
+
+
+def test_check_counts_empty_cells_apart_from_the_missing_label(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("zip,dx\n?,a\n?,b\n?,a\n,b\n,a\n021**,a\n021**,b\n021**,a\n021**,b\n"
+                    "021**,a\n")
+    spec = tmp_path / "m.toml"
+    spec.write_text('[input]\nmissing = "?"\n[attributes]\nsensitive = ["dx"]\n'
+                    '[quasi_identifiers]\nzip = { flat = true }\n'
+                    '[[privacy]]\nmodel = "k-anonymity"\nk = 5\n')
+    report = check(path, Spec.from_toml(spec))
+    assert not report.passed and report.classes == 3 and report.min_class_size == 2
+    assert report.missing == {"zip": {"?": 3, "": 2}}
+    text = str(report)
+    assert "3 x '?' (the missing label), 2 empty" in text and "counted apart" in text
+    result = run("check", path, "--spec", spec)
+    assert result.exit_code == 1 and "2 record(s) hold an empty value" in result.output

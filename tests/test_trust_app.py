@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 
@@ -26,6 +25,8 @@ with warnings.catch_warnings():  # starlette's notice about its httpx transport
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
+from test_app import _wait  # noqa: E402
+
 from blendin.app import create_app  # noqa: E402
 from blendin.app.server import parse_size  # noqa: E402
 
@@ -40,15 +41,6 @@ def _session(client: TestClient) -> tuple[str, str]:
     sid = response.headers["location"].rstrip("/")
     found = TOKEN.search(client.get(sid + "/").text)
     return sid, found.group(1) if found else ""
-
-
-def _wait(app, sid: str, seconds: float = 60):
-    session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
-    deadline = time.monotonic() + seconds
-    while not session.job.done and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert session.job.done
-    return session
 
 
 def _multipart(filename: str, content: bytes, boundary: str = "b0undary") -> bytes:

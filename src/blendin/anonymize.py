@@ -15,6 +15,7 @@ The pipeline, for an in-memory frame or a file read chunk by chunk:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import secrets
@@ -36,20 +37,26 @@ from blendin.engines.kernels import (
     decoded,
 )
 from blendin.errors import BlendinError, preview
-from blendin.frequency import FrequencyTable
+from blendin.frequency import COUNT, FrequencyTable
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, dp, presence
+from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.outputs import check_paths, pending_location
 from blendin.progress import Progress, bars_for, file_pass, progress_callback
 from blendin.release import Recoding, plan, plan_part
 from blendin.report.notebook import fully_generalized, minimal_nodes, summary_notes
-from blendin.spec import Spec
+from blendin.spec import Spec, overlooked_warnings
 
 SOLUTION_FORMAT = "blendin-solution"
-SOLUTION_VERSION = 2
+SOLUTION_VERSION = 3
+#: the key of a saved solution's digest: a SHA-256 of its spec part, what says what must
+#: hold (the levels and hierarchies may be edited: the checker proves whatever they make)
+DIGEST = "digest"
+SPEC_PART = ("quasi_identifiers", "identifiers", "sensitive", "insensitive",
+             "sensitive_hierarchies", "models", "max_suppression", "missing")
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -100,6 +107,9 @@ class Result:
     #: with recode_suppressed: the further parts, each {"levels", "records"} (records
     #: released at that node out of those the first part suppressed)
     recoded_parts: list[dict] = field(default_factory=list)
+    #: what the user should know of the release: columns that look like direct identifiers
+    #: released as they are, a sensitive value spelled several ways
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def table(self) -> pa.Table:
@@ -164,6 +174,7 @@ class Result:
             "proven_optimal": self.proven_optimal,
             "recoded_parts": [dict(p) for p in self.recoded_parts],
             "recovered": self.recovered,
+            "warnings": list(self.warnings),
         }
 
     @property
@@ -192,7 +203,8 @@ class Result:
             lines.append(f"part {i}: {part['records']:,} suppressed records recovered at "
                          f"levels {levels}")
         share = 100 * self.suppressed / self.records if self.records else 0.0
-        how = "removed" if self.suppressed_mode == "drop" else "kept with * in every QI"
+        how = "removed" if self.suppressed_mode == "drop" else (
+            "kept with * in every QI, sensitive values empty")
         lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
                      f"{100 * self.spec.max_suppression:g}%), {how}")
         lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}")
@@ -299,6 +311,8 @@ class Prepared:
     subset: str | None = None
     #: differential privacy's model: the rows released are its sample
     sample: Any = None
+    #: what the user should know before releasing (overlooked identifiers, spellings)
+    warnings: list[str] = field(default_factory=list)
 
     def rows_of(self, recoder):
         """``recoder`` applied to the rows to release only (the subset's, for
@@ -375,6 +389,7 @@ def anonymize(
     recode_suppressed: bool | None = None,
     keep_order: bool = False,
     shuffle_seed: int | None = None,
+    strict: bool = False,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -382,7 +397,8 @@ def anonymize(
     chunks); a pyarrow Table keeps its columns' codes for the next call on it (its texts are
     hashed once, see :meth:`blendin.io.Source.keep_codes`). ``algorithm`` and ``metric``
     override the spec's. Records of classes that still violate a model are removed
-    (``suppressed="drop"``) or kept with ``*`` in every QI (``"keep"``). ``progress=True``
+    (``suppressed="drop"``) or kept with ``*`` in every QI and their sensitive values
+    empty (``"keep"``: shown, they would form a group anyone can read). ``progress=True``
     shows progress bars (terminal or notebook): the search's, and for a file each pass over
     it; a function ``progress(nodes_checked, total_nodes)`` is called during the search
     instead.
@@ -399,6 +415,9 @@ def anonymize(
     order, anyone who holds the source could link released row i to source row i.
     ``keep_order=True`` keeps the source's order (for internal use, as ``original_row``);
     ``shuffle_seed`` makes the order reproducible (whoever knows the seed can undo it).
+    A column that looks like a direct identifier (ssn, name, email, ...) and that the spec
+    names nowhere is released with a warning (``result.warnings``); ``strict=True`` refuses
+    it before any work instead.
 
     With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
     once the checker has passed; a CSV or Parquet release is written batch by batch as it is
@@ -444,7 +463,7 @@ def anonymize(
     with progress_callback(progress) as callback:
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
-        prepared = prepare(data, spec, engine, bars=bars)
+        prepared = prepare(data, spec, engine, bars=bars, strict=strict)
         for added in (group_column, original_row):
             if added is not None and added in prepared.source.columns:
                 raise BlendinError(f"the input already has a column {added!r}, the name "
@@ -486,6 +505,7 @@ def anonymize(
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
         recoded_parts=outcome.parts,
+        warnings=prepared.warnings,
     )
     return _written(result, output, output_delimiter, escape_formulas)
 
@@ -565,10 +585,13 @@ def _check_choice(what: str, value: str, choices: Sequence[str]) -> None:
                            fix=f"use one of {', '.join(dict.fromkeys(choices))}")
 
 
-def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prepared:
+def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
+            strict: bool = False) -> Prepared:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
     built, the frequency table encoded, the models' feasibility checked (``bars`` show the
-    pass over a file)."""
+    pass over a file). Columns that look like direct identifiers the spec names nowhere are
+    warned of, or with ``strict`` refused; sensitive values are normalized as
+    ``[input] normalize`` says, and a value spelled several ways is warned of."""
     from blendin.engines import engine_for
     from blendin.engines.groupby import distinct_tuples
 
@@ -577,6 +600,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
     engine = engine_for(data, engine)
     source = engine.source(data, spec)
     spec.validate_columns(source.columns)
+    warnings = overlooked_warnings(spec, source.columns, strict=strict)
     types = source.types()
     for name, builder in spec.quasi_identifiers.items():
         if hasattr(builder, "check_type"):  # codes read as numbers, say
@@ -592,6 +616,8 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
         with _pass(bars, "reading", source) as told:
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
+    distinct = merge_spellings(distinct, spec.sensitive, spec.normalize, COUNT)
+    warnings += spelling_warnings(distinct, spec.sensitive)
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
     tables = [(m, decoded(people)) for m, people in presence.population_tables(spec, qis)]
@@ -611,7 +637,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None) -> Prep
     for model in spec.models:
         model.validate(ft.n_records, ft.domains)
     return Prepared(source, spec, hierarchies, sensitive_hierarchies, ft, engine, subset,
-                    sample)
+                    sample, warnings)
 
 
 def _pass(bars: Progress | None, doing: str, source):
@@ -806,9 +832,12 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
     commit only what it passes (a written file is renamed into place only then; ``bars``
     show the pass over a file).
 
-    The checker sees every record, the suppressed ones with ``*`` in each QI (which it counts
-    as suppressed, not as a class); the release drops them when ``suppressed`` is
-    ``"drop"``, which leaves exactly the classes the checker verified.
+    The checker sees every record, the suppressed ones with ``*`` in each QI and their
+    sensitive values empty (it counts them as suppressed, not as a class); the release drops
+    them when ``suppressed`` is ``"drop"``, which leaves exactly the classes the checker
+    verified. Their classes are compared with the distribution of the input's sensitive
+    values, every record's (the frequency table's), as ``check`` compares them when given
+    the input (docs/spec.md).
     """
     from blendin.check import check_regrouped
 
@@ -818,9 +847,10 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
             suppressed=suppressed, row_columns=rows, output=output,
             delimiter=output_delimiter, escape_formulas=escape_formulas,
             labelled=list(spec.quasi_identifiers), progress=told,
-            shuffle=shuffle) as release:
+            shuffle=shuffle, blank=list(spec.sensitive)) as release:
+        reference = {name: (d.labels, d.overall) for name, d in prepared.ft.domains.items()}
         report = check_regrouped(release.regrouped, spec, release.columns,
-                                 population=prepared.source)
+                                 population=prepared.source, reference=reference)
         if not report.passed:
             raise BlendinError(
                 f"the release failed the independent check, so it was not released:\n{report}",
@@ -843,7 +873,7 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
     from blendin.hierarchy.registry import rule_of
 
     sensitive_builders = spec.sensitive_builders()
-    return {
+    return with_digest({
         "format": SOLUTION_FORMAT,
         "version": SOLUTION_VERSION,
         "quasi_identifiers": list(hierarchies),
@@ -859,7 +889,37 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
         "models": [_model_dict(m) for m in spec.models],
         "max_suppression": float(spec.max_suppression),
         "missing": spec.missing,
-    }
+    })
+
+
+def with_digest(payload: dict) -> dict:
+    """``payload`` with the digest of its spec part: an edit of the saved models,
+    identifiers or limits no longer matches (:func:`changed_since_saved`).
+
+    >>> saved = with_digest({"models": [{"model": "k-anonymity", "k": 5}]})
+    >>> changed_since_saved(saved)
+    False
+    >>> saved["models"][0]["k"] = 1
+    >>> changed_since_saved(saved)
+    True
+    """
+    body = {k: v for k, v in payload.items() if k != DIGEST}
+    return {**body, DIGEST: _digest(body)}
+
+
+def changed_since_saved(payload: dict) -> bool | None:
+    """True when a solution's content no longer matches its digest; None when it has none
+    (saved by an older blendin)."""
+    if DIGEST not in payload:
+        return None
+    body = {k: v for k, v in payload.items() if k != DIGEST}
+    return payload[DIGEST] != _digest(body)
+
+
+def _digest(body: dict) -> str:
+    part = {k: body.get(k) for k in SPEC_PART}
+    text = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _model_dict(model: PrivacyModel) -> dict:
@@ -992,7 +1052,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
                    unknown: str = "error", output: str | os.PathLike | None = None,
                    output_delimiter: str | None = None, escape_formulas: bool = False,
                    engine=None, progress: Progress | bool | None = None,
-                   keep_order: bool = False, shuffle_seed: int | None = None) -> Result:
+                   keep_order: bool = False, shuffle_seed: int | None = None,
+                   strict: bool = False) -> Result:
     """Re-apply a saved full-domain solution to new data of the same shape.
 
     ``solution`` is a path to the JSON written by :meth:`Result.save_solution`, its dict, or
@@ -1005,7 +1066,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     does not hold on this data with this solution, so it must be anonymized afresh.
     ``output``, ``output_delimiter``, ``escape_formulas`` and ``engine`` are as in
     :func:`anonymize`; ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a
-    bar for each pass over a file; ``keep_order`` and ``shuffle_seed`` as in
+    bar for each pass over a file; ``keep_order``, ``shuffle_seed`` and ``strict`` as in
     :func:`anonymize` (the rows are shuffled by default).
 
     >>> import pandas as pd
@@ -1020,6 +1081,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     start = time.perf_counter()
     payload = load_solution(solution)
     given = None if spec is None else as_spec(spec)
+    notes = _trust_of(payload, given)
     used = spec_from_solution(payload, given, unknown=unknown)
     if delimiter is not None:
         used.delimiter = delimiter
@@ -1031,7 +1093,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     _check_output(output, [used, *([given] if given else [])], data=data,
                   solution=solution)
     with bars_for(progress) as bars:
-        prepared = prepare(data, used, engine, bars=bars)
+        prepared = prepare(data, used, engine, bars=bars, strict=strict)
         _check_levels(saved_levels, prepared.hierarchies)
         outcome = _saved_outcome(prepared, levels)
         release, report = verify(prepared, outcome, used, suppressed, output=_streamed(output),
@@ -1048,8 +1110,29 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
         seconds=time.perf_counter() - start, algorithm="saved", metric="-", check=report,
         solution=payload, spec=used, hierarchies=prepared.hierarchies,
         suppressed_mode=suppressed, applied_from=origin,
-        sensitive_hierarchies=prepared.sensitive_hierarchies)
+        sensitive_hierarchies=prepared.sensitive_hierarchies,
+        warnings=[*notes, *prepared.warnings])
     return _written(result, output, output_delimiter, escape_formulas)
+
+
+def _trust_of(payload: dict, spec: Spec | None) -> list[str]:
+    """Refuse a solution edited since it was saved, unless a spec gives the roles and models
+    (then say so); note one too old to carry a digest."""
+    changed = changed_since_saved(payload)
+    if changed and spec is None:
+        raise BlendinError(
+            "the solution was changed after it was saved (its digest no longer matches): its "
+            "identifiers, models or limits cannot be trusted",
+            fix="save it again with blendin anonymize --save-solution, or give the spec to "
+            "check against: blendin apply ... --spec release.toml")
+    if changed:
+        return ["the solution was changed after it was saved; its identifiers, models and "
+                "limits were taken from the spec given instead"]
+    if changed is None and spec is None:
+        return ["the solution carries no digest (saved by an older blendin): an edit of its "
+                "identifiers or models would go unnoticed; fix: save it again, or give "
+                "--spec"]
+    return []
 
 
 def _saved_outcome(prepared: Prepared, levels: Sequence[int]) -> Outcome:

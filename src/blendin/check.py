@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,14 @@ import pyarrow.compute as pc
 from blendin.engines.groupby import distinct_tuples
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
+from blendin.frequency import COUNT, Classes, SensitiveDomain, as_text, combine_keys
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
+from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.progress import Progress, file_pass
-from blendin.spec import Spec
+from blendin.spec import Spec, overlooked_warnings
 
 #: how many problem combinations a report lists
 MAX_PROBLEMS = 20
@@ -84,6 +85,18 @@ class CheckReport:
     violating_classes: int = 0
     identifiers_present: list[str] = field(default_factory=list)
     quasi_identifiers: list[str] = field(default_factory=list)
+    #: the sensitive models the suppressed records, showing their sensitive values, violate
+    #: as one visible group
+    exposed_suppressed: list[str] = field(default_factory=list)
+    #: whose distribution the classes were compared with: "input" (given) or "table" (this
+    #: table's own: the input's only when it holds every record); None when no model does
+    distribution: str | None = None
+    #: what the user should know: columns that look like direct identifiers the spec names
+    #: nowhere, a sensitive value spelled several ways
+    warnings: list[str] = field(default_factory=list)
+    #: per QI, the records read as missing: holding the spec's missing label, and holding
+    #: an empty value (counted apart from the label, as a reader sees it)
+    missing: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (figures that do not exist are None)."""
@@ -134,6 +147,19 @@ class CheckReport:
         if self.identifiers_present:
             lines.append("  identifier column(s) still present: "
                          + ", ".join(self.identifiers_present) + " (remove them)")
+        for name, held in self.missing.items():
+            label = next(k for k in held if k)
+            lines.append(f"  missing values     {name}: {held[label]:,} x {label!r} (the "
+                         f"missing label), {held['']:,} empty")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        if self.distribution == "table":
+            lines.append("  distribution       this table's own; to compare with the input's "
+                         "(every record, as anonymize does), give the input: --population "
+                         "FILE (population=...)")
+        if self.exposed_suppressed:
+            lines.append("  the suppressed records show their sensitive values, and as one "
+                         "group violate " + "; ".join(self.exposed_suppressed)
+                         + " (empty them, as --suppressed keep does)")
         lines.append("models:")
         width = max(len(m.name) for m in self.models)
         for m in self.models:
@@ -172,6 +198,7 @@ def check(
     encoding: str | None = None,
     population=None,
     progress: bool | Progress = False,
+    strict: bool = False,
 ) -> CheckReport:
     """Check a table as it stands (raw or released) against the spec's privacy models.
 
@@ -180,8 +207,11 @@ def check(
     file. ``delimiter``/``encoding`` override the spec's ``[input]``. ``population`` is the
     table the release was drawn from (the input of delta-presence): its people are counted
     in every released class, each person's values generalized to the released label that
-    covers them. ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a bar
-    while a file is read.
+    covers them, and t-closeness, beta-likeness and delta-disclosure compare each class with
+    its distribution. ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a
+    bar while a file is read. A column that looks like a direct identifier and that the
+    spec names nowhere is warned of (``report.warnings``), and with ``strict`` fails the
+    check.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -206,17 +236,100 @@ def check(
     spec.validate_columns(source.columns, released=True)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     with file_pass(progress, f"checking {Path(source.name).name}") as told:
-        distinct = engine.distinct(source, columns, spec.missing, progress=told)
-    return check_regrouped(distinct, spec, source.columns, show_values=show_values,
-                           population=population, delimiter=delimiter, encoding=encoding)
+        # the QIs as they stand: an empty cell is not the missing label a reader sees
+        distinct = engine.distinct(source, columns, "", progress=told)
+    missing = _missing_values(distinct, list(spec.quasi_identifiers), spec.missing)
+    distinct = _sensitive_missing(distinct, list(spec.sensitive), spec.missing)
+    reference = (_input_distribution(population, spec, delimiter, encoding)
+                 if population is not None and spec.sensitive else None)
+    report = check_regrouped(distinct, spec, source.columns, show_values=show_values,
+                             population=population, delimiter=delimiter, encoding=encoding,
+                             reference=reference)
+    report.missing = missing
+    report.warnings[:0] = _empty_warnings(missing, spec.missing)
+    overlooked = overlooked_warnings(spec, source.columns)
+    if overlooked:
+        report.warnings[:0] = overlooked
+        report.passed = report.passed and not strict
+    return report
+
+
+def _missing_values(distinct: pa.Table, qis: Sequence[str], label: str
+                    ) -> dict[str, dict[str, int]]:
+    """Per QI, the records holding the spec's missing ``label`` and those holding an empty
+    value (when the label is another text): what was read as missing."""
+    if not label:
+        return {}
+    counts = distinct.column(COUNT).to_numpy()
+    found = {}
+    for name in qis:
+        text = decoded(distinct.select([name])).column(0)
+        held = {shown: int(counts[pc.equal(text, shown).to_numpy(zero_copy_only=False)].sum())
+                for shown in (label, "")}
+        if any(held.values()):
+            found[name] = held
+    return found
+
+
+def _empty_warnings(missing: dict[str, dict[str, int]], label: str) -> list[str]:
+    return [f"quasi-identifier {name!r}: {held['']:,} record(s) hold an empty value, which the "
+            f"spec reads as missing ({label!r}): counted apart from {label!r}, as a reader of "
+            f"the table sees them; fix: write missing values as {label!r}, or set missing = "
+            '"" under [input]' for name, held in missing.items() if held[""]]
+
+
+def _sensitive_missing(distinct: pa.Table, sensitive: Sequence[str], label: str) -> pa.Table:
+    """``distinct`` with its sensitive columns' empty values read as the missing ``label``
+    (a value of its own either way: one value, not two), the tuples merged."""
+    if not label or not sensitive:
+        return distinct
+    for name in sensitive:
+        at = distinct.schema.get_field_index(name)
+        text = as_text(decoded(distinct.select([name])).column(0), label)
+        distinct = distinct.set_column(at, pa.field(name, text.type), text)
+    keys = [n for n in distinct.column_names if n != COUNT]
+    merged = decoded(distinct).group_by(keys, use_threads=False).aggregate([(COUNT, "sum")])
+    return merged.rename_columns([*keys, COUNT]).select(distinct.column_names)
+
+
+def _input_distribution(population, spec: Spec, delimiter: str | None,
+                        encoding: str | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each sensitive attribute's values and counts over every record of the input a
+    release was drawn from (those delta-presence releases, where it marks a subset): the
+    distribution ``anonymize`` compares classes with."""
+    from blendin.engines.embedded import READ_BLOCK
+    from blendin.models.presence import subset_column, subset_rows
+
+    source = _source(population, spec, delimiter, encoding, READ_BLOCK)
+    subset = subset_column(spec.models, source.columns)
+    columns = list(spec.sensitive)
+    batches = source.batches([*columns, *([subset] if subset else [])])
+    if subset:
+        batches = subset_rows(batches, subset)
+    distinct = distinct_tuples(batches, columns, spec.missing)
+    counts = distinct.column(COUNT)
+    out = {}
+    for name in columns:
+        summed = pa.table({"v": decoded(distinct.select([name])).column(0), "n": counts}
+                          ).group_by("v").aggregate([("n", "sum")])
+        out[name] = (np.asarray(summed.column("v").to_pylist(), dtype=object),
+                     summed.column("n_sum").to_numpy())
+    return out
 
 
 def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
                     show_values: bool = False, population=None,
-                    delimiter: str | None = None, encoding: str | None = None) -> CheckReport:
+                    delimiter: str | None = None, encoding: str | None = None,
+                    reference: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
+                    ) -> CheckReport:
     """The checker's verdict on a table regrouped by an engine: ``distinct`` holds its
     distinct (QI, sensitive) text tuples with their counts (column ``COUNT``), ``columns``
     are the table's columns (an identifier among them fails the check).
+
+    ``reference`` gives, per sensitive attribute, the distribution its classes are compared
+    with (t-closeness, beta-likeness, delta-disclosure) as (values, counts): that of the
+    input the table was drawn from, every record of it (docs/spec.md). Without it the
+    table's own classes make it, which is the input's for a table of raw records.
 
     >>> from blendin.models import KAnonymity
     >>> flat = Hierarchy.from_rows([["x", "*"]])
@@ -227,23 +340,28 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     """
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
+    distinct = merge_spellings(distinct, sensitive, spec.normalize, COUNT)
+    warnings = spelling_warnings(distinct, sensitive)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
     kept = ~_all_suppressed(qi_codes, distinct.num_rows)
-    domains, value_codes = _domains(distinct, sensitive, spec, counts)
+    shown = _shown_suppressed(spec, distinct, kept)
+    domains, value_codes = _domains(distinct, sensitive, spec, counts, kept | shown,
+                                    reference)
     class_of, first_row, n_classes = _group(qi_codes, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
+    exposed = _exposed(spec.models, counts, shown, value_codes, domains)
     people = {i: _people(spec, distinct, qis, first_row, kept,
                          _population_source(m, population, spec, delimiter, encoding))
               for i, m in enumerate(spec.models) if m.needs_population}
     results, ok = _evaluate(spec.models, classes, records, domains, people)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
                          show_values=show_values)
-    present = [c for c in spec.identifiers if c in columns]
+    present = spec.identifiers_present(columns)
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
     return CheckReport(
-        passed=all(r.passed for r in results) and not present,
+        passed=all(r.passed for r in results) and not present and not exposed,
         records=records,
         classes=n_classes,
         min_class_size=int(classes.sizes.min()) if n_classes else None,
@@ -254,6 +372,10 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         violating_classes=int((~all_ok).sum()),
         identifiers_present=present,
         quasi_identifiers=qis,
+        exposed_suppressed=exposed,
+        distribution=(("input" if reference else "table")
+                      if any(m.compares_distribution for m in spec.models) else None),
+        warnings=warnings,
     )
 
 
@@ -323,21 +445,85 @@ def _group(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], kept: np.ndarray):
     return class_of.reshape(-1), kept_rows[first], len(first)
 
 
-def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray):
-    """Per sensitive attribute: its domain (overall over all records) and each row's code."""
-    hierarchies = spec.build_sensitive_hierarchies(distinct)
+def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray,
+             known: np.ndarray,
+             reference: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None):
+    """Per sensitive attribute: its domain (the overall distribution: the ``reference``'s,
+    else that of the ``known`` rows: those in classes, and the suppressed ones that show
+    their values) and each row's code (0 for the rows not ``known``: they have no value)."""
+    reference = reference or {}
+    hierarchies = spec.build_sensitive_hierarchies(_with_values(
+        distinct.filter(pa.array(known)), reference))
     domains, value_codes = {}, {}
     for name in sensitive:
-        column = distinct.column(name)
+        column = distinct.column(name).filter(known)
         hierarchy: Hierarchy | None = hierarchies.get(name)
+        given = reference.get(name)
         if hierarchy is not None:
             labels, codes = hierarchy.ground, hierarchy.encode(column, name).astype(np.int64)
         else:
             labels, codes = _codes(column)
-        overall = np.bincount(codes, weights=counts, minlength=len(labels)).astype(np.int64)
-        domains[name] = SensitiveDomain(name, labels, overall, hierarchy)
+            if given is not None:  # the values of both, in one sorted domain
+                union = np.union1d(labels.astype(str), np.asarray(given[0]).astype(str))
+                codes = np.searchsorted(union, labels.astype(str))[codes]
+                labels = union.astype(object)
+        codes = _spread(codes, known)
+        if given is None:
+            overall = np.bincount(codes[known], weights=counts[known], minlength=len(labels))
+        else:
+            values = np.asarray(given[0]).astype(str)
+            at = (hierarchy.encode(pa.array(values.tolist(), pa.string()), name)
+                  if hierarchy is not None else np.searchsorted(labels.astype(str), values))
+            overall = np.bincount(at, weights=given[1], minlength=len(labels))
+        domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
         value_codes[name] = codes
     return domains, value_codes
+
+
+def _with_values(distinct: pa.Table,
+                 reference: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> pa.Table:
+    """``distinct``'s sensitive values and the ``reference``'s, one column each (the
+    hierarchies built from them cover both)."""
+    if not reference:
+        return distinct
+    return pa.table({name: pa.concat_arrays([
+        decoded(distinct.select([name])).column(0).combine_chunks().cast(pa.string()),
+        pa.array(np.asarray(values, dtype=object).astype(str).tolist(), pa.string())])
+        for name, (values, _) in reference.items() if name in distinct.column_names})
+
+
+def _spread(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``codes`` of the ``rows`` (a mask) placed at them, 0 elsewhere."""
+    out = np.zeros(len(rows), np.int64)
+    out[rows] = codes
+    return out
+
+
+def _shown_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.ndarray:
+    """The suppressed rows (every QI ``*``) that show a sensitive value (not empty nor
+    ``*``)."""
+    shown = np.zeros(distinct.num_rows, bool)
+    if kept.all():
+        return shown
+    for name in spec.sensitive:
+        text = as_text(decoded(distinct.select([name])).column(0), spec.missing)
+        blank = pc.or_(pc.equal(text, spec.missing), pc.equal(text, SUPPRESSED))
+        shown |= ~blank.to_numpy(zero_copy_only=False)
+    return shown & ~kept
+
+
+def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, shown: np.ndarray,
+             value_codes, domains) -> list[str]:
+    """The sensitive models that the ``shown`` suppressed rows violate as one class. A
+    release keeps its suppressed records' sensitive values empty: shown, they form a group
+    anyone can read (were they all one diagnosis, everyone missing from the classes would be
+    known to have it)."""
+    if not shown.any():
+        return []
+    group = _classes(np.zeros(int(shown.sum()), np.int64), 1, counts[shown], value_codes,
+                     shown, domains)
+    return [model_name(m) for m in models if m.attribute is not None
+            and not np.asarray(m.holds(group), dtype=bool).all()]
 
 
 def _classes(class_of, n_classes, counts, value_codes, kept, domains) -> Classes:

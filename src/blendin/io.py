@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
-from blendin.outputs import deferred
+from blendin.outputs import deferred, process_alive
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -803,7 +803,7 @@ def stale_temps(path: str | os.PathLike) -> list[Path]:
     found = []
     for temp in folder.glob(f"{TEMP_PREFIX}{glob_escape(path.name)}.*{TEMP_SUFFIX}"):
         pid = temp.name[len(TEMP_PREFIX) + len(path.name) + 1:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             found.append(temp)
     return found
 
@@ -817,18 +817,6 @@ def glob_escape(name: str) -> str:
     import glob
 
     return glob.escape(name)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:

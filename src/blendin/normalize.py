@@ -88,3 +88,66 @@ def _arrow(values: np.ndarray | Sequence[str | None]) -> pa.Array:
         return pa.array(items, type=pa.string(), from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return pa.array(items.astype(str), type=pa.string(), mask=np.equal(items, None))
+
+
+def merge_spellings(table: pa.Table, columns: Sequence[str], steps: Sequence[str],
+                    count: str) -> pa.Table:
+    """``table`` (distinct tuples with their ``count``) with the ``columns`` normalized by
+    ``steps`` and the tuples that became equal merged, their counts summed.
+
+    >>> t = pa.table({"dx": ["HIV", "hiv ", "flu"], "n": [2, 1, 4]})
+    >>> merge_spellings(t, ["dx"], ["case", "space"], "n").sort_by("dx").to_pydict()
+    {'dx': ['flu', 'hiv'], 'n': [4, 3]}
+    """
+    if not steps or not columns:
+        return table
+    for name in columns:
+        at = table.schema.get_field_index(name)
+        column = table.column(at)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        text = normalize_text(column, steps)
+        table = table.set_column(at, pa.field(name, text.type), text)
+    keys = [n for n in table.column_names if n != count]
+    merged = table.group_by(keys, use_threads=False).aggregate([(count, "sum")])
+    return merged.rename_columns([*keys, count]).select(table.column_names)
+
+
+def spelling_variants(values: pa.Array | pa.ChunkedArray, limit: int = 3) -> list[list[str]]:
+    """Groups of distinct ``values`` that differ only in case, spaces or Unicode form (at
+    most ``limit`` groups, each in the values' order).
+
+    >>> spelling_variants(pa.array(["HIV", "flu", " HIV", "hiv", "Flu"]))
+    [['HIV', ' HIV', 'hiv'], ['flu', 'Flu']]
+    """
+    text = pc.unique(values.cast(pa.string()) if not pa.types.is_string(values.type)
+                     else values)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    text = text.drop_null()
+    same = normalize_text(text, list(STEPS))
+    _, first, group = np.unique(np.asarray(same.to_pylist(), dtype=object).astype(str),
+                                return_index=True, return_inverse=True)
+    sizes = np.bincount(group.reshape(-1))
+    shared = [g for g in np.argsort(first) if sizes[g] > 1][:limit]
+    originals = np.asarray(text.to_pylist(), dtype=object)
+    return [list(originals[group.reshape(-1) == g]) for g in shared]
+
+
+def spelling_warnings(table: pa.Table, columns: Sequence[str]) -> list[str]:
+    """One warning per column of ``columns`` in ``table`` whose values include one value
+    spelled several ways (case, spaces, Unicode form): a model counting distinct values
+    counts it several times."""
+    warnings = []
+    for name in columns:
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        groups = spelling_variants(column)
+        if groups:
+            shown = "; ".join(" / ".join(repr(v) for v in g) for g in groups)
+            warnings.append(
+                f"sensitive column {name!r} spells one value several ways ({shown}): the "
+                "models count each spelling as a value of its own; fix: normalize = "
+                '["case", "space", "unicode"] under [input] (--normalize case,space,unicode)')
+    return warnings

@@ -184,3 +184,21 @@ def pending_location(path: str | os.PathLike) -> Path:
         if pending.target.resolve() == wanted:
             return pending.temp
     return Path(path)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` may still run (this one, another user's, or not a process id
+    at all: never a reason to remove what it left).
+
+    >>> process_alive(os.getpid()), process_alive(0)
+    (True, True)
+    """
+    if pid <= 0 or pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -22,6 +22,8 @@ import pyarrow as pa
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
 from blendin.models import PrivacyModel
+from blendin.normalize import text_steps
+from blendin.roles import overlooked_identifiers, same_name
 
 ALGORITHMS = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly", "mondrian")
 METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height",
@@ -29,7 +31,7 @@ METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "hei
 
 #: the keys each TOML section accepts (None: any column name)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
-    "input": ("delimiter", "encoding", "missing"),
+    "input": ("delimiter", "encoding", "missing", "normalize"),
     "attributes": ("identifiers", "sensitive", "insensitive"),
     "quasi_identifiers": None,
     "privacy": None,
@@ -87,6 +89,9 @@ class Spec:
     delimiter: str | None = None
     encoding: str = "utf-8"
     missing: str = ""
+    #: how sensitive values are normalized before the models count them ("case", "space",
+    #: "unicode": ``HIV``, ``hiv`` and `` HIV`` one value); the release shows them as read
+    normalize: list[str] = field(default_factory=list)
     #: where relative paths in the spec resolve from (the spec file's folder)
     base_dir: Path | None = None
 
@@ -97,6 +102,25 @@ class Spec:
             for name in names:
                 roles.setdefault(name, role)
         return roles
+
+    def overlooked_identifiers(self, column_names: Sequence[str]) -> list[str]:
+        """The columns whose names say they identify a person directly (ssn, name, email,
+        phone, ...) and that the spec names in no role: they would be released as they are.
+
+        >>> Spec(identifiers=["name"]).overlooked_identifiers(["name", "ssn", "zip"])
+        ['ssn']
+        """
+        return overlooked_identifiers(column_names, self.roles())
+
+    def identifiers_present(self, column_names: Sequence[str]) -> list[str]:
+        """The columns that are identifiers of the spec, spelled as the spec spells them or
+        in another case or spacing (``Name`` for ``name``).
+
+        >>> Spec(identifiers=["name"]).identifiers_present(["Name", "age"])
+        ['Name']
+        """
+        return [c for c in column_names
+                if any(c == i or same_name(c, i) for i in self.identifiers)]
 
     def files_read(self) -> dict[str, Path]:
         """Every file the spec makes a run read, each with what it is: hierarchy files
@@ -194,6 +218,7 @@ class Spec:
             delimiter=_text(inp, "delimiter", None, "input"),
             encoding=_text(inp, "encoding", "utf-8", "input"),
             missing=_text(inp, "missing", "", "input"),
+            normalize=_steps(inp),
             base_dir=base,
         )
         for name, entry in qis.items():
@@ -253,7 +278,7 @@ class Spec:
         doc: dict[str, Any] = {}
         inp = {"delimiter": self.delimiter,
                "encoding": None if self.encoding == "utf-8" else self.encoding,
-               "missing": self.missing or None}
+               "missing": self.missing or None, "normalize": list(self.normalize) or None}
         inp = {k: v for k, v in inp.items() if v is not None}
         if inp:
             doc["input"] = inp
@@ -329,6 +354,7 @@ class Spec:
         if not isinstance(self.missing, str):
             raise BlendinError(f"[input] missing must be text, got {self.missing!r}",
                                fix='write e.g. missing = "?"')
+        text_steps(self.normalize, option="[input] normalize")
 
     def _check_roles(self) -> None:
         seen: dict[str, str] = {}
@@ -471,6 +497,29 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         return builders
 
 
+def overlooked_warnings(spec: Spec, column_names: Sequence[str], *,
+                        strict: bool = False) -> list[str]:
+    """A warning for each column that looks like a direct identifier and that the spec
+    names nowhere; with ``strict`` (``--strict``) they are an error instead.
+
+    >>> overlooked_warnings(Spec(), ["ssn", "zip"])[0].split(";")[0]
+    "column 'ssn' looks like a direct identifier, and the spec names it nowhere: it would \
+be released as it is"
+    """
+    overlooked = spec.overlooked_identifiers(column_names)
+    if not overlooked:
+        return []
+    listed = ", ".join(f'"{c}"' for c in overlooked)
+    fix = (f"add it to [attributes] identifiers = [{listed}], or, if it identifies no one, "
+           f"to insensitive = [{listed}]")
+    if strict:
+        raise BlendinError(f"column(s) {preview(overlooked)} look like direct identifiers, and "
+                           "the spec names them nowhere (--strict)", fix=fix)
+    return [f"column {c!r} looks like a direct identifier, and the spec names it nowhere: it "
+            f"would be released as it is; fix: add it to [attributes] identifiers, or, if it "
+            "identifies no one, to insensitive" for c in overlooked]
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 
@@ -574,6 +623,16 @@ def _names(section: Mapping, key: str) -> list[str]:
         raise BlendinError(f"[attributes] {key} must be a list of column names, got {value!r}",
                            fix=f'write {key} = ["column", ...]')
     return list(value)
+
+
+def _steps(section: Mapping) -> list[str]:
+    """``[input] normalize``: a list of steps (or one text of them, comma-separated)."""
+    value = section.get("normalize", [])
+    if not isinstance(value, str | list) or (
+            isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+        raise BlendinError(f"[input] normalize must be a list of steps, got {value!r}",
+                           fix='write e.g. normalize = ["case", "space"]')
+    return text_steps(value, option="[input] normalize")
 
 
 def _text(section: Mapping, key: str, default, where: str):

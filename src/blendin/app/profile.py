@@ -21,27 +21,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.roles import role_by_name
+
 ROLES = ("identifier", "quasi-identifier", "sensitive", "insensitive")
 
 #: share of unique values above which a column is taken for an identifier
 IDENTIFIER_SHARE = 0.9
-
-#: (pattern on the column name, role, reason); first match wins
-NAME_RULES: tuple[tuple[str, str, str], ...] = (
-    (r"(^|_)(name|first_?name|last_?name|surname|ssn|email|e_?mail|phone|mobile|"
-     r"passport|mrn|patient_?id|person_?id|address|street)($|_)",
-     "identifier", "{name}: names a person directly: identifier"),
-    (r"(dob|birth|geburt)", "quasi-identifier", "date of birth: quasi-identifier"),
-    (r"(^|_)(zip|zipcode|zip_?code|postcode|postal|postal_?code|plz|county|city|town|region|"
-     r"district|state)($|_)",
-     "quasi-identifier", "place of residence: quasi-identifier"),
-    (r"(^|_)(age|sex|gender|ethnicity|race|marital|education|occupation|job|"
-     r"nationality|native|country|religion)($|_)",
-     "quasi-identifier", "{name}: a demographic trait, often public: quasi-identifier"),
-    (r"(diagnos|disease|icd|condition|treatment|drug|medication|salary|income|"
-     r"wage|outcome|party|hiv|result)",
-     "sensitive", "{name}: health, money or belief: sensitive"),
-)
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT = re.compile(r"^-?\d+$")
@@ -115,10 +100,9 @@ def suggest_role(name: str, kind: str, distinct: int, unique_share: float,
     >>> suggest_role("colour", "text", 3, 0.0, 1000)[0]
     'insensitive'
     """
-    key = re.sub(r"[^a-z0-9]+", "_", name.lower())
-    for pattern, role, reason in NAME_RULES:
-        if re.search(pattern, key):
-            return role, reason.format(name=name)
+    by_name = role_by_name(name)
+    if by_name is not None:
+        return by_name
     if unique_share >= IDENTIFIER_SHARE and rows > 1:
         return "identifier", f"unique in {100 * unique_share:.1f}% of rows: likely an identifier"
     if kind == "date":

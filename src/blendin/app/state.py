@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from blendin.app.profile import ColumnProfile
+from blendin.outputs import process_alive
 
 
 class Cancelled(Exception):
@@ -210,23 +211,10 @@ def remove_stale_folders(where: str | Path | None = None) -> list[Path]:
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
                 continue
             pid, *host = (folder / "pid").read_text().split()
-            if (host and host[0] != socket.gethostname()) or _alive(int(pid)):
+            if (host and host[0] != socket.gethostname()) or process_alive(int(pid)):
                 continue
         except (OSError, ValueError):  # no pid file, or one being written: not provably dead
             continue
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (it may be another user's)."""
-    if pid <= 0:
-        return True  # not a process id: never a reason to remove anything
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -69,6 +69,7 @@ def describe(run: Run, session: Session) -> dict:
     out = {
         "number": run.number,
         "passed": report.passed,
+        "warnings": list(result.warnings),
         "models": report.models,
         "records": result.records,
         "suppressed": result.suppressed,

@@ -69,6 +69,8 @@ def _say(result, written, saved, reported, *, as_json: bool, quiet: bool) -> Non
             payload["report"] = str(reported)
         click.echo(json.dumps(payload, indent=2))
     elif not quiet:
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
         click.echo(result.summary())
         extra = "".join(f"; {what} {path}" for what, path in (
             ("solution saved to", saved), ("report written to", reported)) if path)
@@ -94,7 +96,8 @@ _COMMON = [
                  help="Where to write the release: .csv, .parquet or .xlsx."),
     click.option("--suppressed", type=click.Choice(["drop", "keep"]), default="drop",
                  show_default=True,
-                 help="Remove suppressed records, or keep them with * in every QI."),
+                 help="Remove suppressed records, or keep them with * in every QI and their "
+                 "sensitive values empty (shown, they would form a group anyone can read)."),
     click.option("--json", "as_json", is_flag=True,
                  help="Print the figures as JSON (levels, suppressed, classes, utility...)."),
     click.option("--quiet", "-q", is_flag=True, help="Print nothing and show no progress."),
@@ -110,6 +113,13 @@ _COMMON = [
                  "spreadsheets do not run them as formulas (.xlsx always stores text)."),
     click.option("--force", is_flag=True,
                  help="Replace output files that already exist (never an input file)."),
+    click.option("--strict", is_flag=True,
+                 help="Stop, before any work, when a column looks like a direct identifier "
+                 "(ssn, name, email, phone...) and the spec names it nowhere (by default: a "
+                 "warning, and the column is released as it is)."),
+    click.option("--normalize", default=None, metavar="STEPS",
+                 help="Count sensitive values spelled differently as one: case, space, "
+                 "unicode, comma-separated (default: the spec's [input] normalize)."),
     click.option("--keep-order", is_flag=True,
                  help="Release the rows in the source's order. By default they are shuffled: "
                  "in the source's order, anyone who holds the source can link released row "
@@ -218,8 +228,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       external_on: str | None, population: float | None, output: str,
                       suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                       encoding: str | None, output_delimiter: str | None, escape_formulas: bool,
-                      force: bool, keep_order: bool, shuffle_seed: int | None, engine: str,
-                      spark_master: str | None, spark_conf: tuple[str, ...]) -> None:
+                      force: bool, strict: bool, normalize: str | None, keep_order: bool,
+                      shuffle_seed: int | None, engine: str, spark_master: str | None,
+                      spark_conf: tuple[str, ...]) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -266,6 +277,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         spec.delimiter = delimiter
     if encoding is not None:
         spec.encoding = encoding
+    _normalize(spec, normalize)
     for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets),
                        ("time_limit", time_limit), ("max_checks", max_checks), ("seed", seed),
                        ("recode_suppressed", recode_suppressed)):
@@ -279,11 +291,20 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                                index_base=index_base, output=output,
                                output_delimiter=output_delimiter,
                                escape_formulas=escape_formulas, engine=chosen,
-                               keep_order=keep_order, shuffle_seed=shuffle_seed)
+                               keep_order=keep_order, shuffle_seed=shuffle_seed,
+                               strict=strict)
         written = _finish(result, output, delimiter=output_delimiter, solution=solution,
                           report=report, original=data, escape_formulas=escape_formulas,
                           report_options=report_options)
     _say(result, *written, as_json=as_json, quiet=quiet)
+
+
+def _normalize(spec, normalize: str | None) -> None:
+    """--normalize in place of the spec's [input] normalize."""
+    from blendin.normalize import text_steps
+
+    if normalize is not None:
+        spec.normalize = text_steps(normalize, option="--normalize")
 
 
 def _check_new_column(data: str, spec, name: str, delimiter: str | None,
@@ -315,8 +336,9 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 def apply_command(data: str, solution: str, spec_path: str | None, unknown: str, output: str,
                   suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                   encoding: str | None, output_delimiter: str | None, escape_formulas: bool,
-                  force: bool, keep_order: bool, shuffle_seed: int | None, engine: str,
-                  spark_master: str | None, spark_conf: tuple[str, ...]) -> None:
+                  force: bool, strict: bool, normalize: str | None, keep_order: bool,
+                  shuffle_seed: int | None, engine: str, spark_master: str | None,
+                  spark_conf: tuple[str, ...]) -> None:
     """Re-apply a saved solution to DATA (new records of the same shape).
 
     Generalizes every quasi-identifier to its saved level with the saved hierarchy rules
@@ -334,6 +356,11 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
 
     chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path) if spec_path else None
+    if normalize is not None:
+        if spec is None:
+            raise BlendinError("--normalize changes a spec's counting, and apply was given "
+                               "no --spec", fix="add --spec release.toml, or leave it out")
+        _normalize(spec, normalize)
     _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path,
                         **(spec.files_read() if spec else {})}, output,
                        force=force, output_delimiter=output_delimiter, engine=engine)
@@ -344,7 +371,7 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
                                     output=output, output_delimiter=output_delimiter,
                                     escape_formulas=escape_formulas, engine=chosen,
                                     progress=bars, keep_order=keep_order,
-                                    shuffle_seed=shuffle_seed)
+                                    shuffle_seed=shuffle_seed, strict=strict)
         written = _finish(result, output, delimiter=output_delimiter,
                           escape_formulas=escape_formulas)
     _say(result, *written, as_json=as_json, quiet=quiet)

@@ -22,10 +22,18 @@ from blendin.cli import main
 @click.option("--encoding", default=None,
               help="Text encoding of a CSV file, e.g. latin-1 (default: the spec's, else utf-8).")
 @click.option("--population", default=None, type=click.Path(dir_okay=False),
-              help="The table the release was drawn from (delta-presence counts its people).")
+              help="The table the release was drawn from: delta-presence counts its people; "
+              "t-closeness, beta-likeness and delta-disclosure compare each class with its "
+              "distribution, as anonymize does (without it: this table's own).")
+@click.option("--strict", is_flag=True,
+              help="Fail when a column looks like a direct identifier (ssn, name, email...) "
+              "and the spec names it nowhere (by default: a warning).")
+@click.option("--normalize", default=None, metavar="STEPS",
+              help="Count sensitive values spelled differently as one: case, space, unicode, "
+              "comma-separated (default: the spec's [input] normalize).")
 def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
                   delimiter: str | None, encoding: str | None,
-                  population: str | None) -> None:
+                  population: str | None, strict: bool, normalize: str | None) -> None:
     """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
@@ -35,12 +43,16 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     Example: blendin check release.csv --spec release.toml --json
     """
     from blendin.check import check
+    from blendin.normalize import text_steps
     from blendin.progress import Progress
     from blendin.spec import Spec
 
     spec = Spec.from_toml(spec_path)
+    if normalize is not None:
+        spec.normalize = text_steps(normalize, option="--normalize")
     with Progress() as bars:  # in a terminal, while a large file is read
         report = check(data, spec, show_values=show_values, delimiter=delimiter,
-                       encoding=encoding, population=population, progress=bars)
+                       encoding=encoding, population=population, progress=bars,
+                       strict=strict)
     click.echo(report.to_json() if as_json else str(report))
     sys.exit(0 if report.passed else 1)

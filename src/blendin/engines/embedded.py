@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from blendin.engines import Release
 from blendin.engines.groupby import DistinctCounter
-from blendin.engines.kernels import RowColumns, Shuffle, decoded, plain_schema
+from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
 from blendin.errors import BlendinError
 from blendin.io import Source
 from blendin.progress import Reading
@@ -117,9 +117,11 @@ class EmbeddedEngine:
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
                 delimiter: str = ",", escape_formulas: bool = False,
                 labelled: Sequence[str] = (), progress: Reading | None = None,
-                shuffle: Shuffle | None = None) -> Iterator[Release]:
+                shuffle: Shuffle | None = None, blank: Sequence[str] = ()
+                ) -> Iterator[Release]:
         """Recode every batch, regroup it for the checker and keep or write it
-        (``progress`` as in :meth:`distinct`), the rows in a random order with ``shuffle``.
+        (``progress`` as in :meth:`distinct`), the rows in a random order with ``shuffle``,
+        the ``blank`` columns (the sensitive ones) empty in suppressed records.
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
@@ -136,7 +138,7 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         numbered = row_columns if row_columns is not None and row_columns.active else None
         made = (kept(marked, removed, drop) for marked, removed in self._recoded(
-            source, recoder, numbered, counter, labelled, progress))
+            source, recoder, numbered, counter, labelled, progress, blank))
         if output is None:
             parts = list(made)
             table = pa.concat_tables(parts)
@@ -162,13 +164,15 @@ class EmbeddedEngine:
 
     def _recoded(self, source: Source, recoder: Recoder, numbered: RowColumns | None,
                  counter: DistinctCounter, labelled: Sequence[str],
-                 progress: Reading | None = None) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 progress: Reading | None = None, blank: Sequence[str] = ()
+                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
         # the QIs come as codes (released as labels); the source rows are numbered before
         # the recoder chooses the rows to release (a subset, a sample)
         for batch in self.batches(source, encoded=labelled, progress=progress):
             if numbered is not None:
                 batch = numbered.number_source(batch)
             marked, removed = recoder(batch)
+            marked = blanked(marked, removed, blank)  # as the checker is to see them
             counter.add(marked.select(counter.columns))
             yield marked, removed
 

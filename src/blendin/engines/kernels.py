@@ -210,6 +210,28 @@ class FullDomainRecoder:
                         names=names), removed
 
 
+def blanked(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """``marked`` with the ``columns`` (the sensitive ones) empty in the ``removed`` rows.
+
+    A suppressed record kept in a release (``*`` in every QI) would otherwise show its
+    sensitive values in a visible group of their own: were they all one diagnosis, anyone
+    whose record is missing from the classes would be known to have it.
+
+    >>> t = pa.table({"age": ["*", "20-29"], "dx": ["hiv", "flu"]})
+    >>> blanked(t, np.array([True, False]), ["dx"]).column("dx").to_pylist()
+    [None, 'flu']
+    """
+    if not removed.any():
+        return marked
+    mask = pa.array(removed)
+    for name in columns:
+        at = marked.schema.get_field_index(name)
+        column = marked.column(at)
+        marked = marked.set_column(at, marked.field(at), pc.if_else(
+            mask, pa.scalar(None, column.type), column))
+    return marked
+
+
 def check_mode(suppressed: str) -> None:
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.engines import Release, is_spark
-from blendin.engines.kernels import Shuffle, plain_schema
+from blendin.engines.kernels import Shuffle, blanked, plain_schema
 from blendin.errors import BlendinError, preview
 from blendin.frequency import COUNT
 from blendin.outputs import deferred
@@ -173,16 +173,29 @@ class _AsText:
 
 
 class _Recode:
-    """Executor side: one recoder applied to every Arrow batch, the suppressed flag added."""
+    """Executor side: one recoder applied to every Arrow batch, the ``blank`` columns emptied
+    in suppressed records, the suppressed flag added."""
 
-    def __init__(self, recoder, schema: pa.Schema, escape_formulas: bool = False) -> None:
-        self.recoder, self.schema, self.escape_formulas = recoder, schema, escape_formulas
+    def __init__(self, recoder, schema: pa.Schema, blank: Sequence[str] = ()) -> None:
+        self.recoder, self.schema, self.blank = recoder, schema, list(blank)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             marked, removed = self.recoder(batch)
+            marked = blanked(marked, removed, self.blank)
             marked = marked.append_column(REMOVED, pa.array(removed, pa.bool_()))
             yield from marked.cast(self.schema).to_batches()
+
+
+class _CountRows:
+    """Executor side: the rows of one partition, with its id."""
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        rows = sum(batch.num_rows for batch in batches)
+        yield pa.record_batch([pa.array([TaskContext.get().partitionId()], pa.int64()),
+                               pa.array([rows], pa.int64())], names=[PART, COUNT])
 
 
 class _NumberSource:
@@ -345,11 +358,13 @@ class SparkEngine:
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output: str | os.PathLike | None = None, delimiter: str = ",",
                 escape_formulas: bool = False, labelled: Sequence[str] = (), progress=None,
-                shuffle: Shuffle | None = None) -> Iterator[Release]:
+                shuffle: Shuffle | None = None, blank: Sequence[str] = ()
+                ) -> Iterator[Release]:
         """Recode on the executors, regroup the released values for the checker, and hand
         back a DataFrame or write it (to a temporary path, renamed when the block ends),
-        its rows in a random order with ``shuffle``. Spark has no dictionary type: every
-        column, the ``labelled`` ones included, is released with plain values."""
+        its rows in a random order with ``shuffle``, the ``blank`` columns empty in
+        suppressed records. Spark has no dictionary type: every column, the ``labelled``
+        ones included, is released with plain values."""
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -361,7 +376,7 @@ class SparkEngine:
             empty = numbered.number_source(empty, 0)
         marked, _ = recoder(empty)
         schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
-        recoded = df.mapInArrow(_Recode(recoder, schema), from_arrow_schema(schema))
+        recoded = df.mapInArrow(_Recode(recoder, schema, blank), from_arrow_schema(schema))
         recoded = recoded.persist()
         cached = [recoded]
         regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
@@ -391,15 +406,16 @@ class SparkEngine:
         """``df`` with each row's number in the source (its partition order: for one input
         file, the file's) in the hidden column, before the rows to release are chosen.
 
-        ``monotonically_increasing_id`` follows that order but is no row number; one
-        aggregation gives each partition's row count, hence where its numbering starts."""
-        from pyspark.sql import functions as F
+        One pass counts each partition's rows, hence where its numbering starts, by the
+        same kind of step as the numbering (``mapInArrow`` over ``df``): both see the
+        partitions alike (a select of ``spark_partition_id`` alone may be planned as one)."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        counter = pa.schema([(PART, pa.int64()), (COUNT, pa.int64())])
         with _spark_errors():
-            counted = (df.select(F.spark_partition_id().alias(PART)).groupBy(PART)
-                       .count().toArrow().sort_by(PART))
-        counts = counted.column("count").to_numpy()
+            counted = df.mapInArrow(_CountRows(), from_arrow_schema(counter)).toArrow()
+        counted = counted.group_by(PART).aggregate([(COUNT, "sum")]).sort_by(PART)
+        counts = counted.column(f"{COUNT}_sum").to_numpy()
         starts = dict(zip(counted.column(PART).to_pylist(),
                           (np.cumsum(counts) - counts).tolist()))
         empty = pa.schema(list(SparkSource(df).types().items())).empty_table()
@@ -417,10 +433,8 @@ class SparkEngine:
         from pyspark.sql import functions as F
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        probe = empty
-        if row_columns.original_row is not None:
-            probe = row_columns.fresh().number_source(empty, 0)
-        schema = row_columns.fresh()(probe).schema  # a clashing name fails here, once
+        # (``empty`` has the released columns, the source rows' hidden one among them)
+        schema = row_columns.fresh()(empty).schema  # a clashing name fails here, once
         numbering = row_columns.fresh()
         if row_columns.group_column is not None:  # classes met in the order of the rows
             qis = row_columns.qis

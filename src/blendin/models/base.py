@@ -45,6 +45,9 @@ class PrivacyModel(ABC):
     local_recoding_note: str = ""
     #: ``holds`` needs the people of a population in each class (``Classes.population``)
     needs_population: bool = False
+    #: each class is compared with the attribute's distribution over every record of the
+    #: input (``SensitiveDomain.overall``; docs/spec.md)
+    compares_distribution: bool = False
 
     @abstractmethod
     def holds(self, classes: Classes) -> np.ndarray:

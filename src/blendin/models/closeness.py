@@ -59,6 +59,7 @@ class TCloseness(_SensitiveModel):
     """
 
     key = "t-closeness"
+    compares_distribution = True
     figure_name = "largest distance"
     larger_is_better = False
     monotone_with_suppression = False

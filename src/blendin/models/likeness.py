@@ -64,6 +64,7 @@ class BetaLikeness(_SensitiveModel):
     """
 
     key = "beta-likeness"
+    compares_distribution = True
     figure_name = "largest relative gain"
     larger_is_better = False
     monotone_with_suppression = False
@@ -116,6 +117,7 @@ class DeltaDisclosure(_SensitiveModel):
     """
 
     key = "delta-disclosure"
+    compares_distribution = True
     figure_name = "largest |log2(p / q)|"
     larger_is_better = False
     monotone = False

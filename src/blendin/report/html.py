@@ -169,6 +169,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "version": _version(),
         "passed": _passed(result.check),
+        "warnings": list(getattr(result, "warnings", [])),
         "released": _released(result),
         "identifiers": list(spec.identifiers),
         "quasi_identifiers": _qi_rows(result, release, mondrian),

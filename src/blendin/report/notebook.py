@@ -129,6 +129,7 @@ def result_summary(result) -> Summary:
     rows.append(("algorithm", _how(result)))
     for qi in fully_generalized(result):
         rows.append(("note", f"{qi} shows one value for every record (see summary())"))
+    rows += [("warning", w) for w in getattr(result, "warnings", [])]
     minimal = minimal_nodes(result)
     if len(minimal) > 1:
         rows.append(("k-minimal", _minimal_text(minimal)))
@@ -184,6 +185,10 @@ def check_summary(report) -> Summary:
     if report.identifiers_present:
         rows.append(("identifiers", ", ".join(report.identifiers_present)
                      + " still present (remove them)"))
+    if report.exposed_suppressed:
+        rows.append(("suppressed", "show their sensitive values, and as one group violate "
+                     + "; ".join(report.exposed_suppressed)))
+    rows += [("warning", w) for w in report.warnings]
     return Summary("CheckReport", verdict, report.passed, rows, _models_table(report.models))
 
 
