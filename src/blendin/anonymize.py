@@ -37,7 +37,7 @@ from blendin.engines.kernels import (
     decoded,
 )
 from blendin.errors import BlendinError, preview
-from blendin.frequency import COUNT, FrequencyTable
+from blendin.frequency import COUNT, FrequencyTable, distinct_texts
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, from_arrow, write_text
@@ -617,7 +617,8 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
     distinct = merge_spellings(distinct, spec.sensitive, spec.normalize, COUNT)
-    warnings += spelling_warnings(distinct, spec.sensitive)
+    warnings += spelling_warnings({name: distinct_texts(distinct.column(name))
+                                   for name in spec.sensitive})
     qis = list(spec.quasi_identifiers)
     # k-map against a population table; the population models read the tuples as text
     tables = [(m, decoded(people)) for m, people in presence.population_tables(spec, qis)]
@@ -848,9 +849,8 @@ def verify(prepared: Prepared, outcome: Outcome, spec: Spec, suppressed: str, *,
             delimiter=output_delimiter, escape_formulas=escape_formulas,
             labelled=list(spec.quasi_identifiers), progress=told,
             shuffle=shuffle, blank=list(spec.sensitive)) as release:
-        reference = {name: (d.labels, d.overall) for name, d in prepared.ft.domains.items()}
         report = check_regrouped(release.regrouped, spec, release.columns,
-                                 population=prepared.source, reference=reference)
+                                 population=prepared.source, reference=prepared.ft.domains)
         if not report.passed:
             raise BlendinError(
                 f"the release failed the independent check, so it was not released:\n{report}",

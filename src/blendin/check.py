@@ -28,7 +28,14 @@ import pyarrow.compute as pc
 from blendin.engines.groupby import distinct_tuples
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, Classes, SensitiveDomain, as_text, combine_keys
+from blendin.frequency import (
+    COUNT,
+    Classes,
+    SensitiveDomain,
+    as_text,
+    combine_keys,
+    distinct_texts,
+)
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
@@ -239,14 +246,16 @@ def check(
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
     missing = _missing_values(distinct, list(spec.quasi_identifiers), spec.missing)
-    distinct = _sensitive_missing(distinct, list(spec.sensitive), spec.missing)
+    distinct = merge_spellings(_sensitive_missing(distinct, list(spec.sensitive), spec.missing),
+                               list(spec.sensitive), spec.normalize, COUNT)
     reference = (_input_distribution(population, spec, delimiter, encoding)
                  if population is not None and spec.sensitive else None)
     report = check_regrouped(distinct, spec, source.columns, show_values=show_values,
                              population=population, delimiter=delimiter, encoding=encoding,
                              reference=reference)
     report.missing = missing
-    report.warnings[:0] = _empty_warnings(missing, spec.missing)
+    report.warnings[:0] = [*_empty_warnings(missing, spec.missing), *spelling_warnings(
+        {name: distinct_texts(distinct.column(name)) for name in spec.sensitive})]
     overlooked = overlooked_warnings(spec, source.columns)
     if overlooked:
         report.warnings[:0] = overlooked
@@ -293,10 +302,10 @@ def _sensitive_missing(distinct: pa.Table, sensitive: Sequence[str], label: str)
 
 
 def _input_distribution(population, spec: Spec, delimiter: str | None,
-                        encoding: str | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each sensitive attribute's values and counts over every record of the input a
-    release was drawn from (those delta-presence releases, where it marks a subset): the
-    distribution ``anonymize`` compares classes with."""
+                        encoding: str | None) -> dict[str, SensitiveDomain]:
+    """Each sensitive attribute's domain over every record of the input a release was drawn
+    from (those delta-presence releases, where it marks a subset): its values, their counts
+    and its hierarchy, as ``anonymize`` compares classes with them."""
     from blendin.engines.embedded import READ_BLOCK
     from blendin.models.presence import subset_column, subset_rows
 
@@ -306,30 +315,37 @@ def _input_distribution(population, spec: Spec, delimiter: str | None,
     batches = source.batches([*columns, *([subset] if subset else [])])
     if subset:
         batches = subset_rows(batches, subset)
-    distinct = distinct_tuples(batches, columns, spec.missing)
+    distinct = decoded(distinct_tuples(batches, columns, spec.missing))
+    hierarchies = spec.build_sensitive_hierarchies(distinct)
     counts = distinct.column(COUNT)
-    out = {}
+    domains = {}
     for name in columns:
-        summed = pa.table({"v": decoded(distinct.select([name])).column(0), "n": counts}
-                          ).group_by("v").aggregate([("n", "sum")])
-        out[name] = (np.asarray(summed.column("v").to_pylist(), dtype=object),
-                     summed.column("n_sum").to_numpy())
-    return out
+        summed = pa.table({"v": distinct.column(name), "n": counts}).group_by("v").aggregate(
+            [("n", "sum")])
+        values = np.asarray(summed.column("v").to_pylist(), dtype=object)
+        overall = summed.column("n_sum").to_numpy()
+        hierarchy = hierarchies.get(name)
+        if hierarchy is not None:  # over the hierarchy's ground values, as anonymize counts
+            overall = np.bincount(hierarchy.encode(pa.array(values.astype(str).tolist()), name),
+                                  weights=overall, minlength=len(hierarchy.ground))
+            values = hierarchy.ground
+        domains[name] = SensitiveDomain(name, values, np.asarray(overall, np.int64), hierarchy)
+    return domains
 
 
 def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
                     show_values: bool = False, population=None,
                     delimiter: str | None = None, encoding: str | None = None,
-                    reference: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
-                    ) -> CheckReport:
+                    reference: Mapping[str, SensitiveDomain] | None = None) -> CheckReport:
     """The checker's verdict on a table regrouped by an engine: ``distinct`` holds its
     distinct (QI, sensitive) text tuples with their counts (column ``COUNT``), ``columns``
     are the table's columns (an identifier among them fails the check).
 
-    ``reference`` gives, per sensitive attribute, the distribution its classes are compared
-    with (t-closeness, beta-likeness, delta-disclosure) as (values, counts): that of the
-    input the table was drawn from, every record of it (docs/spec.md). Without it the
-    table's own classes make it, which is the input's for a table of raw records.
+    ``reference`` gives, per sensitive attribute, the domain its classes are compared with
+    (t-closeness, beta-likeness, delta-disclosure): the values, their distribution over
+    every record of the input the table was drawn from (docs/spec.md), and the attribute's
+    hierarchy. Without it the table's own records make it, which is the input's for a table
+    of raw records.
 
     >>> from blendin.models import KAnonymity
     >>> flat = Hierarchy.from_rows([["x", "*"]])
@@ -341,7 +357,6 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
     distinct = merge_spellings(distinct, sensitive, spec.normalize, COUNT)
-    warnings = spelling_warnings(distinct, sensitive)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
@@ -375,7 +390,6 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         exposed_suppressed=exposed,
         distribution=(("input" if reference else "table")
                       if any(m.compares_distribution for m in spec.models) else None),
-        warnings=warnings,
     )
 
 
@@ -446,50 +460,41 @@ def _group(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], kept: np.ndarray):
 
 
 def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray,
-             known: np.ndarray,
-             reference: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None):
+             known: np.ndarray, reference: Mapping[str, SensitiveDomain] | None = None):
     """Per sensitive attribute: its domain (the overall distribution: the ``reference``'s,
     else that of the ``known`` rows: those in classes, and the suppressed ones that show
     their values) and each row's code (0 for the rows not ``known``: they have no value)."""
     reference = reference or {}
-    hierarchies = spec.build_sensitive_hierarchies(_with_values(
-        distinct.filter(pa.array(known)), reference))
+    every = bool(known.all())
+    shown = distinct if every else distinct.filter(pa.array(known))
+    hierarchies = (spec.build_sensitive_hierarchies(shown)
+                   if any(n not in reference for n in spec.sensitive_builders()) else {})
     domains, value_codes = {}, {}
     for name in sensitive:
-        column = distinct.column(name).filter(known)
-        hierarchy: Hierarchy | None = hierarchies.get(name)
+        column = shown.column(name)
         given = reference.get(name)
+        hierarchy: Hierarchy | None = (given.hierarchy if given is not None
+                                       else hierarchies.get(name))
         if hierarchy is not None:
             labels, codes = hierarchy.ground, hierarchy.encode(column, name).astype(np.int64)
         else:
             labels, codes = _codes(column)
             if given is not None:  # the values of both, in one sorted domain
-                union = np.union1d(labels.astype(str), np.asarray(given[0]).astype(str))
+                union = np.union1d(labels.astype(str), np.asarray(given.labels).astype(str))
                 codes = np.searchsorted(union, labels.astype(str))[codes]
                 labels = union.astype(object)
-        codes = _spread(codes, known)
+        if not every:
+            codes = _spread(codes, known)
         if given is None:
             overall = np.bincount(codes[known], weights=counts[known], minlength=len(labels))
+        elif given.labels is labels:
+            overall = given.overall
         else:
-            values = np.asarray(given[0]).astype(str)
-            at = (hierarchy.encode(pa.array(values.tolist(), pa.string()), name)
-                  if hierarchy is not None else np.searchsorted(labels.astype(str), values))
-            overall = np.bincount(at, weights=given[1], minlength=len(labels))
-        domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
+            at = np.searchsorted(labels.astype(str), np.asarray(given.labels).astype(str))
+            overall = np.bincount(at, weights=given.overall, minlength=len(labels))
+        domains[name] = SensitiveDomain(name, labels, np.asarray(overall, np.int64), hierarchy)
         value_codes[name] = codes
     return domains, value_codes
-
-
-def _with_values(distinct: pa.Table,
-                 reference: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> pa.Table:
-    """``distinct``'s sensitive values and the ``reference``'s, one column each (the
-    hierarchies built from them cover both)."""
-    if not reference:
-        return distinct
-    return pa.table({name: pa.concat_arrays([
-        decoded(distinct.select([name])).column(0).combine_chunks().cast(pa.string()),
-        pa.array(np.asarray(values, dtype=object).astype(str).tolist(), pa.string())])
-        for name, (values, _) in reference.items() if name in distinct.column_names})
 
 
 def _spread(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:

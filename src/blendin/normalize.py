@@ -16,7 +16,7 @@ Every step is one pyarrow.compute kernel over the whole array, never a loop over
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -134,15 +134,16 @@ def spelling_variants(values: pa.Array | pa.ChunkedArray, limit: int = 3) -> lis
     return [list(originals[group.reshape(-1) == g]) for g in shared]
 
 
-def spelling_warnings(table: pa.Table, columns: Sequence[str]) -> list[str]:
-    """One warning per column of ``columns`` in ``table`` whose values include one value
-    spelled several ways (case, spaces, Unicode form): a model counting distinct values
-    counts it several times."""
+def spelling_warnings(values: Mapping[str, pa.Array]) -> list[str]:
+    """One warning per sensitive column whose distinct ``values`` include one value spelled
+    several ways (case, spaces, Unicode form): a model counting distinct values counts it
+    several times.
+
+    >>> spelling_warnings({"dx": pa.array(["flu", "HIV", "hiv"])})[0][:45]
+    "sensitive column 'dx' spells one value severa"
+    """
     warnings = []
-    for name in columns:
-        column = table.column(name)
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
+    for name, column in values.items():
         groups = spelling_variants(column)
         if groups:
             shown = "; ".join(" / ".join(repr(v) for v in g) for g in groups)
