@@ -80,7 +80,7 @@ from blendin.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.spec import Spec
 
 FULL_CASES = ("a", "b", "c", "d", "d_ent", "d_rec", "e", "e_hier", "f", "g")
@@ -176,7 +176,7 @@ def blendin_score(table: pa.Table, spec: Spec, levels: dict[str, int], metric: s
     """blendin's metric of the node ``levels`` (ARX's choice), suppression as blendin would."""
     ft = prepare(table, spec).ft
     node = [levels[q] for q in ft.qi_names]
-    recoding = plan(ft, node, spec.models)
+    recoding = plan_node(ft, node, spec.models)
     return float(utility_of_node(ft, node, recoding.suppressed_tuples)[metric])
 
 

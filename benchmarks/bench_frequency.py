@@ -25,8 +25,8 @@ import arx_data
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from blendin.engines.groupby import distinct_tuples
 from blendin.frequency import FrequencyTable
+from blendin.groupby import distinct_tuples
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
 

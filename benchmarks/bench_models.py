@@ -63,7 +63,7 @@ from blendin.models import (
     SampleUniqueness,
 )
 from blendin.models.dp import find_dp, node_score
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.search import find
 
 CLASSPATH = Path("/tmp/arx-build/cp.txt")
@@ -140,7 +140,7 @@ def bench_dp(name: str, table: pa.Table, case: str, seeds: int) -> dict:
         prepared = prepare(Source(table), spec)
         checker = Checker(prepared.ft, [model], 1.0)
         levels = find_dp(model, checker, model.records_in_input)
-        recoding = plan(prepared.ft, levels, [model])
+        recoding = plan_node(prepared.ft, levels, [model])
         recode_all(released_batches(prepared), recoding)
         times.append(time.perf_counter() - started)
         ours.append(utility_of_node(prepared.ft, levels, recoding.suppressed_tuples)[
@@ -148,7 +148,7 @@ def bench_dp(name: str, table: pa.Table, case: str, seeds: int) -> dict:
         scores.append(node_score(model, checker, levels, model.records_in_input))
         if seed < len(runs):
             theirs = [runs[seed]["levels"][q] for q in prepared.ft.qi_names]
-            suppressed = plan(prepared.ft, theirs, [model]).suppressed_tuples
+            suppressed = plan_node(prepared.ft, theirs, [model]).suppressed_tuples
             arx_nodes.append(utility_of_node(prepared.ft, theirs, suppressed)["arx-loss"])
 
     def spread(values) -> tuple[float | None, float | None]:
@@ -165,7 +165,7 @@ def passes_checker(prepared, models, levels: dict) -> bool:
     """Does blendin's independent checker pass the release of ``levels``?"""
     spec, ft = prepared.spec, prepared.ft
     node = [levels[q] for q in ft.qi_names]
-    recoding = plan(ft, node, models, identifiers=prepared.removed_columns)
+    recoding = plan_node(ft, node, models, identifiers=prepared.removed)
     if recoding.suppressed_records > int(spec.max_suppression * ft.n_records + 1e-9):
         return False
     release = recode_all(released_batches(prepared), recoding, suppressed="keep")
@@ -182,7 +182,7 @@ def bench(name: str, table: pa.Table, case: str, supp: float, runs: int) -> dict
 
     def search_and_recode():
         solution = find(ft, models, max_suppression=supp, metric="arx-loss")
-        recoding = plan(ft, solution.levels, models, identifiers=prepared.removed_columns)
+        recoding = plan_node(ft, solution.levels, models, identifiers=prepared.removed)
         recode_all(released_batches(prepared), recoding)
         return solution
 

@@ -30,10 +30,11 @@ import arx_data
 import numpy as np
 import pandas as pd
 
+from blendin.engines.kernels import group_of_rows, mondrian_release
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import DistinctLDiversity, KAnonymity
-from blendin.search.mondrian import group_of_rows, mondrian, mondrian_release, mondrian_utility
+from blendin.search.mondrian import mondrian, mondrian_utility
 
 _, QIS, SENSITIVE = arx_data.SETS["adult"]
 

@@ -70,7 +70,7 @@ from blendin.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.search import find
 from blendin.spec import Spec
 
@@ -141,7 +141,7 @@ def bench_case(name: str, table: pa.Table, case: str, models: list, limit: float
     def search_and_recode():
         solution = find(ft, models, max_suppression=limit, metric="loss", algorithm=algorithm)
         start = time.perf_counter()
-        recoding = plan(ft, solution.levels, models)
+        recoding = plan_node(ft, solution.levels, models)
         release = recode_all(table.to_batches(), recoding)
         recode_times.append(time.perf_counter() - start)
         return solution, release

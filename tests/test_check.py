@@ -353,7 +353,7 @@ def test_dictionary_encoded_tuples_are_read_by_their_texts():
     two entries holding one text (here across chunks with other dictionaries, and twice in
     one dictionary) are one label, so they can neither split a class nor add diversity."""
     from blendin.check import check_regrouped
-    from blendin.frequency import COUNT
+    from blendin.codes import COUNT
 
     def chunk(entries, indices):
         return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()),

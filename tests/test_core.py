@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import blendin as bl
-from blendin.frequency import combine_keys
+from blendin.codes import combine_keys
 from blendin.hierarchy.core import Hierarchy
 
 
@@ -154,7 +154,7 @@ def test_histogram_cells_are_the_nonzero_cells_of_the_straightforward_histogram(
 
 
 def test_an_empty_distinct_table_has_no_cells():
-    from blendin.frequency import COUNT
+    from blendin.codes import COUNT
 
     h = Hierarchy.from_rows([["1", "*"]])
     empty = pa.table({"a": pa.array([], pa.string()), "s": pa.array([], pa.string()),

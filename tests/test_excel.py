@@ -8,12 +8,13 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from blendin.engines.kernels import mondrian_release
 from blendin.excel import class_colours, class_ids, class_styler, contrast_with_black
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import write_table
 from blendin.models import KAnonymity
-from blendin.search.mondrian import mondrian, mondrian_release
+from blendin.search.mondrian import mondrian
 
 
 def wcag_contrast_black(hex_colour: str) -> float:

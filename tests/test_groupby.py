@@ -11,11 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin.engines import groupby
-from blendin.engines.groupby import DistinctCounter, distinct_tuples, group_keys
+from blendin import groupby
+from blendin.codes import COUNT, as_text, distinct_texts, stable_order
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, FrequencyTable, as_text, distinct_texts, stable_order
+from blendin.frequency import FrequencyTable
+from blendin.groupby import DistinctCounter, distinct_tuples, group_keys
 from blendin.hierarchy.core import Hierarchy
 
 TEXTS = ["a", "b", "c", "", "007", "7", "é", "*"]

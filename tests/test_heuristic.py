@@ -27,7 +27,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.metrics import utility_of_node
 from blendin.models import DistinctLDiversity, KAnonymity, RecursiveCLDiversity, TCloseness
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.search import find
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 from blendin.spec import Spec
@@ -36,7 +36,7 @@ from blendin.spec import Spec
 def released_ok(t, models, max_sup, levels) -> bool:
     """The release at ``levels`` passes the independent checker."""
     ft = t.frequency_table()
-    recoding = plan(ft, levels, models)
+    recoding = plan_node(ft, levels, models)
     if recoding.suppressed_records > max_sup * ft.n_records + 1e-9:
         return False
     marked, removed = recode_all_marked([pa_table(t)], recoding)

@@ -13,8 +13,8 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blendin.codes import as_text
 from blendin.errors import BlendinError
-from blendin.frequency import as_text
 from blendin.hierarchy.arx import from_csv, to_csv
 from blendin.hierarchy.builders import builder_from_toml
 from blendin.hierarchy.core import Hierarchy

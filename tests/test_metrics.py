@@ -14,15 +14,8 @@ from test_search_tables import Table, tables
 from blendin.errors import BlendinError
 from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.builders import restrict
-from blendin.hierarchy.core import Hierarchy
-from blendin.metrics import (
-    CellCosts,
-    arx_loss,
-    class_metrics,
-    domain_shares,
-    normalized_weights,
-    utility_of_node,
-)
+from blendin.hierarchy.core import Hierarchy, domain_shares
+from blendin.metrics import CellCosts, arx_loss, class_metrics, normalized_weights, utility_of_node
 
 
 def brute_metrics(t: Table, levels, suppressed_tuples: set, weights) -> dict[str, float]:

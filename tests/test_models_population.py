@@ -15,10 +15,10 @@ from test_search_tables import tables
 
 from blendin.check import check
 from blendin.errors import BlendinError
+from blendin.estimators import population_uniqueness
 from blendin.frequency import Classes
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import KAnonymity, PopulationUniqueness, model_from_toml
-from blendin.risk import population_uniqueness
 from blendin.spec import Spec
 
 
@@ -154,7 +154,7 @@ def test_toml_round_trip():
 @given(t=tables(max_records=25), max_sup=st.sampled_from([0.0, 0.1, 0.3]))
 def test_the_release_suppresses_what_the_node_check_did(t, max_sup):
     from blendin.lattice import Checker
-    from blendin.release import plan
+    from blendin.plan import plan_node
 
     ft = t.frequency_table()
     models = [PopulationUniqueness(0.05, "zayatz", population=3 * len(t.records)),
@@ -163,4 +163,4 @@ def test_the_release_suppresses_what_the_node_check_did(t, max_sup):
     for node in checker.lattice.nodes():
         got = checker.check(node)
         if got.acceptable:
-            assert plan(ft, node, models).suppressed_records == got.n_suppressed
+            assert plan_node(ft, node, models).suppressed_records == got.n_suppressed

@@ -20,7 +20,7 @@ from blendin.frequency import Classes
 from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.models import AverageRisk, KAnonymity, SampleUniqueness, model_from_toml
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.search import find
 from blendin.search.mondrian import mondrian
 from blendin.spec import Spec
@@ -142,7 +142,7 @@ def test_every_node_check_matches_a_brute_force(t, k, threshold, kind, max_sup):
         if ok:
             assert got.n_suppressed == gone
             # the release suppresses what the node check did
-            assert plan(ft, node, checker.models).suppressed_records == gone
+            assert plan_node(ft, node, checker.models).suppressed_records == gone
 
 
 @st.composite

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blendin.engines.kernels import group_of_rows, mondrian_release, mondrian_release_batches
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.arx import from_csv
@@ -24,14 +25,7 @@ from blendin.models import (
     RecursiveCLDiversity,
     TCloseness,
 )
-from blendin.search.mondrian import (
-    group_labels,
-    group_of_rows,
-    mondrian,
-    mondrian_release,
-    mondrian_release_batches,
-    mondrian_utility,
-)
+from blendin.search.mondrian import group_labels, mondrian, mondrian_utility
 
 EPOCH = dt.date(1970, 1, 1)
 TREE = {"civ": "Married", "AF": "Married", "never": "Single", "div": "Single",

@@ -99,7 +99,7 @@ def test_attack_report_repr(tables):
 
 
 def test_html_escapes_names():
-    from blendin.report.notebook import Summary
+    from blendin.summaries import Summary
 
     page = Summary("X", "<b>", None, [("<i>", "&")]).html()
     assert "<b>" not in page and "&lt;b&gt;" in page and "&amp;" in page

@@ -24,7 +24,7 @@ from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
 from blendin.models import KAnonymity
-from blendin.release import plan
+from blendin.plan import plan_node
 from blendin.spec import Spec
 
 MISSING = "?"
@@ -82,7 +82,7 @@ def draw_table(case):
     levels = {q: lv for q, lv in zip(("a", "b"), case["levels"]) if q in case["qis"]}
     hierarchies = {q: HIERARCHIES[q] for q in case["qis"]}
     ft = FrequencyTable.from_table(decoded(table), hierarchies, missing=MISSING)
-    recoding = plan(ft, [levels[q] for q in case["qis"]], [KAnonymity(case["k"])],
+    recoding = plan_node(ft, [levels[q] for q in case["qis"]], [KAnonymity(case["k"])],
                     missing=MISSING)
     return values, table, levels, recoding
 
@@ -168,7 +168,7 @@ def test_the_checker_catches_a_recoder_that_forgets_to_suppress(monkeypatch):
     monkeypatch.setattr(type(recoding), "suppressed_rows",
                         lambda self, codes: np.zeros(len(codes), bool))
     with pytest.raises(BlendinError, match="failed the independent check"):
-        verify(prepared, outcome, spec, "drop")
+        verify(prepared, outcome, "drop")
 
 
 def test_the_checker_reads_texts_not_dictionary_entries():
@@ -238,7 +238,7 @@ def test_row_columns_of_dictionary_batches_number_as_the_whole_table(rows, chunk
 def test_suppressed_rows_by_bits_equal_the_binary_search(case):
     import dataclasses
 
-    from blendin import release
+    from blendin import plan as plans
 
     _, table, _, recoding = draw_table(case)
     recoder = FullDomainRecoder(recoding)
@@ -246,11 +246,11 @@ def test_suppressed_rows_by_bits_equal_the_binary_search(case):
     # the same recoding without the bit set (as for key spans too large for one)
     searched = dataclasses.replace(recoding)
     try:
-        release.DENSE_KEYS, saved = 0, release.DENSE_KEYS
+        plans.DENSE_KEYS, saved = 0, plans.DENSE_KEYS
         assert searched._suppressed_bits is None
         assert np.array_equal(FullDomainRecoder(searched)(table)[1], removed)
     finally:
-        release.DENSE_KEYS = saved
+        plans.DENSE_KEYS = saved
 
 
 @settings(max_examples=60, deadline=None)
@@ -272,8 +272,8 @@ def test_a_plan_from_the_search_check_is_the_plan_grouped_again(case, model, lim
         return
     if found.levels is None:
         return
-    fresh = plan(ft, found.levels, models)
-    taken = plan(ft, found.levels, models, checked=found.check)
+    fresh = plan_node(ft, found.levels, models)
+    taken = plan_node(ft, found.levels, models, checked=found.check)
     assert found.check is not None
     assert np.array_equal(taken.suppressed_tuples, fresh.suppressed_tuples)
     assert np.array_equal(taken.suppressed_keys, fresh.suppressed_keys)

@@ -13,8 +13,9 @@ from blendin.engines.kernels import recode, recode_all
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
+from blendin.lattice import violating_classes
 from blendin.models import DistinctLDiversity, KAnonymity
-from blendin.release import ClassKeyer, plan, violating_classes
+from blendin.plan import ClassKeyer, plan_node
 
 AGE = Hierarchy.from_rows([
     ["21", "20-29", "*"], ["22", "20-29", "*"], ["23", "20-29", "*"], ["24", "20-29", "*"],
@@ -35,7 +36,7 @@ def people() -> pd.DataFrame:
 
 def recoding_for(df, levels, k, **kw):
     ft = FrequencyTable.from_table(df, {"age": AGE, "sex": SEX}, ["dx"])
-    return plan(ft, levels, [KAnonymity(k)], **kw)
+    return plan_node(ft, levels, [KAnonymity(k)], **kw)
 
 
 def test_known_release_drop():
@@ -114,7 +115,7 @@ def test_release_matches_brute_force(data):
     levels = {"a": data.draw(st.integers(0, 3)), "b": data.draw(st.integers(0, 2))}
     k = data.draw(st.integers(1, 6))
     ft = FrequencyTable.from_table(df, hier, ["s"])
-    rec = plan(ft, [levels["a"], levels["b"]], [KAnonymity(k)])
+    rec = plan_node(ft, [levels["a"], levels["b"]], [KAnonymity(k)])
     chunk = data.draw(st.integers(1, 20))
     out = recode_all(pa.Table.from_pandas(df).to_batches(max_chunksize=chunk), rec)
     expected, kept = brute_force_release(df, hier, levels, k)
@@ -182,7 +183,7 @@ def test_violating_classes_agree_with_the_frequency_table(seed, la, lb, k):
 def testunique_inverse_is_numpys(keys, extra):
     """The sort-free inverse (small key spaces) and np.unique's (large ones) agree, empty and
     repeated keys included."""
-    from blendin.release import unique_inverse
+    from blendin.codes import unique_inverse
 
     key = np.array(keys, dtype=np.int64)
     span = int(key.max()) + 1 + extra if len(key) else 1 + extra

@@ -10,18 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blendin.errors import BlendinError
-from blendin.risk import (
+from blendin.estimators import (
     dankar_choice,
     distinct_classes_estimate,
     pitman_parameters,
     pitman_uniques,
     population_uniqueness,
-    risk,
     snb_probabilities,
     snb_uniques,
     spectrum,
     zayatz_uniques,
 )
+from blendin.risk import risk
 
 rows_strategy = st.lists(
     st.tuples(st.sampled_from(["a", "b", "*"]), st.sampled_from(["1", "2", "3", "*"]),

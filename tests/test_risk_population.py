@@ -13,22 +13,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin.risk import (
+from blendin.estimators import (
     distinct_classes_estimate,
     pitman_expected_uniques,
     pitman_parameters,
     pitman_uniques,
     population_uniqueness,
-    risk,
     snb_probabilities,
     snb_uniques,
     spectrum,
     zayatz_uniques,
 )
+from blendin.risk import risk
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # the module itself (the package re-exports the function ``risk`` under the same name)
-RISK = importlib.import_module("blendin.risk")
+RISK = importlib.import_module("blendin.estimators")
 
 
 # -- published figures -----------------------------------------------------------------------

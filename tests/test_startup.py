@@ -56,7 +56,7 @@ def test_functions_stay_functions_after_their_modules_load():
     import blendin.anonymize  # noqa: F401
     import blendin.check  # noqa: F401
 
-    assert callable(bl.anonymize) and bl.anonymize.__module__ == "blendin.anonymize"
+    assert callable(bl.anonymize) and bl.anonymize.__module__.startswith("blendin.anonymize")
     assert callable(bl.check) and callable(bl.risk) and callable(bl.attack)
 
 

@@ -25,11 +25,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.codes import as_text, combine_keys
 from blendin.errors import BlendinError, preview
-from blendin.frequency import as_text, combine_keys
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.dates import Dates
+from blendin.hierarchy.dates import parse_dates as as_days
+from blendin.hierarchy.registry import as_builder
+from blendin.io import Source, to_arrow
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 from blendin.normalize import normalize_text, text_steps
+from blendin.summaries import attack_summary
 
 #: cells of the (release tuples × external tuples) matrix handled at once
 BLOCK_CELLS = 1 << 22
@@ -70,14 +75,10 @@ class AttackReport:
         return self.records_reidentified / self.release if self.release else 0.0
 
     def __repr__(self) -> str:
-        from blendin.report.notebook import attack_summary
-
         return attack_summary(self).text()
 
     def _repr_html_(self) -> str:
         """The summary as a small HTML table, verdict first (shown by notebooks)."""
-        from blendin.report.notebook import attack_summary
-
         return attack_summary(self).html()
 
     def table(self) -> pa.Table:
@@ -261,8 +262,6 @@ def attack(
 
 
 def _read(data) -> pa.Table:
-    from blendin.io import Source, to_arrow
-
     return Source(data).read_all() if isinstance(data, str | os.PathLike) else to_arrow(data)
 
 
@@ -346,9 +345,6 @@ def _numbers_classes(rel: pa.Table, on: Sequence[str], column: str, missing: str
 def _as_spec_reads(spec, on, ext_values, kinds, hierarchies):
     """External values read the way the spec reads them: dates in the spec's format (as
     ISO dates), and trees or files built on the external values to cover group labels."""
-    from blendin.hierarchy.dates import Dates
-    from blendin.hierarchy.registry import as_builder
-
     values = dict(ext_values)
     for c in on:
         builder = spec.quasi_identifiers.get(c)
@@ -371,12 +367,10 @@ def _covering(builder, values: np.ndarray, name: str, missing: str) -> Hierarchy
 
 
 def _iso_dates(values: np.ndarray, name: str, format: str | None, missing: str) -> np.ndarray:
-    from blendin.hierarchy.dates import parse_dates
-
     out = values.copy()
     present = values != missing
     if present.any():
-        days = parse_dates(values[present], name, format)
+        days = as_days(values[present], name, format)
         out[present] = np.datetime_as_string(days, unit="D").astype(object)
     return out
 

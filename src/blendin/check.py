@@ -25,24 +25,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.engines.groupby import distinct_tuples
+from blendin.codes import COUNT, as_text, combine_keys, distinct_texts
+from blendin.engines import engine_for
+from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
-from blendin.frequency import (
-    COUNT,
-    Classes,
-    SensitiveDomain,
-    as_text,
-    combine_keys,
-    distinct_texts,
-)
+from blendin.frequency import Classes, SensitiveDomain
+from blendin.groupby import distinct_tuples
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
+from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.progress import Progress, file_pass
 from blendin.spec import Spec, overlooked_warnings
+from blendin.summaries import check_summary
 
 #: how many problem combinations a report lists
 MAX_PROBLEMS = 20
@@ -120,14 +118,10 @@ class CheckReport:
         return json.dumps(self.to_dict(), indent=2)
 
     def __repr__(self) -> str:
-        from blendin.report.notebook import check_summary
-
         return check_summary(self).text()
 
     def _repr_html_(self) -> str:
         """The summary as a small HTML table, verdict first (shown by notebooks)."""
-        from blendin.report.notebook import check_summary
-
         return check_summary(self).html()
 
     @property
@@ -234,7 +228,6 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
-    from blendin.engines import engine_for
 
     keep_freed_memory()
     engine = engine_for(data)
@@ -306,9 +299,6 @@ def _input_distribution(population, spec: Spec, delimiter: str | None,
     """Each sensitive attribute's domain over every record of the input a release was drawn
     from (those delta-presence releases, where it marks a subset): its values, their counts
     and its hierarchy, as ``anonymize`` compares classes with them."""
-    from blendin.engines.embedded import READ_BLOCK
-    from blendin.models.presence import subset_column, subset_rows
-
     source = _source(population, spec, delimiter, encoding, READ_BLOCK)
     subset = subset_column(spec.models, source.columns)
     columns = list(spec.sensitive)
@@ -612,8 +602,6 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
 def _population_source(model, population, spec: Spec, delimiter, encoding) -> Source:
     """The table whose people ``model`` counts: its own (k-map) or the one given."""
     if hasattr(model, "path"):
-        from blendin.models.presence import population_source
-
         return population_source(model.path(spec.base_dir), list(spec.quasi_identifiers),
                                  delimiter=spec.delimiter, encoding=spec.encoding)
     if population is None:
@@ -621,7 +609,6 @@ def _population_source(model, population, spec: Spec, delimiter, encoding) -> So
             "delta-presence is checked against the population the release was drawn from, "
             "and none was given", fix="give the input table: population=... (API) or "
             "--population FILE (blendin check)")
-    from blendin.engines.embedded import READ_BLOCK
 
     source = _source(population, spec, delimiter, encoding, READ_BLOCK)
     spec.validate_columns(source.columns)

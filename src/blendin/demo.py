@@ -24,9 +24,17 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from blendin.anonymize import anonymize
 from blendin.attack import AttackReport, attack
 from blendin.datasets import linking_tables
+from blendin.hierarchy.builders import flat
+from blendin.hierarchy.dates import dates
+from blendin.hierarchy.masking import masking
+from blendin.hierarchy.tree import tree
+from blendin.io import write_table, write_text
+from blendin.models import DistinctLDiversity, KAnonymity
 from blendin.risk import RiskReport, risk
+from blendin.spec import Spec
 
 #: the columns Sweeney joined on
 JOIN = ("zip", "dob", "sex")
@@ -40,13 +48,6 @@ MARITAL_TREE = {
 def demo_spec(k: int = 5, l: int = 2, max_suppression: float = 0.05):  # noqa: E741
     """The release spec of the demo: ZIP masked, birth date along a date ladder, sex and
     ethnicity flat, marital status a small tree; k-anonymity and distinct l-diversity."""
-    from blendin.hierarchy.builders import flat
-    from blendin.hierarchy.dates import dates
-    from blendin.hierarchy.masking import masking
-    from blendin.hierarchy.tree import tree
-    from blendin.models import DistinctLDiversity, KAnonymity
-    from blendin.spec import Spec
-
     return Spec(
         identifiers=["name", "ssn"],
         quasi_identifiers={
@@ -140,8 +141,6 @@ def run_demo(
 
     ``echo`` receives one line per step as it happens (None: silent).
     """
-    from blendin.anonymize import anonymize
-
     say = echo or (lambda line: None)
     start = time.perf_counter()
     hospital, voter_list = linking_tables(patients, voters, seed)
@@ -199,8 +198,6 @@ def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     """Write hospital.csv, deidentified.csv, voters.csv, spec.toml, release.csv and
     report.html (the release report: risk before and after, with the population; the
     linking attack with the voter list) to ``out`` (created if needed), each atomically."""
-    from blendin.io import write_table, write_text
-
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -13,6 +13,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from blendin.codes import combine_keys
+from blendin.io import to_arrow
+
 #: golden-ratio hue step: consecutive class ids get well separated hues
 _HUE_STEP = 0.6180339887498949
 #: a few saturation/lightness pairs, cycled so ids with close hues still differ
@@ -35,8 +38,6 @@ def class_ids(table, quasi_identifiers: Sequence[str]) -> np.ndarray:
     """
     import pyarrow.compute as pc
 
-    from blendin.frequency import combine_keys
-    from blendin.io import to_arrow
 
     table = to_arrow(table)
     n = table.num_rows

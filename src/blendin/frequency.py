@@ -18,54 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.codes import COUNT, combine_keys, stable_order
+from blendin.groupby import distinct_tuples
 from blendin.hierarchy.core import Hierarchy, first_seen
-
-COUNT = "__blendin_count__"
-
-
-def as_text(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.ChunkedArray:
-    """The column as text, with nulls, NaN and empty strings all mapped to ``missing``."""
-    if isinstance(column, pa.Array):
-        column = pa.chunked_array([column])
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
-    if pa.types.is_floating(column.type):
-        column = pc.if_else(pc.is_nan(column), None, column)
-    if not pa.types.is_string(column.type):
-        if pa.types.is_large_string(column.type):
-            column = column.cast(pa.string())
-        else:
-            column = pc.cast(column, pa.string())
-    if missing != "":  # empty text is missing too, and must take the label
-        column = pc.if_else(pc.equal(column, ""), None, column)
-    return pc.fill_null(column, missing) if column.null_count else column
-
-
-def distinct_texts(column: pa.Array | pa.ChunkedArray, missing: str = "") -> pa.Array:
-    """The distinct values of a column as text (:func:`as_text`); of a dictionary-encoded
-    column, only the entries its rows use are read.
-
-    >>> distinct_texts(pa.array(["b", None, "b"]).dictionary_encode(), "?").to_pylist()
-    ['b', '?']
-    """
-    if isinstance(column, pa.Array):
-        column = pa.chunked_array([column])
-    if not pa.types.is_dictionary(column.type):
-        return pc.unique(as_text(column, missing))
-    parts = []
-    for chunk in column.chunks:
-        indices, entries = chunk.indices, chunk.dictionary
-        nulls = indices.null_count
-        used = np.bincount((pc.drop_null(indices) if nulls else indices).to_numpy(),
-                           minlength=len(entries)) > 0
-        if not used.all():  # (a vocabulary's entries are all used, mostly)
-            entries = entries.filter(pa.array(used))
-        parts.extend(as_text(entries, missing).chunks)
-        if nulls:
-            parts.append(pa.array([missing], pa.string()))
-    if len(parts) == 1:  # one chunk's entries (a regrouped table's): no chunked array
-        return pc.unique(parts[0])
-    return pc.unique(pa.chunked_array(parts, pa.string()))
+from blendin.io import to_arrow
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,9 +171,6 @@ class FrequencyTable:
         missing: str = "",
     ) -> FrequencyTable:
         """Build from an in-memory table (pandas, polars, pyarrow) with built hierarchies."""
-        from blendin.engines.groupby import distinct_tuples
-        from blendin.io import to_arrow
-
         table = to_arrow(data)
         columns = [*hierarchies, *sensitive]
         return cls.from_distinct(
@@ -369,47 +322,3 @@ def _codes_in_order_seen(column: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     rank[seen] = np.arange(len(seen))
     labels = np.array(chunk.dictionary.take(pa.array(seen)).to_pylist(), dtype=object)
     return rank[indices], labels
-
-
-def stable_order(key: np.ndarray) -> np.ndarray:
-    """``np.argsort(key, kind="stable")`` for nonnegative int64 keys, in about half its time
-    when each key and its position fit in one int64 together: NumPy sorts numbers much
-    faster than it sorts their positions, and packed (key, position) pairs are distinct, so
-    their order is the stable one.
-
-    >>> stable_order(np.array([3, 1, 3, 0])).tolist()
-    [3, 1, 0, 2]
-    """
-    n = len(key)
-    shift = max(n - 1, 1).bit_length()
-    if n == 0 or key.min() < 0 or int(key.max()) >= 1 << (63 - shift):
-        return np.argsort(key, kind="stable")
-    packed = (key.astype(np.int64) << shift) | np.arange(n, dtype=np.int64)
-    packed.sort()
-    return packed & ((1 << shift) - 1)
-
-
-def combine_keys(codes: np.ndarray | Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
-    """One int64 key per row from several code columns (mixed radix): ``codes`` is a
-    (rows, columns) matrix or a list of columns (at least one).
-
-    Falls back to ranking when the product of radices would overflow int64.
-
-    >>> combine_keys([np.array([1, 0]), np.array([2, 1])], [2, 3]).tolist()
-    [5, 1]
-    """
-    if isinstance(codes, np.ndarray):
-        rows, columns = codes.shape[0], codes.T
-    else:
-        rows, columns = len(codes[0]), codes
-    key = np.zeros(rows, dtype=np.int64)
-    span = 1
-    for column, radix in zip(columns, radices):
-        if span * radix >= 2**62:
-            _, key = np.unique(key, return_inverse=True)
-            key = key.reshape(-1).astype(np.int64)
-            span = int(key.max()) + 1 if key.size else 1
-        key *= radix
-        key += column
-        span *= radix
-    return key

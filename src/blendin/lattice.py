@@ -24,15 +24,15 @@ import math
 import operator
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
+from blendin.codes import combine_keys, unique_inverse
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable
+from blendin.frequency import Classes, FrequencyTable, summed
 from blendin.hierarchy.core import first_seen
-from blendin.models import PrivacyModel
+from blendin.models import PrivacyModel, violating
 
 # a dense count array is used for grouping when the key space is at most this many times the
 # number of rows grouped (plus a constant): there it beats hashing (pandas' factorize); past
@@ -680,6 +680,7 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices,
             inverse = np.take(rank, key)
         groups = Groups(levels, sizes, keys=occupied, radices=rad)
     else:
+        import pandas as pd  # not at import: start-up time (as groupby.py)
         inverse, uniq = pd.factorize(key, sort=False)
         inverse = inverse.astype(np.int64, copy=False)
         sizes = np.bincount(inverse, weights=source.weights, minlength=len(uniq)).astype(np.int64)
@@ -712,6 +713,7 @@ def _ranked_key(cols: Sequence[np.ndarray], rad: Sequence[int]) -> np.ndarray:
     span = 1
     for col, r in zip(cols, rad):
         if span * r >= 2**62:
+            import pandas as pd  # not at import: start-up time (as groupby.py)
             key, uniq = pd.factorize(key, sort=False)
             key = key.astype(np.int64)
             span = len(uniq)
@@ -731,7 +733,47 @@ def _roll_hist(cls: np.ndarray, vals: np.ndarray, counts: np.ndarray, n_classes:
         dense = np.bincount(pair, weights=counts, minlength=span)
         nz = _nonzero(dense)
         return nz // width, nz % width, dense[nz]
+    import pandas as pd  # not at import: start-up time (as groupby.py)
     inverse, uniq = pd.factorize(pair, sort=False)
     summed = np.bincount(inverse, weights=counts, minlength=len(uniq))
     uniq = np.asarray(uniq, np.int64)
     return uniq // width, uniq % width, summed
+
+
+# -- the classes of one node, away from the lattice's caches -------------------------------
+
+
+def violating_classes(ft: FrequencyTable, levels: Sequence[int],
+                      models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
+    """At node ``levels``: a bool per class (True = violates some model), each tuple's
+    class id, and the Classes (with the histograms the models use, no others, and the
+    people of the first model with a population)."""
+    generalized = ft.generalized(levels)
+    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
+    return violating_of_keys(ft, levels, models, generalized,
+                      combine_keys(generalized, radices), math.prod(radices))
+
+
+def violating_of_keys(ft: FrequencyTable, levels: Sequence[int], models: Sequence[PrivacyModel],
+               generalized: np.ndarray, keys: np.ndarray,
+               span: int) -> tuple[np.ndarray, np.ndarray, Classes]:
+    """:func:`violating_classes` given each tuple's generalized codes and class key
+    (smaller than ``span``)."""
+    class_of_tuple, n_classes = unique_inverse(keys, span)
+    sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
+    used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.cells}
+    histograms = {}
+    for name in used:
+        rows, values, counts = ft.cells[name]
+        histograms[name] = summed(np.take(class_of_tuple, rows), values, counts, n_classes,
+                                  len(ft.domains[name].labels))
+    classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
+    counted = [m for m in models if m.needs_population]
+    codes: Sequence[np.ndarray] = ()
+    if counted:  # each class's codes, from its first tuple
+        first = first_seen(class_of_tuple, n_classes)
+        codes = [np.asarray(c)[first] for c in generalized.T]
+    bad = violating(classes, models, levels, codes)
+    if counted:  # the classes carry the people of the first model with a population
+        classes = replace(classes, population=counted[0].population_at(levels, codes))
+    return bad, class_of_tuple, classes

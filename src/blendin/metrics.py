@@ -46,9 +46,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from blendin.codes import combine_keys, unique_inverse
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable, combine_keys
-from blendin.hierarchy.core import Hierarchy
+from blendin.frequency import FrequencyTable
+from blendin.hierarchy.core import Hierarchy, domain_size
 
 #: metric name -> what it measures (every metric is a loss: lower is better)
 METRICS: dict[str, str] = {
@@ -102,18 +103,6 @@ def arx_factors(agg: np.ndarray, n_records: int, domain_sizes, weights) -> np.nd
     w = np.ones(q) if weights is None else np.asarray(weights, dtype=float)
     w = w / w.max() if w.max() > 0 else np.ones(q)
     return np.power(norm * w + 1.0, 1.0 / q)
-
-
-def domain_shares(h: Hierarchy, level: int) -> np.ndarray:
-    """Per label of ``level``: the share of the hierarchy's domain it covers (arx-loss)."""
-    if h.domain_leaves is not None and h.domain_size:
-        return np.asarray(h.domain_leaves[level], dtype=float) / float(h.domain_size)
-    return np.bincount(h.codes[level], minlength=len(h.labels[level])) / float(len(h.ground))
-
-
-def domain_size(h: Hierarchy) -> int:
-    """The number of ground values of the hierarchy as given (arx-loss's D)."""
-    return int(h.domain_size or len(h.ground))
 
 
 def check_metric(metric: str) -> str:
@@ -466,7 +455,6 @@ def utility_of_node(
     keep = np.ones(len(ft.counts), bool) if suppressed is None else ~np.asarray(suppressed, bool)
     codes = ft.generalized(levels)[keep]
     radices = [len(h.labels[lv]) for h, lv in zip(ft.hierarchies, levels)]
-    from blendin.release import unique_inverse
 
     key = combine_keys(codes, radices)
     inverse, n_classes = unique_inverse(key, math.prod(radices))

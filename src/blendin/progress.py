@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+from blendin.errors import BlendinError
+
 #: what the bar shows, with and without a known total
 BAR = ("{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked "
        "[{elapsed}{postfix}]")
@@ -194,7 +196,5 @@ def progress_callback(progress: bool | ProgressCallback | None
     elif callable(progress):
         yield progress
     else:
-        from blendin.errors import BlendinError
-
         raise BlendinError(f"progress must be True, False or a function, got {progress!r}",
                            fix="pass progress=True for a progress bar")

@@ -19,11 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from blendin.codes import distinct_texts
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
-from blendin.models import PrivacyModel
+from blendin.hierarchy.registry import builder_from_toml
+from blendin.models import PrivacyModel, model_from_toml
 from blendin.normalize import text_steps
 from blendin.roles import overlooked_identifiers, same_name
+from blendin.search.common import POLICIES
 
 ALGORITHMS = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly", "mondrian")
 METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height",
@@ -190,9 +193,6 @@ class Spec:
         >>> list(spec.quasi_identifiers), spec.max_suppression
         (['sex'], 0.0)
         """
-        from blendin.hierarchy.registry import builder_from_toml
-        from blendin.models import model_from_toml
-
         base = Path(base_dir) if base_dir is not None else None
         _expect(table, dict, "the spec", "sections such as [quasi_identifiers]")
         _check_keys(table, tuple(SECTIONS), "the spec", "section")
@@ -393,7 +393,6 @@ class Spec:
             raise BlendinError(
                 f"max_suppression must be a fraction between 0 and 1, got {value!r}",
                 fix="e.g. max_suppression = 0.05 for at most 5% of the records")
-        from blendin.search.common import POLICIES
 
         for key, valid in (("algorithm", ALGORITHMS), ("metric", METRICS),
                            ("policy", (None, *POLICIES))):
@@ -465,7 +464,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         """Every QI's hierarchy, built from the distinct values of its column in ``distinct``.
 
         ``distinct`` is any table holding the QI columns (e.g. the output of
-        :func:`blendin.engines.groupby.distinct_tuples`); a Hierarchy given directly is used as is.
+        :func:`blendin.groupby.distinct_tuples`); a Hierarchy given directly is used as is.
 
         >>> from blendin.models import KAnonymity
         >>> h = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
@@ -485,8 +484,6 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
 
     def sensitive_builders(self) -> dict[str, HierarchyBuilder | Hierarchy]:
         """The builder (or Hierarchy) of each sensitive attribute that has one."""
-        from blendin.hierarchy.registry import builder_from_toml
-
         builders = dict(self.sensitive_hierarchies)
         for model in self.models:
             carried = _model_hierarchy(model)
@@ -525,8 +522,6 @@ be released as it is"
 
 def _build_all(builders: Mapping[str, HierarchyBuilder | Hierarchy], distinct: pa.Table,
                missing: str) -> dict[str, Hierarchy]:
-    from blendin.frequency import distinct_texts
-
     built = {}
     for name, builder in builders.items():
         if isinstance(builder, Hierarchy):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 def create_app(*args, **kwargs):
     """The ASGI app (see :func:`blendin.app.server.create_app`)."""
+    # starlette and uvicorn are the app extra (blendin[app]): loaded when an app is made
     from blendin.app.server import create_app as make
 
     return make(*args, **kwargs)

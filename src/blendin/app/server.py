@@ -37,6 +37,7 @@ from starlette.staticfiles import StaticFiles
 
 from blendin.app import workflow
 from blendin.app.state import Session, Store, remove_stale_folders
+from blendin.app.views import context
 from blendin.errors import BlendinError
 
 HERE = Path(__file__).parent
@@ -274,8 +275,6 @@ def create_app(path: str | Path | None = None, *,
     initial = Path(path) if path is not None else None
 
     def page(session: Session, **extra) -> HTMLResponse:
-        from blendin.app.views import context
-
         html = env.get_template("page.html").render(
             **context(session), upload_limit=upload_limit,
             upload_limit_text=human_bytes(upload_limit), **extra)

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from blendin.app.profile import ColumnProfile
+from blendin.errors import BlendinError
 from blendin.outputs import process_alive
 
 
@@ -127,8 +128,6 @@ class Session:
 
     def start(self, what: str, work: Callable[[Job], None]) -> Job:
         """Run ``work(job)`` in a daemon thread; errors land in ``job.error`` as one line."""
-        from blendin.errors import BlendinError
-
         job = Job(what)
         self.job = job
 

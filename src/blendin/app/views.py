@@ -9,6 +9,8 @@ import numpy as np
 from blendin.app import workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Run, Session
+from blendin.errors import BlendinError
+from blendin.report.plots import class_sizes
 
 
 def context(session: Session) -> dict:
@@ -38,8 +40,6 @@ def context(session: Session) -> dict:
 
 def _spec_problem(session: Session) -> str | None:
     """Why the current choices cannot run, in the spec's words (None when they can)."""
-    from blendin.errors import BlendinError
-
     try:
         workflow.build_spec(session)
     except BlendinError as error:
@@ -147,8 +147,6 @@ def _attack_rows(before, after) -> list[dict]:
 
 
 def _sizes_png(run: Run) -> str | None:
-    from blendin.report.plots import class_sizes
-
     if run.risk_after is None:
         return None
     before = run.risk_before.sizes if run.risk_before is not None else None

@@ -17,9 +17,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin import models
+from blendin.anonymize import anonymize
 from blendin.app.profile import profile
 from blendin.app.state import Job, Loaded, Run, Session
+from blendin.attack import attack
+from blendin.datasets import linking_tables, people
 from blendin.errors import BlendinError
+from blendin.frequency import SensitiveDomain
+from blendin.hierarchy.builders import builder_from_toml
+from blendin.io import Source, to_arrow, write_table, write_text
+from blendin.models import DISTANCES
+from blendin.risk import risk
+from blendin.search.common import POLICIES
+from blendin.spec import ALGORITHMS, METRICS, SECTIONS, Spec
 
 READABLE = (".csv", ".tsv", ".txt", ".csv.gz", ".parquet", ".pq", ".xlsx")
 #: k values of the privacy/utility trade-off plot
@@ -29,14 +40,10 @@ PREVIEW_VALUES = 12
 
 
 def _hospital(patients: int = 1000):
-    from blendin.datasets import linking_tables
-
     return linking_tables(patients, 3 * patients, seed=0)
 
 
 def _people():
-    from blendin.datasets import people
-
     return people(2000, seed=0), None
 
 
@@ -63,8 +70,6 @@ def read_file(path: Path, label: str, *, downloadable: bool = False,
     ``encoding`` and ``delimiter`` are the CLI's ``--encoding``/``--delimiter`` (the spec's
     ``[input]``); they go into the downloaded spec.
     """
-    from blendin.io import Source
-
     if suffix_of(path.name) == ".xlsx":
         path = _excel_to_csv(path, label)
         downloadable, encoding, delimiter = True, None, None
@@ -78,7 +83,6 @@ def _excel_to_csv(path: Path, label: str) -> Path:
     """Excel becomes CSV (all values as text): the CLI and the spec work on that file."""
     import pandas as pd
 
-    from blendin.io import write_table
 
     try:
         frame = pd.read_excel(path, dtype=str, keep_default_na=False)
@@ -95,8 +99,6 @@ def _excel_to_csv(path: Path, label: str) -> Path:
 
 def load_sample(session: Session, key: str) -> None:
     """Load a built-in sample table (and its external table) as CSV files."""
-    from blendin.io import to_arrow, write_table
-
     if key not in SAMPLES:
         raise BlendinError(f"unknown sample table {key!r}", fix=f"use one of {', '.join(SAMPLES)}")
     table, external = SAMPLES[key][1]()
@@ -226,8 +228,6 @@ def number(text: str):
 
 def hierarchy_preview(session: Session, column: str, table: dict) -> dict:
     """The levels the hierarchy gives the column's real values (a few of them)."""
-    from blendin.hierarchy.builders import builder_from_toml
-
     loaded = session.data
     values = pc.unique(pc.cast(loaded.table.column(column), pa.string())).to_numpy(
         zero_copy_only=False)
@@ -250,8 +250,6 @@ def model_catalog() -> dict[str, dict]:
     >>> model_catalog()["k-anonymity"]["required"]
     ('k',)
     """
-    from blendin import models
-
     registry = getattr(models, "MODELS", {})
     out = {}
     for key, entry in registry.items():
@@ -283,13 +281,9 @@ LABELS = {"relaxed": "relaxed (Mondrian)", "sets": "sets (Mondrian)",
 def choices() -> dict[str, tuple]:
     """Algorithms, metrics, tie-break policies and further [anonymization] keys, as the spec
     module lists them (so what the library adds shows up in the page)."""
-    from blendin import spec
-    from blendin.models import DISTANCES
-    from blendin.search.common import POLICIES
-
-    keys = spec.SECTIONS.get("anonymization") or ()
+    keys = SECTIONS.get("anonymization") or ()
     extra = tuple(k for k in keys if k not in LIMIT_FIELDS)
-    return {"algorithms": tuple(spec.ALGORITHMS), "metrics": tuple(spec.METRICS),
+    return {"algorithms": tuple(ALGORITHMS), "metrics": tuple(METRICS),
             "policies": tuple(POLICIES), "distances": tuple(DISTANCES),
             "switches": tuple(k for k in extra if k in SWITCHES),
             "extra_limits": tuple(k for k in extra if k not in SWITCHES),
@@ -317,8 +311,6 @@ def spec_document(session: Session) -> dict:
 
 def build_spec(session: Session):
     """The validated Spec of the page's choices; BlendinError says what does not fit."""
-    from blendin.spec import Spec
-
     spec = Spec.from_dict(spec_document(session), base_dir=session.folder)
     spec.validate_columns(session.data.table.column_names)
     _check_models_on_data(spec, session.data.table)
@@ -330,7 +322,6 @@ def _check_models_on_data(spec, table: pa.Table) -> None:
     values, k above the records...), before anything runs."""
     import numpy as np
 
-    from blendin.frequency import SensitiveDomain
 
     domains = {}
     for name in spec.sensitive:
@@ -349,9 +340,6 @@ def _check_models_on_data(spec, table: pa.Table) -> None:
 def run(session: Session, spec, job: Job) -> Run:
     """Anonymize the loaded file with ``spec``, then measure risk (and the linking attack)
     before and after; the result joins the session's runs."""
-    from blendin.anonymize import anonymize
-    from blendin.risk import risk
-
     path = session.data.path
     result = anonymize(str(path), spec, progress=job.progress)
     job.step = "measuring risk"
@@ -370,8 +358,6 @@ def run(session: Session, spec, job: Job) -> Run:
 
 def linking_attack(session: Session, result):
     """The attack on the input with identifiers removed, and on the release."""
-    from blendin.attack import attack
-
     external = session.external.table
     qis = [q for q in result.spec.quasi_identifiers if q in external.column_names]
     if not qis:
@@ -391,9 +377,6 @@ def k_of(spec) -> int | None:
 
 def tradeoff(session: Session, run_: Run, job: Job) -> None:
     """Re-run the spec of ``run_`` for several k: loss and suppression against k."""
-    from blendin.anonymize import anonymize
-    from blendin.spec import Spec
-
     base = run_.spec.to_dict()
     records = session.data.table.num_rows
     ks = [k for k in TRADEOFF_KS if k <= records]
@@ -431,8 +414,6 @@ def download(session: Session, run_: Run, what: str) -> Path:
     if what in RELEASE_FORMATS:
         return result.write(folder / f"{stem}_release{what}")
     if what == "spec":
-        from blendin.io import write_text
-
         return write_text(folder / f"{stem}_spec.toml", run_.spec.to_toml())
     if what == "solution":
         return result.save_solution(folder / f"{stem}_solution.json")

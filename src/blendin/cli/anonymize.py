@@ -9,7 +9,7 @@ import click
 
 from blendin.cli import main
 from blendin.errors import BlendinError
-from blendin.outputs import together
+from blendin.outputs import check_paths, together
 
 
 def _check_before_work(inputs: dict, output: str, *, force: bool,
@@ -18,8 +18,8 @@ def _check_before_work(inputs: dict, output: str, *, force: bool,
                        engine: str = "embedded") -> None:
     """Every output path against every input and every other output, the folders, the
     files that exist, the output delimiter: all before any work is done."""
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import output_delimiter as check_delimiter
-    from blendin.outputs import check_paths
 
     spark = engine == "spark"
     if spark and output.lower().endswith(".xlsx"):
@@ -83,7 +83,6 @@ def _report_options(report: str | None, external: str | None, on: str | None,
     given = [flag for flag, value in (("--external", external), ("--on", on),
                                       ("--population", population)) if value is not None]
     if given and report is None:
-        from blendin.errors import BlendinError
 
         raise BlendinError(f"{' and '.join(given)} only change the report, and no report "
                            "was asked for", fix="add --report report.html")
@@ -154,6 +153,7 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
             raise BlendinError(f"--spark-conf {item!r} is not KEY=VALUE",
                                fix="pass e.g. --spark-conf spark.executor.memory=4g")
         conf[key.strip()] = value.strip()
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.engines.spark import SparkEngine
 
     return SparkEngine(master=spark_master, conf=conf)
@@ -255,6 +255,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
 
     Example: blendin anonymize patients.csv --spec release.toml -o release.csv
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
     from blendin.progress import Progress
     from blendin.spec import Spec
@@ -301,6 +302,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
 
 def _normalize(spec, normalize: str | None) -> None:
     """--normalize in place of the spec's [input] normalize."""
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.normalize import text_steps
 
     if normalize is not None:
@@ -310,6 +312,7 @@ def _normalize(spec, normalize: str | None) -> None:
 def _check_new_column(data: str, spec, name: str, delimiter: str | None,
                       encoding: str | None) -> None:
     """--group-column must not take the name of an input column (an identifier's even)."""
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import Source
 
     if "://" in data or Path(data).is_dir():  # Spark's to read: anonymize() checks it
@@ -350,6 +353,7 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
 
     Example: blendin apply march.csv --solution sol.json -o march_release.csv
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import apply_solution
     from blendin.progress import Progress
     from blendin.spec import Spec

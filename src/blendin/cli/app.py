@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from blendin.cli import main
+from blendin.errors import BlendinError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -36,11 +37,11 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
     """
     import socket
 
-    from blendin.errors import BlendinError
 
     try:
         import uvicorn
 
+        # loaded when the command runs, so that blendin --help stays instant
         from blendin.app.server import create_app, parse_size
     except ImportError as error:
         raise BlendinError(f"the app needs {error.name!r}, which is not installed",

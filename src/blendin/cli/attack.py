@@ -8,6 +8,7 @@ import click
 
 from blendin.cli import main
 from blendin.errors import BlendinError
+from blendin.outputs import check_paths
 
 
 @main.command("attack")
@@ -61,9 +62,9 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
 
     Example: blendin attack release.csv --external voters.csv --on dob,sex,zip
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.attack import attack
     from blendin.io import Source
-    from blendin.outputs import check_paths
 
     check_paths({"RELEASE": release, "--external": external, "--spec": spec_path},
                 {"-o": (output, "table")}, force=force)

@@ -42,6 +42,7 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
 
     Example: blendin check release.csv --spec release.toml --json
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.check import check
     from blendin.normalize import text_steps
     from blendin.progress import Progress

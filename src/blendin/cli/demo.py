@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from blendin.cli import main
+from blendin.errors import BlendinError
+from blendin.outputs import check_paths
 
 
 @main.command("demo")
@@ -27,6 +29,7 @@ def demo_command(seed: int, patients: int, voters: int, out: str | None, force: 
 
     Example: blendin demo --out demo/
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.demo import DEMO_FILES, run_demo
 
     if out is not None:
@@ -41,11 +44,9 @@ def _check_out(out: str, names, force: bool) -> None:
     """The demo's files in --out: not replaced without --force, checked before any work."""
     from pathlib import Path
 
-    from blendin.outputs import check_paths
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
-        from blendin.errors import BlendinError
 
         raise BlendinError(f"--out {out!r} is a file", fix="give a folder for --out")
     if folder.is_dir():  # a new folder is made by the demo itself

@@ -38,6 +38,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
     """
+    # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import Source
     from blendin.progress import Progress
     from blendin.risk import risk

@@ -26,38 +26,14 @@ default; :class:`~blendin.engines.spark.SparkEngine` runs the same steps on a Sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
+from blendin.engines.base import Release, is_spark
+from blendin.engines.embedded import EmbeddedEngine
+from blendin.engines.spark import SparkEngine
 from blendin.errors import BlendinError
 
+__all__ = ["ENGINES", "EmbeddedEngine", "Release", "SparkEngine", "engine_for", "is_spark"]
+
 ENGINES = ("embedded", "spark")
-
-
-@dataclass(eq=False)
-class Release:
-    """A release being committed: what the checker needs and what the caller gets.
-
-    ``regrouped`` holds the distinct (QI, sensitive) tuples of the released values with their
-    counts, suppressed records included with ``*`` in every QI (the checker counts them as
-    suppressed); ``columns`` are the release's columns. After the block, ``data`` is the
-    release (in memory; None when written to ``path``).
-    """
-
-    regrouped: Any
-    columns: list[str]
-    data: Any = None
-    path: Path | None = None
-    #: batches written (or made), and rows released
-    batches: int = 0
-    rows: int = 0
-
-
-def is_spark(data) -> bool:
-    """True for a pyspark DataFrame (checked by name: pyspark need not be installed)."""
-    kind = type(data)
-    return kind.__name__ == "DataFrame" and kind.__module__.startswith("pyspark")
 
 
 def engine_for(data=None, engine=None, **options):
@@ -72,11 +48,7 @@ def engine_for(data=None, engine=None, **options):
     if engine is None:
         engine = "spark" if is_spark(data) else "embedded"
     if engine == "embedded":
-        from blendin.engines.embedded import EmbeddedEngine
-
         return EmbeddedEngine(**options)
     if engine == "spark":
-        from blendin.engines.spark import SparkEngine
-
         return SparkEngine(**options)
     raise BlendinError(f"unknown engine {engine!r}", fix="use --engine embedded or spark")

@@ -23,11 +23,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.engines import Release
-from blendin.engines.groupby import DistinctCounter
+from blendin.engines.base import Release
 from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
 from blendin.errors import BlendinError
-from blendin.io import Source
+from blendin.groupby import DistinctCounter
+from blendin.io import (
+    TEMP_PREFIX,
+    TEMP_SUFFIX,
+    Source,
+    _suffix,
+    atomic_path,
+    check_writable_types,
+    escape_formula_text,
+    output_delimiter,
+    write_table,
+)
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
@@ -151,7 +161,6 @@ class EmbeddedEngine:
                           batches=len(parts), rows=table.num_rows)
             return
         path = Path(output)
-        from blendin.io import atomic_path
 
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
@@ -178,8 +187,6 @@ class EmbeddedEngine:
 
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
-        from blendin.io import write_table
-
         return write_table(table, path, **options)
 
 
@@ -238,7 +245,6 @@ class _Shuffler:
     def _open(self, i: int, schema: pa.Schema) -> _Part:
         import secrets
 
-        from blendin.io import TEMP_PREFIX, TEMP_SUFFIX
 
         path = self.target.parent / (f"{TEMP_PREFIX}{self.target.name}.{os.getpid()}."
                                      f"{secrets.token_hex(6)}.part{i}{TEMP_SUFFIX}")
@@ -341,8 +347,6 @@ class BatchWriter:
                  escape_formulas: bool = False,
                  shown: Callable[[pa.Schema], pa.Schema] | None = None,
                  unstated: Collection[str] | None = None) -> None:
-        from blendin.io import _suffix, output_delimiter
-
         self.temp = temp
         self.suffix = _suffix(target)
         if self.suffix not in STREAMED_SUFFIXES:
@@ -381,8 +385,6 @@ class BatchWriter:
             raise error
 
     def _open(self, schema: pa.Schema, shown: pa.Schema) -> None:
-        from blendin.io import check_writable_types
-
         self.columns = list(shown.names)
         if self.suffix == ".parquet":
             import pyarrow.parquet as pq
@@ -410,8 +412,6 @@ class BatchWriter:
         if table.schema != self.schema:
             table = table.cast(self.schema)
         if self.escape_formulas and self.suffix == ".csv":
-            from blendin.io import escape_formula_text
-
             table = escape_formula_text(table)
         if table.num_rows:
             if len(self._pending) >= WRITE_BEHIND:

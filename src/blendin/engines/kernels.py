@@ -22,28 +22,21 @@ checker and the Parquet writer work on the indices; :func:`decoded` gives plain 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.engines.groupby import _Vocabulary, group_keys, text_codes
+from blendin.codes import as_text, combine_keys
 from blendin.errors import BlendinError
-from blendin.frequency import (
-    FrequencyTable,
-    as_text,
-    combine_keys,
-    generalized_codes,
-    qi_matrix,
-)
+from blendin.frequency import FrequencyTable, generalized_codes, qi_matrix
+from blendin.groupby import _Vocabulary, group_keys, text_codes
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
-
-if TYPE_CHECKING:
-    from blendin.release import Recoding
-    from blendin.search.mondrian import Partitioning
+from blendin.io import to_arrow
+from blendin.plan import ClassKeyer, Recoding
+from blendin.search.mondrian import Partitioning, group_labels
 
 SUPPRESSION_MODES = ("drop", "keep")
 
@@ -150,10 +143,10 @@ class FullDomainRecoder:
 
     >>> import pandas as pd
     >>> from blendin.models import KAnonymity
-    >>> from blendin.release import plan
+    >>> from blendin.plan import plan_node
     >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
     >>> ft = FrequencyTable.from_table(pd.DataFrame({"sex": ["f", "f", "m"]}), {"sex": sex})
-    >>> recoder = FullDomainRecoder(plan(ft, [0], [KAnonymity(2)]))
+    >>> recoder = FullDomainRecoder(plan_node(ft, [0], [KAnonymity(2)]))
     >>> marked, removed = recoder(pa.table({"sex": ["f", "f", "m"]}))
     >>> marked.column("sex").to_pylist(), removed.tolist()
     (['f', 'f', '*'], [False, False, True])
@@ -296,9 +289,6 @@ class MondrianRecoder:
 
     def __init__(self, ft: FrequencyTable, p: Partitioning, *, identifiers: Sequence[str] = (),
                  sets: bool | None = None, missing: str = "") -> None:
-        from blendin.release import ClassKeyer
-        from blendin.search.mondrian import group_labels
-
         self.qi_names = tuple(ft.qi_names)
         self.hierarchies = tuple(ft.hierarchies)
         self.identifiers = tuple(identifiers)
@@ -467,3 +457,119 @@ class RowColumns:
         ids = np.zeros(groups, np.int64)
         ids[shown] = number + 1
         return ids[group]
+
+
+# -- Mondrian, row by row (the release without an engine's streaming) -----------------------
+
+
+def mondrian_release(
+    data,
+    ft: FrequencyTable,
+    p: Partitioning,
+    *,
+    identifiers: Sequence[str] = (),
+    sets: bool | None = None,
+    group_column: str | None = None,
+    original_row_column: str | None = None,
+    suppressed: str = "keep",
+    missing: str = "",
+) -> pa.Table:
+    """The released table: rows in source order, each QI replaced by its group's value.
+
+    Identifier columns are removed; sensitive and other columns are kept unchanged and in
+    place. Rows of suppressed groups show ``*`` in every QI (``suppressed="keep"``) or are
+    left out (``"drop"``). ``group_column`` (e.g. ``"group"``) adds each row's group number
+    (1, 2, ... in the order of the frequency table; empty for suppressed rows).
+    ``original_row_column`` adds the source row number (1 = first data row): anyone who holds
+    the source can then link every released row back to its person, so only add it for
+    internal use. ``data`` is anything :func:`blendin.io.to_arrow` reads; for data read in
+    chunks use :func:`mondrian_release_batches`.
+
+    >>> import pandas as pd
+    >>> from blendin.models import KAnonymity
+    >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+    >>> df = pd.DataFrame({"name": ["a", "b", "c", "d"], "sex": ["m", "f", "m", "f"]})
+    >>> ft = FrequencyTable.from_table(df, {"sex": sex})
+    >>> from blendin.search.mondrian import mondrian
+    >>> p = mondrian(ft, [KAnonymity(2)])
+    >>> out = mondrian_release(df, ft, p, identifiers=["name"], group_column="group")
+    >>> out.column_names, out.column("sex").to_pylist(), out.column("group").to_pylist()
+    (['sex', 'group'], ['m', 'f', 'm', 'f'], [2, 1, 2, 1])
+    """
+    table = to_arrow(data)
+    parts = list(mondrian_release_batches(
+        [table], ft, p, identifiers=identifiers, sets=sets, group_column=group_column,
+        original_row_column=original_row_column, suppressed=suppressed, missing=missing))
+    return parts[0]
+
+
+def mondrian_release_batches(
+    batches: Iterable[pa.Table | pa.RecordBatch],
+    ft: FrequencyTable,
+    p: Partitioning,
+    *,
+    identifiers: Sequence[str] = (),
+    sets: bool | None = None,
+    group_column: str | None = None,
+    original_row_column: str | None = None,
+    suppressed: str = "keep",
+    missing: str = "",
+) -> Iterator[pa.Table]:
+    """:func:`mondrian_release` chunk by chunk: one release table per source batch.
+
+    Labels are made once; row numbers continue across batches.
+    """
+    if suppressed not in ("keep", "drop"):
+        raise BlendinError(f"suppressed must be 'keep' or 'drop', got {suppressed!r}",
+                           fix="use 'keep' (show * in every QI) or 'drop' (leave rows out)")
+    shown = {name: pa.array(np.append(lab, SUPPRESSED).tolist(), type=pa.string())
+             for name, lab in zip(ft.qi_names, group_labels(ft, p, sets=sets))}
+    offset = 0
+    for batch in batches:
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        group = _group_of_rows(table, ft, p, missing)
+        extras = {group_column: pa.array(group + 1, mask=group < 0),
+                  original_row_column: pa.array(np.arange(1, table.num_rows + 1) + offset)}
+        offset += table.num_rows
+        index = pa.array(np.where(group < 0, p.n_groups, group))
+        names, columns = [], []
+        for name in table.column_names:
+            if name not in identifiers:
+                names.append(name)
+                columns.append(shown[name].take(index) if name in shown
+                               else table.column(name))
+        for extra, values in extras.items():
+            if extra is None:
+                continue
+            if extra in names:
+                raise BlendinError(f"the release already has a column named {extra!r}",
+                                   fix="choose another name for the added column")
+            names.append(extra)
+            columns.append(values)
+        out = pa.table(columns, names=names)
+        yield out.filter(pa.array(group >= 0)) if suppressed == "drop" else out
+
+
+def group_of_rows(data, ft: FrequencyTable, p: Partitioning, missing: str = "") -> np.ndarray:
+    """Group (0-based; -1 when suppressed) of every row of the source table."""
+    return _group_of_rows(to_arrow(data), ft, p, missing)
+
+
+def _group_of_rows(table: pa.Table, ft: FrequencyTable, p: Partitioning,
+                   missing: str) -> np.ndarray:
+    codes = [h.encode(as_text(table.column(n), missing), n)
+             for n, h in zip(ft.qi_names, ft.hierarchies)]
+    if not codes:
+        return np.zeros(table.num_rows, np.int64) if p.n_groups else np.full(
+            table.num_rows, -1, np.int64)
+    rows = np.stack(codes, axis=1)
+    # one key space for tuples and rows, so a ranking fallback stays consistent
+    keys = combine_keys(np.concatenate([ft.tuples, rows]), [len(h.ground)
+                                                            for h in ft.hierarchies])
+    tuple_keys, row_keys = keys[: len(ft.tuples)], keys[len(ft.tuples):]
+    order = np.argsort(tuple_keys)
+    at = order[np.minimum(np.searchsorted(tuple_keys[order], row_keys), len(order) - 1)]
+    if not (tuple_keys[at] == row_keys).all():
+        raise BlendinError("the table has quasi-identifier values the frequency table lacks",
+                           fix="build the frequency table from this same table")
+    return p.group_of_tuple[at]

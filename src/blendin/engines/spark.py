@@ -36,10 +36,19 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from blendin.engines import Release, is_spark
+from blendin.codes import COUNT, as_text
+from blendin.engines.base import Release, is_spark
 from blendin.engines.kernels import Shuffle, blanked, plain_schema
 from blendin.errors import BlendinError, preview
-from blendin.frequency import COUNT
+from blendin.io import (
+    Source,
+    _check_unique,
+    _is_nested,
+    _suffix,
+    escape_formula_text,
+    output_delimiter,
+    to_arrow,
+)
 from blendin.outputs import deferred
 
 #: the column that marks suppressed records between recoding and writing
@@ -122,8 +131,6 @@ class SparkSource:
     """A Spark DataFrame as the pipeline's input: its columns and their Arrow types."""
 
     def __init__(self, df, name: str = "the Spark DataFrame") -> None:
-        from blendin.io import _check_unique
-
         self.df = df
         self.name = name
         self.columns = list(df.columns)
@@ -142,8 +149,6 @@ class SparkSource:
 
     def check_flat(self, columns: Sequence[str], role: str) -> None:
         """Refuse nested columns (lists, maps, structs) in ``role``, as the embedded engine."""
-        from blendin.io import _is_nested
-
         for name, kind in self.types().items():
             if name in columns and _is_nested(kind):
                 raise BlendinError(
@@ -165,8 +170,6 @@ class _AsText:
         self.columns, self.missing = list(columns), missing
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from blendin.frequency import as_text
-
         for batch in batches:
             yield pa.record_batch([as_text(batch.column(c), self.missing).combine_chunks()
                                    for c in self.columns], names=self.columns)
@@ -229,8 +232,6 @@ class _Number:
 
 class _Escape:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from blendin.io import escape_formula_text
-
         for batch in batches:
             yield from escape_formula_text(pa.Table.from_batches([batch])).to_batches()
 
@@ -279,13 +280,10 @@ class SparkEngine:
         if isinstance(data, str | os.PathLike):
             with _spark_errors(str(data)):
                 return self._read(str(data), spec)
-        from blendin.io import to_arrow
 
         return SparkSource(self.spark.createDataFrame(to_arrow(data)), "the table")
 
     def _read(self, path: str, spec) -> SparkSource:
-        from blendin.io import Source
-
         delimiter = getattr(spec, "delimiter", None)
         encoding = getattr(spec, "encoding", None) or "utf-8"
         local = None if "://" in path else Path(path)  # a file read by the embedded checks
@@ -452,8 +450,6 @@ class SparkEngine:
         return Path(path)
 
     def _write(self, df, temp: str, target, delimiter: str, escape_formulas: bool) -> None:
-        from blendin.io import _suffix, output_delimiter
-
         suffix = _suffix(Path(str(target)))
         if suffix not in (".parquet", ".csv"):
             raise BlendinError(f"the Spark engine cannot write {str(target)!r}",

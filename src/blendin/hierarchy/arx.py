@@ -20,6 +20,7 @@ from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, restrict
 from blendin.hierarchy.dates import parse_dates
 from blendin.hierarchy.intervals import number_or_nan, parse_numbers
+from blendin.io import write_text
 
 DELIMITERS = (";", ",", "\t", "|")
 KINDS = ("numeric", "date", "categorical")
@@ -323,7 +324,6 @@ def to_csv(hierarchy: Hierarchy, path: str | Path, delimiter: str = ";") -> Path
         rows = rows[np.argsort(hierarchy.numbers, kind="stable")]  # NaN (missing) last
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=delimiter, lineterminator="\n").writerows(rows.tolist())
-    from blendin.io import write_text
 
     write_text(path, buffer.getvalue())
     return path

@@ -408,3 +408,15 @@ def format_args(*args: object, **kwargs: object) -> str:
     parts = [repr(a) for a in args]
     parts += [f"{k}={v!r}" for k, v in kwargs.items() if v is not None]
     return ", ".join(parts)
+
+
+def domain_shares(h: Hierarchy, level: int) -> np.ndarray:
+    """Per label of ``level``: the share of the hierarchy's domain it covers (arx-loss)."""
+    if h.domain_leaves is not None and h.domain_size:
+        return np.asarray(h.domain_leaves[level], dtype=float) / float(h.domain_size)
+    return np.bincount(h.codes[level], minlength=len(h.labels[level])) / float(len(h.ground))
+
+
+def domain_size(h: Hierarchy) -> int:
+    """The number of ground values of the hierarchy as given (arx-loss's D)."""
+    return int(h.domain_size or len(h.ground))

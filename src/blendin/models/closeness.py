@@ -10,6 +10,7 @@ import numpy as np
 
 from blendin.errors import BlendinError, preview
 from blendin.frequency import Classes, SensitiveDomain
+from blendin.hierarchy import builders
 from blendin.hierarchy.core import Hierarchy
 from blendin.models.base import TOLERANCE, _attribute, _real, _SensitiveModel
 
@@ -202,8 +203,6 @@ class TCloseness(_SensitiveModel):
         if isinstance(spec, Hierarchy):
             return spec
         if isinstance(spec, Mapping):
-            from blendin.hierarchy import builders
-
             from_toml = getattr(builders, "builder_from_toml", None)
             if from_toml is None:
                 raise BlendinError(

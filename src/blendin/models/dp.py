@@ -37,8 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from blendin.codes import COUNT
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
+from blendin.hierarchy.core import domain_shares
 from blendin.models.base import PrivacyModel, _real, _share, _whole_number
 
 
@@ -297,7 +299,6 @@ def exponential_choice(scores: np.ndarray, epsilon: float, rng: np.random.Genera
 def node_score(model: DifferentialPrivacy, checker, levels: Sequence[int],
                n_total: int) -> float:
     """:func:`loss_score` of the node ``levels`` of the sample (``checker`` over it)."""
-    from blendin.metrics import domain_shares
 
     result = checker.check(tuple(int(v) for v in levels))
     codes = result.groups.codes
@@ -365,8 +366,6 @@ def sample_model(spec) -> DifferentialPrivacy | None:
 
 def sample_of(model: DifferentialPrivacy, distinct: pa.Table) -> pa.Table:
     """The distinct tuples of the sampled records (``MARK`` = 1), the input's size noted."""
-    from blendin.frequency import COUNT
-
     marks = distinct.column(MARK).to_numpy() if distinct.num_rows else np.zeros(0, int)
     model.records_in_input = int(distinct.column(COUNT).to_numpy().sum())
     kept = distinct.filter(pa.array(np.asarray(marks).astype(str) == "1"))

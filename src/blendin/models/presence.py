@@ -25,9 +25,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.codes import COUNT, as_text, combine_keys
 from blendin.errors import BlendinError, preview
-from blendin.frequency import COUNT, Classes, SensitiveDomain, combine_keys
+from blendin.frequency import Classes, SensitiveDomain
+from blendin.groupby import distinct_tuples
 from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source
 from blendin.models.base import TOLERANCE, PrivacyModel, _share
 
 # a dense count per key when the key space is at most this many times the people's tuples
@@ -63,7 +66,7 @@ class Population:
     def from_distinct(cls, distinct: pa.Table, hierarchies: Mapping[str, Hierarchy]
                       ) -> Population:
         """From distinct text tuples with counts
-        (:func:`blendin.engines.groupby.distinct_tuples`)."""
+        (:func:`blendin.groupby.distinct_tuples`)."""
         names = list(hierarchies)
         codes = [hierarchies[n].encode(distinct.column(n), n) for n in names]
         stacked = (np.stack(codes, axis=1).astype(np.int64) if codes
@@ -236,8 +239,6 @@ def bind_population(models: Sequence[PrivacyModel], distinct: pa.Table,
 
 def subset_rows(batches, subset: str):
     """The chunks' rows marked 1 in the subset column."""
-    from blendin.frequency import as_text
-
     released = pa.array([k for k, v in SUBSET_VALUES.items() if v])
     for batch in batches:
         values = pc.utf8_lower(as_text(batch.column(subset)))
@@ -250,8 +251,6 @@ def population_source(path, qis: Sequence[str], *, delimiter: str | None = None,
                       encoding: str | None = None):
     """The population table at ``path`` (a :class:`~blendin.io.Source`), with a clear
     error when it is absent or lacks a quasi-identifier."""
-    from blendin.io import Source
-
     if not os.path.isfile(path):
         raise BlendinError(f"k-map: the population table {str(path)!r} does not exist",
                            fix="give the path of a CSV or Parquet file of the population "
@@ -269,8 +268,6 @@ def population_source(path, qis: Sequence[str], *, delimiter: str | None = None,
 def read_people(path, qis: Sequence[str], *, delimiter: str | None = None,
                 encoding: str | None = None, missing: str = "") -> pa.Table:
     """The distinct quasi-identifier tuples of a population table, with counts."""
-    from blendin.engines.groupby import distinct_tuples
-
     source = population_source(path, qis, delimiter=delimiter, encoding=encoding)
     return distinct_tuples(source.batches(list(qis)), list(qis), missing)
 

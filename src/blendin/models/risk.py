@@ -25,6 +25,14 @@ import math
 import numpy as np
 
 from blendin.errors import BlendinError
+from blendin.estimators import (
+    DANKAR_PITMAN_LIMIT,
+    pitman_uniques,
+    snb_uniques,
+    solved,
+    spectrum,
+    zayatz_uniques,
+)
 from blendin.frequency import Classes
 from blendin.models.base import TOLERANCE, PrivacyModel, _population, _population_holds, _share
 
@@ -287,15 +295,6 @@ class PopulationUniqueness(ReleaseModel):
     def estimate(self, sizes: np.ndarray) -> float:
         """The estimated share of population uniques (0 without sample uniques, nan when
         the estimator has no solution)."""
-        from blendin.risk import (
-            DANKAR_PITMAN_LIMIT,
-            _solved,
-            pitman_uniques,
-            snb_uniques,
-            spectrum,
-            zayatz_uniques,
-        )
-
         sizes = np.asarray(sizes, dtype=np.int64)
         if not (sizes == 1).any():
             return 0.0
@@ -304,7 +303,7 @@ class PopulationUniqueness(ReleaseModel):
 
         def solve(name: str) -> float:
             fn = {"pitman": pitman_uniques, "zayatz": zayatz_uniques, "snb": snb_uniques}[name]
-            value = _solved(fn, j, f, n, big_n)
+            value = solved(fn, j, f, n, big_n)
             return value if value > 0 else math.nan
 
         if self.estimator != "dankar":

@@ -23,13 +23,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.attack import attack
+from blendin.codes import as_text
 from blendin.errors import BlendinError
-from blendin.frequency import as_text
-from blendin.io import write_text
+from blendin.io import Source, to_arrow, write_text
+from blendin.models.dp import DifferentialPrivacy, sampled
+from blendin.models.presence import subset_column, subset_rows
 from blendin.report import plots
-from blendin.report.notebook import fully_generalized
 from blendin.report.words import describe_rule, example_path, levels_in_words
 from blendin.risk import RiskReport, class_sizes, risk
+from blendin.summaries import fully_generalized
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -207,15 +210,12 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
     """The input's QI and sensitive columns, read as the release was (spec's delimiter)."""
     if original is None:
         return None
-    from blendin.io import Source
 
     source = original if isinstance(original, Source) else Source(
         original, delimiter=spec.delimiter, encoding=spec.encoding)
-    from blendin.models.presence import subset_column, subset_rows
 
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
     spec.validate_columns(source.columns)
-    from blendin.models.dp import DifferentialPrivacy, sampled
 
     subset = subset_column(spec.models, source.columns)
     drawn = [m for m in spec.models if isinstance(m, DifferentialPrivacy)]
@@ -593,8 +593,6 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
     """The linking attack of ``external`` on the input (when given) and on the release."""
     if external is None:
         return None
-    from blendin.attack import attack
-    from blendin.io import Source, to_arrow
 
     spec = result.spec
     ext = (Source(external).read_all() if isinstance(external, str | os.PathLike)

@@ -12,7 +12,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
-from blendin.lattice import Checker, NodeCheck
+from blendin.lattice import Checker, NodeCheck, violating_classes
 from blendin.metrics import (
     CELL_METRICS,
     CellCosts,
@@ -389,7 +389,6 @@ def unmeetable(ft: FrequencyTable, top: Sequence[int], models: Sequence[PrivacyM
                limit: int) -> BlendinError:
     """The error when even the fully generalized table must suppress every record: which
     model fails on which class (raising the suppression limit to 100% releases nothing)."""
-    from blendin.release import violating_classes
 
     _, _, classes = violating_classes(ft, top, models)
     biggest = int(np.argmax(classes.sizes))

@@ -13,17 +13,12 @@ Entry points (what ``bl.anonymize(..., algorithm="mondrian")`` calls):
   quasi-identifier: a numeric range ``37-42`` (``[lo, hi]`` for negative or fractional ends),
   a date range ``2017-01-05..2017-03-02``, the lowest common ancestor in a category's
   hierarchy (or, with ``sets=True``, the set ``{a,b}``); one value shows as itself.
-- :func:`mondrian_release` ``(table, ft, partitioning, *, identifiers, sets, group_column,
-  original_row_column, suppressed, missing) -> pa.Table``: the release, row by row in the
-  source order (identifiers removed, other columns unchanged, optional ``group`` and
-  ``original row`` columns); :func:`mondrian_release_batches` does the same chunk by chunk,
-  and :func:`group_of_rows` gives each source row's group (e.g. to colour Excel output with
-  :func:`blendin.excel.class_styler`).
 - :func:`mondrian_utility` ``(ft, partitioning, *, sets=None) -> dict``: loss, gcp (mean
   NCP, Xu et al., KDD 2006), precision, entropy, discernibility, aecs as
   :mod:`blendin.metrics` defines them, and the number of groups.
 
-The algorithm works on the weighted distinct tuples, never on rows, and all partitions of one
+The algorithm works on the weighted distinct tuples, never on rows (releasing the rows is
+the engines' work: :class:`blendin.engines.kernels.MondrianRecoder`), and all partitions of one
 depth are cut at once: per-partition statistics are segment reductions over tuples sorted by
 partition. Strict Mondrian cuts a numeric attribute at the weighted median (values equal to the
 median all go to one side); relaxed Mondrian lets tuples equal to the median go to either side so
@@ -36,30 +31,21 @@ satisfies every model; otherwise the next widest attribute is tried.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pyarrow as pa
 
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, as_text, combine_keys
+from blendin.frequency import Classes, FrequencyTable
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.metrics import categorical_loss, class_metrics
 from blendin.models import PrivacyModel
 
-#: default names of the optional release columns
-GROUP_COLUMN = "group"
-ORIGINAL_ROW_COLUMN = "original row"
-
 __all__ = [
-    "GROUP_COLUMN",
-    "ORIGINAL_ROW_COLUMN",
     "Partitioning",
     "group_labels",
-    "group_of_rows",
     "mondrian",
-    "mondrian_release",
-    "mondrian_release_batches",
     "mondrian_utility",
 ]
 
@@ -600,8 +586,6 @@ def mondrian_utility(ft: FrequencyTable, p: Partitioning, *,
     >>> u["discernibility"], round(u["gcp"], 4), u["groups"]
     (8.0, 0.3889, 2)
     """
-    from blendin.metrics import categorical_loss, class_metrics
-
     sets = p.sets if sets is None else sets
     attrs, cov = _covers(ft, p)
     shape = (p.n_groups, len(attrs))
@@ -648,123 +632,3 @@ def _set_mass(ft: FrequencyTable, p: Partitioning, cov: _Covers, d: int,
     radix = len(freq)
     pairs = np.unique(p.group_of_tuple[cov.kept] * radix + ft.tuples[cov.kept, d])
     return np.bincount(pairs // radix, weights=freq[pairs % radix], minlength=p.n_groups)
-
-
-# --------------------------------------------------------------------------------------------
-# the release
-
-
-def mondrian_release(
-    data,
-    ft: FrequencyTable,
-    p: Partitioning,
-    *,
-    identifiers: Sequence[str] = (),
-    sets: bool | None = None,
-    group_column: str | None = None,
-    original_row_column: str | None = None,
-    suppressed: str = "keep",
-    missing: str = "",
-) -> pa.Table:
-    """The released table: rows in source order, each QI replaced by its group's value.
-
-    Identifier columns are removed; sensitive and other columns are kept unchanged and in
-    place. Rows of suppressed groups show ``*`` in every QI (``suppressed="keep"``) or are
-    left out (``"drop"``). ``group_column`` (e.g. ``"group"``) adds each row's group number
-    (1, 2, ... in the order of the frequency table; empty for suppressed rows).
-    ``original_row_column`` adds the source row number (1 = first data row): anyone who holds
-    the source can then link every released row back to its person, so only add it for
-    internal use. ``data`` is anything :func:`blendin.io.to_arrow` reads; for data read in
-    chunks use :func:`mondrian_release_batches`.
-
-    >>> import pandas as pd
-    >>> from blendin.models import KAnonymity
-    >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
-    >>> df = pd.DataFrame({"name": ["a", "b", "c", "d"], "sex": ["m", "f", "m", "f"]})
-    >>> ft = FrequencyTable.from_table(df, {"sex": sex})
-    >>> p = mondrian(ft, [KAnonymity(2)])
-    >>> out = mondrian_release(df, ft, p, identifiers=["name"], group_column="group")
-    >>> out.column_names, out.column("sex").to_pylist(), out.column("group").to_pylist()
-    (['sex', 'group'], ['m', 'f', 'm', 'f'], [2, 1, 2, 1])
-    """
-    from blendin.io import to_arrow
-
-    table = to_arrow(data)
-    parts = list(mondrian_release_batches(
-        [table], ft, p, identifiers=identifiers, sets=sets, group_column=group_column,
-        original_row_column=original_row_column, suppressed=suppressed, missing=missing))
-    return parts[0]
-
-
-def mondrian_release_batches(
-    batches: Iterable[pa.Table | pa.RecordBatch],
-    ft: FrequencyTable,
-    p: Partitioning,
-    *,
-    identifiers: Sequence[str] = (),
-    sets: bool | None = None,
-    group_column: str | None = None,
-    original_row_column: str | None = None,
-    suppressed: str = "keep",
-    missing: str = "",
-) -> Iterator[pa.Table]:
-    """:func:`mondrian_release` chunk by chunk: one release table per source batch.
-
-    Labels are made once; row numbers continue across batches.
-    """
-    if suppressed not in ("keep", "drop"):
-        raise BlendinError(f"suppressed must be 'keep' or 'drop', got {suppressed!r}",
-                           fix="use 'keep' (show * in every QI) or 'drop' (leave rows out)")
-    shown = {name: pa.array(np.append(lab, SUPPRESSED).tolist(), type=pa.string())
-             for name, lab in zip(ft.qi_names, group_labels(ft, p, sets=sets))}
-    offset = 0
-    for batch in batches:
-        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        group = _group_of_rows(table, ft, p, missing)
-        extras = {group_column: pa.array(group + 1, mask=group < 0),
-                  original_row_column: pa.array(np.arange(1, table.num_rows + 1) + offset)}
-        offset += table.num_rows
-        index = pa.array(np.where(group < 0, p.n_groups, group))
-        names, columns = [], []
-        for name in table.column_names:
-            if name not in identifiers:
-                names.append(name)
-                columns.append(shown[name].take(index) if name in shown
-                               else table.column(name))
-        for extra, values in extras.items():
-            if extra is None:
-                continue
-            if extra in names:
-                raise BlendinError(f"the release already has a column named {extra!r}",
-                                   fix="choose another name for the added column")
-            names.append(extra)
-            columns.append(values)
-        out = pa.table(columns, names=names)
-        yield out.filter(pa.array(group >= 0)) if suppressed == "drop" else out
-
-
-def group_of_rows(data, ft: FrequencyTable, p: Partitioning, missing: str = "") -> np.ndarray:
-    """Group (0-based; -1 when suppressed) of every row of the source table."""
-    from blendin.io import to_arrow
-
-    return _group_of_rows(to_arrow(data), ft, p, missing)
-
-
-def _group_of_rows(table: pa.Table, ft: FrequencyTable, p: Partitioning,
-                   missing: str) -> np.ndarray:
-    codes = [h.encode(as_text(table.column(n), missing), n)
-             for n, h in zip(ft.qi_names, ft.hierarchies)]
-    if not codes:
-        return np.zeros(table.num_rows, np.int64) if p.n_groups else np.full(
-            table.num_rows, -1, np.int64)
-    rows = np.stack(codes, axis=1)
-    # one key space for tuples and rows, so a ranking fallback stays consistent
-    keys = combine_keys(np.concatenate([ft.tuples, rows]), [len(h.ground)
-                                                            for h in ft.hierarchies])
-    tuple_keys, row_keys = keys[: len(ft.tuples)], keys[len(ft.tuples):]
-    order = np.argsort(tuple_keys)
-    at = order[np.minimum(np.searchsorted(tuple_keys[order], row_keys), len(order) - 1)]
-    if not (tuple_keys[at] == row_keys).all():
-        raise BlendinError("the table has quasi-identifier values the frequency table lacks",
-                           fix="build the frequency table from this same table")
-    return p.group_of_tuple[at]

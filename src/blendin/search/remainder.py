@@ -22,11 +22,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from blendin.codes import combine_keys
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, combine_keys
+from blendin.frequency import Classes, FrequencyTable
 from blendin.hierarchy.core import SUPPRESSED, first_seen
 from blendin.metrics import CellCosts, class_metrics, normalized_weights
 from blendin.models import PrivacyModel
+from blendin.search import find
 
 #: rounds of recoding at most (each on what the previous left suppressed)
 MAX_ROUNDS = 3
@@ -68,8 +70,6 @@ def recode_remainder(
     >>> [(p.levels, p.records(ft)) for p in parts]
     [((1,), 2)]
     """
-    from blendin.search import find
-
     parts: list[Part] = []
     released = main.tuples.copy()
     labels = _Labels(ft)

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.codes import COUNT, as_text, combine_keys, stable_order
 from blendin.errors import BlendinError
-from blendin.frequency import COUNT, as_text, combine_keys, stable_order
 from blendin.hierarchy.core import first_seen
 from blendin.parallel import each
 

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, combine_keys, summed
-from blendin.hierarchy.core import Hierarchy, first_seen
-from blendin.models import PrivacyModel, violating
-
-if TYPE_CHECKING:
-    from blendin.lattice import NodeCheck
+from blendin.frequency import FrequencyTable
+from blendin.hierarchy.core import Hierarchy
+from blendin.lattice import NodeCheck, violating_of_keys
+from blendin.models import PrivacyModel
+from blendin.models.dp import sampled
+from blendin.models.presence import subset_rows
+from blendin.spec import Spec
 
 #: class keys up to this many are looked up in a bit set (16 MiB at most)
 DENSE_KEYS = 1 << 27
@@ -73,6 +74,97 @@ class ClassKeyer:
         return key
 
 
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How the search runs, as the spec (and the call's overrides) set it: the tie-breaking
+    policy, the metric's weights, the heuristic's budget and seed, Mondrian's options, and
+    whether the suppressed records are recoded at a node of their own."""
+
+    policy: str | None = None
+    weights: Mapping[str, float] | None = None
+    time_limit: float | None = 10.0
+    max_checks: int | None = None
+    seed: int = 0
+    relaxed: bool = False
+    sets: bool = False
+    recode_suppressed: bool = False
+
+
+@dataclass(eq=False)
+class Plan:
+    """A spec compiled against its input (made by :func:`blendin.anonymize.prepare`).
+
+    ``spec`` is what the release must be, kept for the independent checker and the Result;
+    the stages read the rest: the ``source`` and the ``engine`` that reads and writes its
+    rows, the frequency table ``ft`` and the ``hierarchies`` built from the data, the bound
+    ``models``, the columns by role, the suppression limit and the ``search`` options.
+    """
+
+    spec: Spec
+    source: Any
+    engine: Any
+    ft: FrequencyTable
+    hierarchies: dict[str, Hierarchy]
+    sensitive_hierarchies: dict[str, Hierarchy]
+    models: tuple[PrivacyModel, ...]
+    qis: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    #: the columns not released: the identifiers, and delta-presence's subset column
+    removed: tuple[str, ...]
+    missing: str
+    max_suppression: float
+    search: SearchOptions
+    #: the 0/1 column of released records (delta-presence), None when all are released
+    subset: str | None = None
+    #: differential privacy's model: the rows released are its sample
+    sample: Any = None
+    #: what the user should know before releasing (overlooked identifiers, spellings)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, spec: Spec, source, engine, ft: FrequencyTable,
+           hierarchies: dict[str, Hierarchy], sensitive_hierarchies: dict[str, Hierarchy], *,
+           subset: str | None = None, sample=None, warnings: Sequence[str] = ()) -> Plan:
+        """The plan of ``spec`` on its input, everything the stages need read from it once."""
+        search = SearchOptions(spec.policy, dict(spec.weights) or None, spec.time_limit,
+                               spec.max_checks, spec.seed, spec.relaxed, spec.sets,
+                               spec.recode_suppressed)
+        return cls(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
+                   tuple(spec.models), tuple(spec.quasi_identifiers), tuple(spec.sensitive),
+                   (*spec.identifiers, *([subset] if subset else [])), spec.missing,
+                   float(spec.max_suppression), search, subset, sample, list(warnings))
+
+    def rows_of(self, recoder):
+        """``recoder`` applied to the rows to release only (the subset's, for
+        delta-presence; the sample's, drawn again in row order, for differential privacy)."""
+        if self.subset is None and self.sample is None:
+            return recoder
+        rows = (sampled if self.sample is not None else subset_rows)
+        choose = self.sample if self.sample is not None else self.subset
+        pending: list = []
+        state = {"stream": None}
+
+        def recode(batch):
+            if state["stream"] is None:
+                state["stream"] = rows(_drain(pending), choose)
+            pending.append(batch)
+            return recoder(next(state["stream"]))
+
+        return recode
+
+    def unknown_values(self, name: str) -> Sequence[str]:
+        """The values of QI ``name`` that a saved tree or file does not cover (re-applying a
+        solution with ``--unknown suppress``)."""
+        return getattr(self.spec.quasi_identifiers[name], "unknown", None) or ()
+
+
+def _drain(pending: list):
+    """Yield the batches put in ``pending``, as they come (a stream fed one by one)."""
+    while True:
+        yield pending.pop(0)
+
+
 @dataclass(frozen=True, eq=False)
 class Recoding:
     """Everything needed to recode rows: hierarchies, levels, the classes to suppress.
@@ -120,61 +212,7 @@ class Recoding:
         return bits
 
 
-def violating_classes(ft: FrequencyTable, levels: Sequence[int],
-                      models: Sequence[PrivacyModel]) -> tuple[np.ndarray, np.ndarray, Classes]:
-    """At node ``levels``: a bool per class (True = violates some model), each tuple's
-    class id, and the Classes (with the histograms the models use, no others, and the
-    people of the first model with a population)."""
-    generalized = ft.generalized(levels)
-    radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
-    return _violating(ft, levels, models, generalized,
-                      combine_keys(generalized, radices), math.prod(radices))
-
-
-def _violating(ft: FrequencyTable, levels: Sequence[int], models: Sequence[PrivacyModel],
-               generalized: np.ndarray, keys: np.ndarray,
-               span: int) -> tuple[np.ndarray, np.ndarray, Classes]:
-    """:func:`violating_classes` given each tuple's generalized codes and class key
-    (smaller than ``span``)."""
-    class_of_tuple, n_classes = unique_inverse(keys, span)
-    sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
-    used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.cells}
-    histograms = {}
-    for name in used:
-        rows, values, counts = ft.cells[name]
-        histograms[name] = summed(np.take(class_of_tuple, rows), values, counts, n_classes,
-                                  len(ft.domains[name].labels))
-    classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
-    counted = [m for m in models if m.needs_population]
-    codes: Sequence[np.ndarray] = ()
-    if counted:  # each class's codes, from its first tuple
-        first = first_seen(class_of_tuple, n_classes)
-        codes = [np.asarray(c)[first] for c in generalized.T]
-    bad = violating(classes, models, levels, codes)
-    if counted:  # the classes carry the people of the first model with a population
-        classes = replace(classes, population=counted[0].population_at(levels, codes))
-    return bad, class_of_tuple, classes
-
-
-def unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
-    """``np.unique(key, return_inverse=True)``'s inverse and count of keys, by a dense mark
-    and a running count where the key space is small (no sort: 3.9 of plan's 6.4 ms on
-    fars went to np.unique).
-
-    >>> inverse, count = unique_inverse(np.array([7, 2, 7, 5]), 8)
-    >>> inverse.tolist(), count
-    ([2, 0, 2, 1], 3)
-    """
-    if span <= 2 * len(key) + 4096:
-        present = np.zeros(span + 1, bool)
-        present[key] = True
-        rank = np.cumsum(present) - 1
-        return np.take(rank, key), int(rank[-1]) + 1 if len(key) else 0
-    uniq, inverse = np.unique(key, return_inverse=True)
-    return inverse.reshape(-1), len(uniq)
-
-
-def plan(
+def plan_node(
     ft: FrequencyTable,
     levels: Sequence[int],
     models: Sequence[PrivacyModel],
@@ -194,7 +232,7 @@ def plan(
     >>> import pandas as pd
     >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"]])
     >>> ft = FrequencyTable.from_table(pd.DataFrame({"a": [1, 2, 2, 3]}), {"a": h})
-    >>> plan(ft, [1], [KAnonymity(2)]).suppressed_records
+    >>> plan_node(ft, [1], [KAnonymity(2)]).suppressed_records
     1
     """
     levels = tuple(int(v) for v in levels)
@@ -210,7 +248,7 @@ def plan(
         tuple_bad = np.isin(keys, suppressed_keys)
         sizes = groups.sizes[~bad]
     else:
-        bad, class_of_tuple, classes = _violating(ft, levels, models, generalized, keys,
+        bad, class_of_tuple, classes = violating_of_keys(ft, levels, models, generalized, keys,
                                                   math.prod(radices))
         tuple_bad = bad[class_of_tuple]
         suppressed_keys = np.unique(keys[tuple_bad])

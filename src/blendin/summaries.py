@@ -1,4 +1,4 @@
-"""Short representations of the reports, for the console and for notebooks.
+"""Short summaries of the results and reports, for the console and for notebooks.
 
 ``repr(result)`` and a notebook cell showing a Result, CheckReport, RiskReport or
 AttackReport give the verdict first, then a few lines of figures: never the data, the

@@ -1,0 +1,153 @@
+"""Release: the outcome applied to the rows by the engine, and proven.
+
+:func:`verify` streams the rows through the engine's recoder (in a random order unless the
+source's is kept), regroups the released values, runs the independent checker on them and
+commits only what it passes: a written file is renamed into place only then.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from blendin.anonymize.prepare import pass_bar
+from blendin.anonymize.result import Result
+from blendin.anonymize.search import Outcome
+from blendin.check import check_regrouped
+from blendin.engines import is_spark
+from blendin.engines.embedded import STREAMED_SUFFIXES
+from blendin.engines.kernels import (
+    RowColumns,
+    Shuffle,
+)
+from blendin.errors import BlendinError
+from blendin.excel import class_ids
+from blendin.io import _suffix, from_arrow
+from blendin.outputs import check_paths
+from blendin.plan import Plan
+from blendin.progress import Progress
+from blendin.spec import Spec
+
+
+def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
+                     group_column: str | None = None,
+                     original_row: str | None = None, index_base: int = 1) -> pa.Table:
+    """The release with, on request, each row's class (1, 2, ... in order of first
+    appearance, empty when suppressed) and its row number in the source (1 = first row);
+    ``index_base=0`` numbers both from 0.
+
+    >>> t = pa.table({"age": ["20-29", "*", "20-29"], "dx": ["a", "b", "c"]})
+    >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row")
+    >>> out.column("group").to_pylist(), out.column("row").to_pylist()
+    ([1, None, 1], [1, 2, 3])
+    >>> out = with_row_columns(t, ["age"], group_column="group", original_row="row",
+    ...                        index_base=0)
+    >>> out.column("group").to_pylist(), out.column("row").to_pylist()
+    ([0, None, 0], [0, 1, 2])
+    """
+    if index_base not in (0, 1):
+        raise BlendinError(f"index_base must be 0 or 1, got {index_base!r}",
+                           fix="number rows and classes from 1 (--index-base 1) or 0 "
+                           "(--index-base 0)")
+
+    for name in (group_column, original_row):
+        if name is not None and name in table.column_names:
+            raise BlendinError(f"the release already has a column {name!r}",
+                               fix="choose another name for the added column")
+    if group_column is not None:
+        ids = class_ids(table, quasi_identifiers)
+        table = table.append_column(group_column, pa.array(ids + index_base, mask=ids < 0))
+    if original_row is not None:
+        rows = np.arange(index_base, table.num_rows + index_base)
+        table = table.append_column(original_row, pa.array(rows))
+    return table
+
+
+def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
+           rows: RowColumns | None = None, output: str | os.PathLike | None = None,
+           output_delimiter: str = ",", escape_formulas: bool = False,
+           bars: Progress | None = None, shuffle: Shuffle | None = None):
+    """Release through the engine, run the independent checker on the released values, and
+    commit only what it passes (a written file is renamed into place only then; ``bars``
+    show the pass over a file).
+
+    The checker sees every record, the suppressed ones with ``*`` in each QI and their
+    sensitive values empty (it counts them as suppressed, not as a class); the release drops
+    them when ``suppressed`` is ``"drop"``, which leaves exactly the classes the checker
+    verified. Their classes are compared with the distribution of the input's sensitive
+    values, every record's (the frequency table's), as ``check`` compares them when given
+    the input (docs/spec.md).
+    """
+    columns = list(dict.fromkeys([*plan.qis, *plan.sensitive]))
+    with pass_bar(bars, "releasing", plan.source) as told, plan.engine.release(
+            plan.source, outcome.recoder, check_columns=columns, missing=plan.missing,
+            suppressed=suppressed, row_columns=rows, output=output,
+            delimiter=output_delimiter, escape_formulas=escape_formulas,
+            labelled=list(plan.qis), progress=told,
+            shuffle=shuffle, blank=list(plan.sensitive)) as release:
+        # the checker is independent of the search: it is told what must hold (the spec)
+        report = check_regrouped(release.regrouped, plan.spec, release.columns,
+                                 population=plan.source, reference=plan.ft.domains)
+        if not report.passed:
+            raise BlendinError(
+                f"the release failed the independent check, so it was not released:\n{report}",
+                fix="this is a bug in blendin; please report it with the spec")
+    return release, report
+
+
+def shuffle_for(keep_order: bool, seed: int | None, plan: Plan) -> Shuffle | None:
+    """The random order of the released rows (None: the source's), from a fresh seed
+    unless one is given."""
+    if keep_order:
+        return None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise BlendinError(f"shuffle_seed must be a whole number >= 0, got {seed!r}",
+                           fix="give e.g. --shuffle-seed 7, or leave it out (a fresh order)")
+    return Shuffle(secrets.randbits(63) if seed is None else seed, plan.ft.n_records)
+
+
+def check_output(output, specs: Sequence[Spec], **inputs) -> None:
+    """The release never replaces an input (the data, a saved solution: those of
+    ``inputs`` given as paths), the spec's hierarchy files or its population tables; an
+    existing other file is replaced (the CLI asks for --force first)."""
+    if output is None or "://" in str(output):  # a remote path: Spark checks it
+        return
+    paths = {name: value for name, value in inputs.items()
+             if isinstance(value, str | os.PathLike)}
+    for spec in specs:
+        paths.update(spec.files_read())
+    check_paths(paths, {"output": (output, "table")}, force=True, folders=True)
+
+
+def like_input(release, data):
+    """The release as the kind of table the input was (a Spark release of a pandas frame,
+    say, comes back as pandas); None when it was written to a file instead."""
+    if release is None:
+        return None
+    if is_spark(release):
+        if is_spark(data):
+            return release
+        release = release.toArrow()
+    return from_arrow(release, data)
+
+
+def streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
+    """``output`` when the release can be written batch by batch (CSV, Parquet)."""
+    if output is None or _suffix(Path(output)) not in STREAMED_SUFFIXES:
+        return None
+    return output
+
+
+def written(result: Result, output, delimiter: str, escape_formulas: bool) -> Result:
+    """Write an in-memory release to ``output`` (Excel) when it was not streamed there."""
+    if output is not None and result.written is None:
+        result.written = result.write(output, delimiter=delimiter,
+                                      escape_formulas=escape_formulas)
+    return result
+
+

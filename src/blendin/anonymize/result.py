@@ -1,0 +1,239 @@
+"""The result of a run: the release and the figures that describe it (:class:`Result`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from blendin import report as reports  # the HTML report's heavy parts load on first use
+from blendin.anonymize.solutions import model_dict, plain, solution_dict
+from blendin.engines import is_spark
+from blendin.engines.spark import SparkEngine
+from blendin.errors import BlendinError
+from blendin.excel import class_ids, class_styler
+from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source, file_kind, to_arrow, write_table, write_text
+from blendin.outputs import pending_location
+from blendin.spec import Spec
+from blendin.summaries import fully_generalized, minimal_nodes, result_summary, summary_notes
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float | np.floating):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.4g}"
+    return str(value)
+
+
+@dataclass(eq=False)
+class Result:
+    """What :func:`anonymize` did: the release and the figures that describe it.
+
+    ``data`` is the release, of the same kind as the input (pandas, polars or pyarrow; a
+    pyarrow Table for a file path). ``levels`` maps each QI to its generalization level
+    (empty for Mondrian, which recodes locally). ``utility`` holds every utility figure;
+    ``classes`` and ``min_class_size`` describe the released equivalence classes;
+    ``suppressed`` counts the records removed (or blanked to ``*`` when kept); ``check`` is
+    the independent checker's report on the release.
+    """
+
+    data: Any
+    levels: dict[str, int]
+    utility: dict[str, float]
+    classes: int
+    min_class_size: int
+    suppressed: int
+    records: int
+    nodes_checked: int
+    seconds: float
+    algorithm: str
+    metric: str
+    check: Any
+    solution: Any
+    spec: Spec
+    hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
+    suppressed_mode: str = "drop"
+    #: hierarchies of sensitive attributes (hierarchical t-closeness), saved with a solution
+    sensitive_hierarchies: dict[str, Hierarchy] = field(default_factory=dict)
+    #: what a saved solution re-applied to this data showed (None for a fresh search)
+    applied_from: str | None = None
+    #: the file the release was written to by anonymize(output=...), if any
+    written: Path | None = None
+    #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
+    requested_algorithm: str = ""
+    #: why auto chose the algorithm that ran
+    algorithm_reason: str = ""
+    #: the node is proven the best acceptable one (None where that does not apply)
+    proven_optimal: bool | None = None
+    #: with recode_suppressed: the further parts, each {"levels", "records"} (records
+    #: released at that node out of those the first part suppressed)
+    recoded_parts: list[dict] = field(default_factory=list)
+    #: what the user should know of the release: columns that look like direct identifiers
+    #: released as they are, a sensitive value spelled several ways
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def table(self) -> pa.Table:
+        """The release as a pyarrow Table (what is written to files); a release streamed to
+        a file is read back from it."""
+        if self.data is None and self.written is not None:
+            # a file of a run still writing its other outputs lies under a temporary name
+            where = pending_location(self.written)
+            if where.is_dir():  # Spark's folder of part files
+                import pyarrow.dataset as ds
+
+                kind = "parquet" if self.written.suffix.lower() == ".parquet" else "csv"
+                return ds.dataset(where, format=kind).to_table()
+            return Source(where, kind=file_kind(self.written)).read_all()
+        return to_arrow(self.data)
+
+    @property
+    def heights(self) -> dict[str, int]:
+        """Number of levels of each QI's hierarchy."""
+        return {q: h.height for q, h in self.hierarchies.items()}
+
+    def __repr__(self) -> str:
+        return result_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table, verdict first (shown by notebooks)."""
+        return result_summary(self).html()
+
+    def to_dict(self) -> dict:
+        """The figures as plain JSON-ready values (no data)."""
+        return {
+            "algorithm": self.algorithm,
+            "metric": self.metric,
+            "levels": dict(self.levels),
+            "heights": self.heights if self.levels else {},
+            "records": self.records,
+            "released": self.records - (self.suppressed if self.suppressed_mode == "drop"
+                                        else 0),
+            "suppressed": self.suppressed,
+            "suppressed_share": self.suppressed / self.records if self.records else 0.0,
+            "suppressed_mode": self.suppressed_mode,
+            "max_suppression": self.spec.max_suppression,
+            "classes": self.classes,
+            "min_class_size": self.min_class_size,
+            "utility": {k: plain(v) for k, v in self.utility.items()},
+            "nodes_checked": self.nodes_checked,
+            "seconds": round(self.seconds, 6),
+            "models": [model_dict(m) for m in self.spec.models],
+            "check_passed": self.check.passed,
+            "check": self.check.to_dict(),
+            "applied_from": self.applied_from,
+            "minimal": minimal_nodes(self),
+            "fully_generalized": fully_generalized(self),
+            "requested_algorithm": self.requested_algorithm or self.algorithm,
+            "algorithm_reason": self.algorithm_reason,
+            "proven_optimal": self.proven_optimal,
+            "recoded_parts": [dict(p) for p in self.recoded_parts],
+            "recovered": self.recovered,
+            "warnings": list(self.warnings),
+        }
+
+    @property
+    def recovered(self) -> int:
+        """Records the first part suppressed that the recoded parts release."""
+        return sum(int(p["records"]) for p in self.recoded_parts)
+
+    def summary(self) -> str:
+        """A few lines saying what was done, for people."""
+        lines = []
+        what = "re-applied the saved solution" if self.applied_from else (
+            "mondrian partitioning" if self.algorithm == "mondrian"
+            else f"{self.algorithm} search, metric {self.metric}")
+        lines.append(f"anonymized {self.records:,} records ({what})")
+        if self.algorithm_reason:
+            lines.append(f"{self.requested_algorithm or 'auto'}: {self.algorithm_reason}")
+        if self.proven_optimal is not None and not self.applied_from:
+            lines.append("proven optimal: " + ("yes" if self.proven_optimal else
+                                               "no (best node found within the budget)"))
+        if self.levels:
+            heights = self.heights
+            parts = [f"{q} {lvl}/{heights[q] - 1}" for q, lvl in self.levels.items()]
+            lines.append("levels: " + ", ".join(parts))
+        for i, part in enumerate(self.recoded_parts, start=2):
+            levels = ", ".join(f"{q} {lvl}" for q, lvl in part["levels"].items())
+            lines.append(f"part {i}: {part['records']:,} suppressed records recovered at "
+                         f"levels {levels}")
+        share = 100 * self.suppressed / self.records if self.records else 0.0
+        how = "removed" if self.suppressed_mode == "drop" else (
+            "kept with * in every QI, sensitive values empty")
+        lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
+                     f"{100 * self.spec.max_suppression:g}%), {how}")
+        lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}")
+        if self.utility:
+            lines.append("utility: " + ", ".join(
+                f"{k} {_fmt(v)}" for k, v in self.utility.items()))
+        if self.applied_from is None and self.algorithm != "mondrian":
+            lines.append(f"nodes checked: {self.nodes_checked:,}")
+        lines.append(f"time: {self.seconds:.3f} s")
+        models = "; ".join(str(m) for m in self.spec.models)
+        lines.append(f"verified by the checker: {models}")
+        lines += summary_notes(self)
+        return "\n".join(lines)
+
+    def save_solution(self, path: str | os.PathLike) -> Path:
+        """Write the solution as JSON: levels, inline hierarchies, models, limits.
+
+        Re-applying it (:func:`apply_solution`, ``blendin apply``) needs nothing else. With
+        recoded suppressed records (``recode_suppressed``) it holds the first part's levels:
+        re-applied, the records that part suppresses stay suppressed.
+        """
+        payload = self.solution_dict()
+        return write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+
+    def solution_dict(self) -> dict:
+        """The solution as :meth:`save_solution` writes it (a dict ready for JSON)."""
+        if not self.levels:
+            raise BlendinError(
+                f"a {self.algorithm} release has no levels to save (it recodes each group "
+                "on its own)",
+                fix="save solutions of full-domain searches (optimal, exhaustive, binary, "
+                "datafly)")
+        return solution_dict(self.spec, self.hierarchies, self.levels,
+                             self.sensitive_hierarchies)
+
+    def report(self, path: str | os.PathLike, *, original=None,
+               threshold: float | None = None, external=None, on=None,
+               population: float | None = None) -> Path:
+        """Write the HTML release report (see :func:`blendin.report.html.write_report`);
+        give ``original`` (the input) to compare the risk before and after, ``external``
+        (an identified table) for the linking attack, ``population`` for the
+        population-based risk."""
+        return reports.write_report(self, path, original=original, threshold=threshold,
+                            external=external, on=on, population=population)
+
+    def write(self, path: str | os.PathLike, *, delimiter: str | None = ",",
+              escape_formulas: bool = False) -> Path:
+        """Write the (already verified) release atomically: CSV, Parquet or Excel by extension.
+
+        A CSV release is written with ``delimiter``; None takes the spec's ``[input]
+        delimiter`` (else ``,``), as :func:`anonymize` does by default.
+
+        In Excel each equivalence class gets its own background colour and every text is
+        text (never a formula); ``escape_formulas`` guards a CSV the same way (see
+        :func:`blendin.io.write_table`).
+        """
+        if self.written is not None and Path(path).resolve() == self.written.resolve():
+            return self.written  # streamed there after the check
+        delimiter = delimiter or self.spec.delimiter or ","
+        if is_spark(self.data) and not str(path).lower().endswith(".xlsx"):
+            return SparkEngine(self.data.sparkSession).write(
+                self.data, path, delimiter=delimiter, escape_formulas=escape_formulas)
+        table = self.table
+        styler = None
+        if str(path).lower().endswith(".xlsx"):
+            styler = class_styler(class_ids(table, list(self.spec.quasi_identifiers)))
+        return write_table(table, path, delimiter=delimiter, xlsx_styler=styler,
+                           escape_formulas=escape_formulas)
+
+

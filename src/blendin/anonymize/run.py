@@ -1,0 +1,170 @@
+"""The run of :func:`anonymize`: prepare, search, release and prove, in that order."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
+from blendin.anonymize.release import (
+    check_output,
+    like_input,
+    shuffle_for,
+    streamed,
+    verify,
+    written,
+)
+from blendin.anonymize.result import Result
+from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
+from blendin.engines.kernels import (
+    SUPPRESSION_MODES,
+    RowColumns,
+)
+from blendin.errors import BlendinError
+from blendin.progress import Progress, progress_callback
+from blendin.spec import Spec
+
+
+def anonymize(
+    data,
+    spec: Spec,
+    *,
+    algorithm: str | None = None,
+    metric: str | None = None,
+    suppressed: str = "drop",
+    progress: ProgressCallback | bool | None = None,
+    group_column: str | None = None,
+    original_row: str | None = None,
+    index_base: int = 1,
+    output: str | os.PathLike | None = None,
+    output_delimiter: str | None = None,
+    escape_formulas: bool = False,
+    engine=None,
+    time_limit: float | None | bool = False,
+    max_checks: int | None | bool = False,
+    seed: int | None = None,
+    recode_suppressed: bool | None = None,
+    keep_order: bool = False,
+    shuffle_seed: int | None = None,
+    strict: bool = False,
+) -> Result:
+    """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
+
+    ``data`` is a pandas or polars DataFrame, a pyarrow Table, or a CSV/Parquet path (read in
+    chunks); a pyarrow Table keeps its columns' codes for the next call on it (its texts are
+    hashed once, see :meth:`blendin.io.Source.keep_codes`). ``algorithm`` and ``metric``
+    override the spec's. Records of classes that still violate a model are removed
+    (``suppressed="drop"``) or kept with ``*`` in every QI and their sensitive values
+    empty (``"keep"``: shown, they would form a group anyone can read). ``progress=True``
+    shows progress bars (terminal or notebook): the search's, and for a file each pass over
+    it; a function ``progress(nodes_checked, total_nodes)`` is called during the search
+    instead.
+    ``group_column`` names a column to add with each record's equivalence class (1, 2, ...;
+    empty when suppressed). ``original_row`` names a column to add with the source row number:
+    anyone who holds the source can then link every released row back, so it is for internal
+    use only. ``index_base`` is the number of the first class and the first row: 1 (as a
+    spreadsheet shows rows) or 0 (as pandas and most Mondrian outputs in the literature).
+    ``time_limit`` (seconds), ``max_checks`` and ``seed`` override the spec's budget
+    of the heuristic (None: no limit); ``recode_suppressed`` the spec's choice to release the
+    suppressed records at a coarser node of their own (full-domain searches).
+
+    The released rows are in a random order, drawn afresh for every run: in the source's
+    order, anyone who holds the source could link released row i to source row i.
+    ``keep_order=True`` keeps the source's order (for internal use, as ``original_row``);
+    ``shuffle_seed`` makes the order reproducible (whoever knows the seed can undo it).
+    A column that looks like a direct identifier (ssn, name, email, ...) and that the spec
+    names nowhere is released with a warning (``result.warnings``); ``strict=True`` refuses
+    it before any work instead.
+
+    With ``output`` (a .csv, .parquet or .xlsx path) the release is written there, and only
+    once the checker has passed; a CSV or Parquet release is written batch by batch as it is
+    made, so a file path in and out holds no whole table in memory (``result.data`` is then
+    None and ``result.table`` reads the file back). ``output_delimiter`` (by default the
+    spec's ``[input] delimiter``, else ``,``: a release keeps its input's format) and
+    ``escape_formulas`` are as in :meth:`Result.write`. ``engine`` is ``"embedded"`` (the
+    default), ``"spark"`` (the default for a pyspark DataFrame) or an engine object (see
+    :mod:`blendin.engines`).
+
+    >>> import pandas as pd
+    >>> from blendin.hierarchy.core import Hierarchy
+    >>> from blendin.models import KAnonymity
+    >>> df = pd.DataFrame({"age": [31, 32, 33, 47], "dx": ["a", "b", "a", "c"]})
+    >>> age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+    ...                            for a in (31, 32, 33, 47)])
+    >>> spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"],
+    ...             models=[KAnonymity(2)], max_suppression=0.25)
+    >>> result = anonymize(df, spec)
+    >>> result.levels, result.data["age"].tolist(), result.suppressed
+    ({'age': 1}, ['30-39', '30-39', '30-39'], 1)
+    """
+    start = time.perf_counter()
+    spec = as_spec(spec)
+    output_delimiter = output_delimiter or spec.delimiter or ","  # the input's, as the spec says
+    if suppressed not in SUPPRESSION_MODES:
+        raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
+                           fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
+    algorithm = algorithm or spec.algorithm or "auto"
+    metric = metric or spec.metric or "loss"
+    check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    overrides = {k: v for k, v in (("time_limit", time_limit), ("max_checks", max_checks))
+                 if v is not False}
+    overrides.update({k: v for k, v in (("seed", seed), ("recode_suppressed",
+                                                          recode_suppressed)) if v is not None})
+    if overrides:
+        spec = dataclasses.replace(spec, **overrides)
+    if spec.recode_suppressed and algorithm not in FULL_DOMAIN:
+        raise BlendinError(
+            f"recode_suppressed applies to full-domain searches, not to {algorithm}",
+            fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
+    check_output(output, [spec], data=data)
+    with progress_callback(progress) as callback:
+        # a bar (not a function given) also shows the passes over a file
+        bars = callback if isinstance(callback, Progress) else None
+        plan = prepare(data, spec, engine, bars=bars, strict=strict)
+        for added in (group_column, original_row):
+            if added is not None and added in plan.source.columns:
+                raise BlendinError(f"the input already has a column {added!r}, the name "
+                                   "asked for an added column",
+                                   fix="give the added column another name")
+        run = ALGORITHMS.get(algorithm, full_domain_search)
+        outcome = run(plan, algorithm=algorithm, metric=metric, suppressed=suppressed,
+                      progress=callback)
+        if bars is not None:
+            bars.close()  # the search's bar, before the release's
+        rows = RowColumns(list(plan.qis), group_column=group_column,
+                          original_row=original_row, index_base=index_base)
+        release, report = verify(plan, outcome, suppressed, rows=rows,
+                                 output=streamed(output), output_delimiter=output_delimiter,
+                                 escape_formulas=escape_formulas, bars=bars,
+                                 shuffle=shuffle_for(keep_order, shuffle_seed, plan))
+    found = outcome.solution
+    ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
+    result = Result(
+        data=like_input(release.data, data),
+        levels=outcome.levels,
+        utility=outcome.utility,
+        classes=int(len(outcome.class_sizes)),
+        min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
+        suppressed=outcome.suppressed,
+        records=plan.ft.n_records,
+        nodes_checked=outcome.nodes_checked,
+        seconds=time.perf_counter() - start,
+        algorithm=ran,
+        metric=metric,
+        check=report,
+        solution=outcome.solution,
+        spec=spec,
+        hierarchies=plan.hierarchies,
+        suppressed_mode=suppressed,
+        sensitive_hierarchies=plan.sensitive_hierarchies,
+        written=release.path,
+        requested_algorithm=algorithm,
+        algorithm_reason=getattr(found, "reason", ""),
+        proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
+        recoded_parts=outcome.parts,
+        warnings=plan.warnings,
+    )
+    return written(result, output, output_delimiter, escape_formulas)
+
+

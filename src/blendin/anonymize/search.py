@@ -1,0 +1,182 @@
+"""Search: the frequency table in, an outcome out (what to release, and its figures).
+
+A full-domain search (auto, optimal, heuristic, exhaustive, binary, datafly) chooses one level
+per quasi-identifier; Mondrian partitions the tuples. Either way the :class:`Outcome` carries
+the recoder the engine applies to the rows, the classes and the utility.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from blendin.anonymize.prepare import ProgressCallback
+from blendin.anonymize.solutions import plain
+from blendin.engines.kernels import (
+    FullDomainRecoder,
+    MondrianRecoder,
+)
+from blendin.errors import BlendinError
+from blendin.frequency import FrequencyTable
+from blendin.lattice import Checker
+from blendin.metrics import utility_of_node
+from blendin.models import dp
+from blendin.plan import Plan, Recoding, plan_node, plan_part
+from blendin.search import find
+from blendin.search.mondrian import mondrian, mondrian_utility
+from blendin.search.remainder import Part, parts_utility, recode_remainder
+
+
+@dataclass(eq=False)
+class Outcome:
+    """What an algorithm produced: how to recode the rows, and the figures.
+
+    ``recoder`` (:mod:`blendin.engines.kernels`) turns a batch of source rows into the
+    release with every record, the suppressed ones showing ``*`` in each QI, and the mask of
+    those rows. The engine applies it; the checker verifies every record (so t-closeness
+    compares against the distribution of all records, as the search did).
+    """
+
+    recoder: Callable[[pa.Table], tuple[pa.Table, np.ndarray]]
+    levels: dict[str, int]
+    nodes_checked: int
+    solution: Any
+    suppressed: int
+    class_sizes: np.ndarray
+    utility: dict[str, float]
+    #: further parts of a release with recode_suppressed ({"levels", "records"} each)
+    parts: list[dict] = field(default_factory=list)
+
+
+FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
+
+
+def full_domain_search(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
+                       progress: ProgressCallback | None) -> Outcome:
+    """Search the generalization lattice, then apply the chosen node to every row."""
+    ft, options = plan.ft, plan.search
+    if plan.sample is not None:  # SafePub chooses its node itself
+        levels = dp.find_dp(plan.sample, Checker(ft, plan.models, 1.0),
+                            plan.sample.records_in_input)
+        return full_domain_outcome(plan, levels)
+    solution = find(ft, plan.models, max_suppression=plan.max_suppression, metric=metric,
+                    algorithm=algorithm, policy=options.policy, weights=options.weights,
+                    progress=progress, time_limit=options.time_limit,
+                    max_checks=options.max_checks, seed=options.seed)
+    levels = solution.levels
+    if levels is None:
+        raise BlendinError(
+            "no generalization meets the privacy models within the suppression limit "
+            f"({100 * plan.max_suppression:g}%)",
+            fix="allow more suppression (max_suppression), give the hierarchies more "
+            "levels, or relax the models")
+    checked = int(solution.nodes_checked)
+    if options.recode_suppressed:
+        if any(m.needs_population for m in plan.models):
+            raise BlendinError("recode_suppressed cannot be used with a model that counts a "
+                               "population (delta-presence, k-map against a table)",
+                               fix="remove recode_suppressed (--recode-suppressed)")
+        return _recoded_outcome(plan, tuple(levels), metric=metric,
+                                nodes_checked=checked, solution=solution)
+    return full_domain_outcome(plan, tuple(levels), nodes_checked=checked,
+                               solution=solution)
+
+
+def _recoded_outcome(plan: Plan, levels: tuple[int, ...], *, metric: str,
+                     nodes_checked: int, solution: Any) -> Outcome:
+    """The release at ``levels`` with its suppressed records recoded at nodes of their own
+    where they form valid classes (search/remainder.py); the union is checked as a whole."""
+    ft, options = plan.ft, plan.search
+    main = plan_node(ft, levels, plan.models, identifiers=plan.removed, missing=plan.missing)
+    within_limit(main, ft, plan.max_suppression)
+    first = Part(levels, ~main.suppressed_tuples)
+    # each round searches the (small) remainder with the heuristic for a second at most
+    budget = 1.0 if options.time_limit is None else min(1.0, options.time_limit / 4)
+    parts = recode_remainder(ft, first, plan.models, metric=metric, weights=options.weights,
+                             time_limit=budget, max_checks=options.max_checks,
+                             seed=options.seed)
+    if not parts:
+        return full_domain_outcome(plan, levels, nodes_checked=nodes_checked,
+                                   solution=solution)
+    left, recodings = main.suppressed_tuples.copy(), []
+    for part in parts:
+        recodings.append(plan_part(ft, part.levels, left, part.tuples,
+                                   identifiers=plan.removed, missing=plan.missing))
+        left &= ~part.tuples
+    metrics, sizes = parts_utility(ft, [first, *parts], weights=options.weights)
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
+                  "records": p.records(ft)} for p in parts]
+    return Outcome(FullDomainRecoder(main, recodings), named, nodes_checked, solution,
+                   int(ft.counts[left].sum()), sizes,
+                   {k: plain(v) for k, v in metrics.items()}, described)
+
+
+def full_domain_outcome(plan: Plan, levels: Sequence[int], *,
+                        nodes_checked: int = 0, solution: Any = None,
+                        saved: bool = False) -> Outcome:
+    """Release ``plan`` at the node ``levels``: recode, mark the suppressed, measure.
+
+    The suppression limit is enforced here too, whoever chose the node (``saved``: a saved
+    solution, whose failure on new data is the user's to know, not a bug).
+    """
+    ft = plan.ft
+    recoding = plan_node(ft, levels, plan.models, identifiers=plan.removed,
+                         missing=plan.missing, checked=getattr(solution, "check", None))
+    within_limit(recoding, ft, plan.max_suppression, saved)
+    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    found = getattr(solution, "utility", None)
+    if not found or tuple(solution.levels) != tuple(recoding.levels) or (
+            solution.n_suppressed != recoding.suppressed_records):
+        # the search measured its node already; anything else is measured here
+        found = utility_of_node(ft, levels, recoding.suppressed_tuples,
+                                weights=plan.search.weights)
+    utility = {k: plain(v) for k, v in found.items()}
+    if getattr(solution, "check", None) is not None:  # planned: its classes are not kept
+        solution = dataclasses.replace(solution, check=None)
+    return Outcome(plan.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
+                   solution, recoding.suppressed_records, recoding.class_sizes, utility)
+
+
+def within_limit(recoding: Recoding, ft: FrequencyTable, max_suppression: float,
+                 saved: bool = False) -> None:
+    """Refuse a recoding that suppresses more than ``max_suppression`` of the records: a
+    bug when the search chose it, the user's to know when a ``saved`` solution did."""
+    limit = max_suppression * ft.n_records
+    if recoding.suppressed_records > limit + 1e-9:
+        share = 100 * recoding.suppressed_records / ft.n_records
+        levels = ", ".join(f"{q} {lvl}" for q, lvl in zip(ft.qi_names, recoding.levels))
+        if not saved:
+            raise BlendinError(
+                f"the search chose levels {levels}, where {recoding.suppressed_records:,} "
+                f"records ({share:.2f}%) must be suppressed, over the limit of "
+                f"{100 * max_suppression:g}%; nothing was released",
+                fix="this is a bug in blendin; please report it with the spec")
+        raise BlendinError(
+            f"the saved solution does not hold on this data: at levels {levels}, "
+            f"{recoding.suppressed_records:,} records ({share:.2f}%) are in classes that "
+            f"violate the models, more than the limit of {100 * max_suppression:g}%",
+            fix="anonymize this data afresh (blendin anonymize), or raise max_suppression")
+
+
+def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
+              progress: ProgressCallback | None) -> Outcome:
+    """Multidimensional local recoding (search/mondrian.py): partition, label, measure."""
+    ft = plan.ft
+    p = mondrian(ft, plan.models, relaxed=plan.search.relaxed, sets=plan.search.sets,
+                 max_suppression=plan.max_suppression)
+    # the partitions are found on the frequency table; releasing them is a per-batch lookup
+    recoder = MondrianRecoder(ft, p, identifiers=plan.removed, missing=plan.missing)
+    utility = {k: plain(v) for k, v in mondrian_utility(ft, p).items() if k != "groups"}
+    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
+
+
+#: algorithms that are not a full-domain lattice search; everything else goes to find()
+ALGORITHMS: dict[str, Callable[..., Outcome]] = {"mondrian": _mondrian}
+
+

@@ -1,0 +1,208 @@
+"""Saved solutions: a full-domain release as metadata that re-applies to new data.
+
+A solution holds the levels, each hierarchy as its rule (never the data's values), the roles,
+the models and the limits, and a digest of its spec part: :func:`solution_dict` makes one,
+:func:`load_solution` reads one back (refusing what is not one), :func:`spec_from_solution`
+turns it into the Spec it stands for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from blendin.errors import BlendinError, preview
+from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.registry import WithUnknown, builder_from_rule, rule_of
+from blendin.models import PrivacyModel, model_from_toml
+from blendin.spec import Spec
+
+SOLUTION_FORMAT = "blendin-solution"
+SOLUTION_VERSION = 3
+#: the key of a saved solution's digest: a SHA-256 of its spec part, what says what must
+#: hold (the levels and hierarchies may be edited: the checker proves whatever they make)
+DIGEST = "digest"
+SPEC_PART = ("quasi_identifiers", "identifiers", "sensitive", "insensitive",
+             "sensitive_hierarchies", "models", "max_suppression", "missing")
+
+def plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def model_dict(model: PrivacyModel) -> dict:
+    """The model's table without an attached hierarchy (saved built, with the others)."""
+    params = model.params() if hasattr(model, "params") else model.to_dict()
+    return {"model": model.key, **{k: plain(v) for k, v in params.items()
+                                   if v is not None and k != "model"
+                                   and not k.startswith("hierarchy")}}
+
+
+def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
+                  levels: Mapping[str, int],
+                  sensitive_hierarchies: Mapping[str, Hierarchy] | None = None) -> dict:
+    """The JSON form of a full-domain solution: levels, and each hierarchy as its rule.
+
+    Rules (dates ladder, intervals, masking, flat) and trees or files as the user gave them
+    are saved, never the data's values, so the solution is metadata that re-applies to new
+    data (see :func:`blendin.hierarchy.registry.rule_of`).
+    """
+    sensitive_builders = spec.sensitive_builders()
+    return with_digest({
+        "format": SOLUTION_FORMAT,
+        "version": SOLUTION_VERSION,
+        "quasi_identifiers": list(hierarchies),
+        "levels": {q: int(levels[q]) for q in hierarchies},
+        "heights": {q: int(h.height) for q, h in hierarchies.items()},
+        "hierarchies": {q: rule_of(spec.quasi_identifiers.get(q, h), h)
+                        for q, h in hierarchies.items()},
+        "identifiers": list(spec.identifiers),
+        "sensitive": list(spec.sensitive),
+        "insensitive": list(spec.insensitive),
+        "sensitive_hierarchies": {q: rule_of(sensitive_builders.get(q, h), h)
+                                  for q, h in (sensitive_hierarchies or {}).items()},
+        "models": [model_dict(m) for m in spec.models],
+        "max_suppression": float(spec.max_suppression),
+        "missing": spec.missing,
+    })
+
+
+def with_digest(payload: dict) -> dict:
+    """``payload`` with the digest of its spec part: an edit of the saved models,
+    identifiers or limits no longer matches (:func:`changed_since_saved`).
+
+    >>> saved = with_digest({"models": [{"model": "k-anonymity", "k": 5}]})
+    >>> changed_since_saved(saved)
+    False
+    >>> saved["models"][0]["k"] = 1
+    >>> changed_since_saved(saved)
+    True
+    """
+    body = {k: v for k, v in payload.items() if k != DIGEST}
+    return {**body, DIGEST: _digest(body)}
+
+
+def changed_since_saved(payload: dict) -> bool | None:
+    """True when a solution's content no longer matches its digest; None when it has none
+    (saved by an older blendin)."""
+    if DIGEST not in payload:
+        return None
+    body = {k: v for k, v in payload.items() if k != DIGEST}
+    return payload[DIGEST] != _digest(body)
+
+
+def _digest(body: dict) -> str:
+    part = {k: body.get(k) for k in SPEC_PART}
+    text = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _saved_builders(payload: dict, unknown: str):
+    """The QIs' builders of a saved solution (each at its level, told what to do with values
+    a tree or file does not cover) and the sensitive attributes' builders."""
+    levels = saved_levels(payload)
+    rules = payload["hierarchies"]
+    if not isinstance(rules, dict) or any(q not in rules for q in levels):
+        raise BlendinError("the solution has no hierarchy for some quasi-identifier",
+                           fix="save it again with --save-solution")
+    qis = {q: WithUnknown(builder_from_rule(rules[q], q), levels[q], unknown) for q in levels}
+    sens = {q: builder_from_rule(r, q)
+            for q, r in (payload.get("sensitive_hierarchies") or {}).items()}
+    return qis, sens
+
+
+def saved_levels(payload: dict) -> dict[str, int]:
+    """The saved level of each QI, checked (a tampered file gets a clear error)."""
+    qis, levels = payload["quasi_identifiers"], payload["levels"]
+    if not isinstance(qis, list) or not isinstance(levels, dict):
+        raise BlendinError("the solution's quasi_identifiers or levels are malformed",
+                           fix="save it again with --save-solution")
+    out = {}
+    for q in qis:
+        level = levels.get(q)
+        if isinstance(level, bool) or not isinstance(level, int) or level < 0:
+            raise BlendinError(f"the solution's level of {q!r} is {level!r}, not a level "
+                               "(0, 1, 2, ...)", fix="save it again with --save-solution")
+        out[q] = level
+    return out
+
+
+def check_levels(levels: Mapping[str, int], hierarchies: Mapping[str, Hierarchy]) -> None:
+    for q, level in levels.items():
+        top = hierarchies[q].height - 1
+        if level > top:
+            raise BlendinError(f"the solution's level of {q!r} is {level}, above its "
+                               f"hierarchy's top ({top})",
+                               fix="save the solution again with --save-solution")
+
+
+def load_solution(solution) -> dict:
+    """A saved solution from a path, its dict, or a Result (its ``solution_dict()``)."""
+    if hasattr(solution, "solution_dict"):
+        return solution.solution_dict()
+    if isinstance(solution, dict):
+        payload = solution
+    else:
+        path = Path(solution)
+        if not path.is_file():
+            raise BlendinError(f"solution file {str(path)!r} does not exist",
+                               fix="give the file written by --save-solution")
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise BlendinError(f"{str(path)!r} is not a JSON solution file: {error}",
+                               fix="give the file written by --save-solution") from None
+    if not isinstance(payload, dict) or payload.get("format") != SOLUTION_FORMAT:
+        raise BlendinError("this is not a blendin solution (no \"format\": "
+                           f"\"{SOLUTION_FORMAT}\")",
+                           fix="give the file written by --save-solution")
+    for key in ("quasi_identifiers", "levels", "hierarchies", "models"):
+        if key not in payload:
+            raise BlendinError(f"the solution has no {key!r}",
+                               fix="save it again with --save-solution")
+    return payload
+
+
+def _models_from(tables: Sequence[dict]) -> list[PrivacyModel]:
+    return [model_from_toml(dict(t)) for t in tables]
+
+
+def spec_from_solution(payload: dict, spec: Spec | None = None, *,
+                       unknown: str = "error") -> Spec:
+    """The Spec a saved solution stands for (roles, models, limits from ``spec`` if given).
+
+    Its hierarchies are the saved rules; ``unknown`` says what happens to values a saved tree
+    or file does not cover (``"error"`` or ``"suppress"``; see
+    :class:`blendin.hierarchy.registry.WithUnknown`).
+    """
+    hierarchies, sens_h = _saved_builders(payload, unknown)
+    if spec is not None:
+        absent = [q for q in spec.quasi_identifiers if q not in hierarchies]
+        if absent:
+            raise BlendinError(f"the solution has no level for QI(s) {preview(absent)}",
+                               fix="use the spec the solution was made with")
+        return Spec(quasi_identifiers={q: hierarchies[q] for q in spec.quasi_identifiers},
+                    identifiers=list(spec.identifiers), sensitive=list(spec.sensitive),
+                    insensitive=list(spec.insensitive), models=list(spec.models),
+                    max_suppression=spec.max_suppression, sensitive_hierarchies={
+                        **sens_h, **_built_only(spec.sensitive_hierarchies)},
+                    delimiter=spec.delimiter, encoding=spec.encoding, missing=spec.missing,
+                    base_dir=spec.base_dir)
+    return Spec(quasi_identifiers=hierarchies, identifiers=list(payload.get("identifiers", [])),
+                sensitive=list(payload.get("sensitive", [])),
+                insensitive=list(payload.get("insensitive", [])),
+                models=_models_from(payload["models"]),
+                max_suppression=float(payload.get("max_suppression", 0.0)),
+                sensitive_hierarchies=sens_h, missing=payload.get("missing", ""))
+
+
+def _built_only(hierarchies: Mapping[str, Any]) -> dict:
+    return {k: v for k, v in hierarchies.items() if isinstance(v, Hierarchy)}
+
+
