@@ -42,9 +42,11 @@ print(bench_arx.time_blendin(arx_data.read(dataset), spec, calls)[0])
 
 
 def timed(src: Path, case: str, calls: int) -> float:
-    """Median ms of ``calls`` calls on ``case`` with blendin imported from ``src``."""
+    """Median ms of ``calls`` calls on ``case`` with blendin imported from ``src`` (and the
+    revision's own benchmark helpers beside it: its modules may have other names)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run([sys.executable, "-c", TIMED, str(HERE), str(src), case, str(calls)],
+    here = src.parent / "benchmarks"
+    done = subprocess.run([sys.executable, "-c", TIMED, str(here), str(src), case, str(calls)],
                           capture_output=True, text=True, env=env)
     if done.returncode:
         raise RuntimeError(f"{case} with {src} failed: {done.stderr.strip()[-500:]}")

@@ -28,9 +28,7 @@ from blendin.anonymize.solutions import (
     saved_levels,
     spec_from_solution,
 )
-from blendin.engines.kernels import (
-    FullDomainRecoder,
-)
+from blendin.engines.kernels import FullDomainRecoder
 from blendin.errors import BlendinError
 from blendin.metrics import utility_of_node
 from blendin.plan import Plan, plan_node

@@ -17,9 +17,7 @@ import pyarrow as pa
 
 from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
-from blendin.engines.kernels import (
-    decoded,
-)
+from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.groupby import distinct_tuples

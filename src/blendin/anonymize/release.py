@@ -21,10 +21,7 @@ from blendin.anonymize.search import Outcome
 from blendin.check import check_regrouped
 from blendin.engines import is_spark
 from blendin.engines.embedded import STREAMED_SUFFIXES
-from blendin.engines.kernels import (
-    RowColumns,
-    Shuffle,
-)
+from blendin.engines.kernels import RowColumns, Shuffle
 from blendin.errors import BlendinError
 from blendin.excel import class_ids
 from blendin.io import _suffix, from_arrow

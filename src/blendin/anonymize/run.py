@@ -17,10 +17,7 @@ from blendin.anonymize.release import (
 )
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
-from blendin.engines.kernels import (
-    SUPPRESSION_MODES,
-    RowColumns,
-)
+from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
 from blendin.errors import BlendinError
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec

@@ -17,10 +17,7 @@ import pyarrow as pa
 
 from blendin.anonymize.prepare import ProgressCallback
 from blendin.anonymize.solutions import plain
-from blendin.engines.kernels import (
-    FullDomainRecoder,
-    MondrianRecoder,
-)
+from blendin.engines.kernels import FullDomainRecoder, MondrianRecoder
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.lattice import Checker
