@@ -4,6 +4,9 @@ import importlib
 
 import pytest
 
+# a throwaway PostgreSQL server: postgres_url (session), pg_conn (per test); see postgres.py
+from postgres import pg_conn, postgres_url  # noqa: F401
+
 
 @pytest.fixture
 def checker_rejects(monkeypatch):

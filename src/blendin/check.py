@@ -29,6 +29,7 @@ from blendin.codes import COUNT, as_text, combine_keys, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
+from blendin.engines.sql import in_database
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
@@ -200,6 +201,10 @@ def check(
     population=None,
     progress: bool | Progress = False,
     strict: bool = False,
+    table: str | None = None,
+    query: str | None = None,
+    schema: str | None = None,
+    password_env: str | None = None,
 ) -> CheckReport:
     """Check a table as it stands (raw or released) against the spec's privacy models.
 
@@ -212,7 +217,8 @@ def check(
     its distribution. ``progress=True`` (or a :class:`~blendin.progress.Progress`) shows a
     bar while a file is read. A column that looks like a direct identifier and that the
     spec names nowhere is warned of (``report.warnings``), and with ``strict`` fails the
-    check.
+    check. A table in a database (``data`` its URL, ``table`` or ``query`` its rows, as in
+    :func:`~blendin.anonymize.anonymize`) is checked there: only its grouped rows are read.
 
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
@@ -230,6 +236,8 @@ def check(
     spec.validate()
 
     keep_freed_memory()
+    data, _ = in_database(data, table=table, query=query, schema=schema,
+                          password_env=password_env)
     engine = engine_for(data)
     source = (_source(data, spec, delimiter, encoding, engine.block_size)
               if engine.name == "embedded" else engine.source(data, spec))

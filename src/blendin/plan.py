@@ -140,23 +140,31 @@ class Plan:
         delta-presence; the sample's, drawn again in row order, for differential privacy)."""
         if self.subset is None and self.sample is None:
             return recoder
-        rows = (sampled if self.sample is not None else subset_rows)
-        choose = self.sample if self.sample is not None else self.subset
-        pending: list = []
-        state = {"stream": None}
-
-        def recode(batch):
-            if state["stream"] is None:
-                state["stream"] = rows(_drain(pending), choose)
-            pending.append(batch)
-            return recoder(next(state["stream"]))
-
-        return recode
+        return RowsOf(recoder, self.subset, self.sample)
 
     def unknown_values(self, name: str) -> Sequence[str]:
         """The values of QI ``name`` that a saved tree or file does not cover (re-applying a
         solution with ``--unknown suppress``)."""
         return getattr(self.spec.quasi_identifiers[name], "unknown", None) or ()
+
+
+class RowsOf:
+    """A recoder applied to the rows to release only: those marked in the ``subset`` column
+    (delta-presence), or the ``sample`` drawn again in row order (differential privacy).
+    An engine that chooses the rows itself (the SQL engine's ``WHERE``) reads the parts."""
+
+    def __init__(self, recoder, subset: str | None, sample) -> None:
+        self.recoder, self.subset, self.sample = recoder, subset, sample
+        self.pending: list = []
+        self.stream = None
+
+    def __call__(self, batch):
+        if self.stream is None:
+            rows = sampled if self.sample is not None else subset_rows
+            self.stream = rows(_drain(self.pending),
+                               self.sample if self.sample is not None else self.subset)
+        self.pending.append(batch)
+        return self.recoder(next(self.stream))
 
 
 def _drain(pending: list):

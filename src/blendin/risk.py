@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 
 from blendin.codes import COUNT, as_text
 from blendin.engines import engine_for
+from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
 from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
@@ -156,6 +157,10 @@ def risk(
     sampling_fraction: float | None = None,
     missing: str = "",
     progress: bool | Progress = False,
+    table: str | None = None,
+    query: str | None = None,
+    schema: str | None = None,
+    password_env: str | None = None,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -164,7 +169,8 @@ def risk(
     them (and the sensitive attributes). ``population`` (or ``sampling_fraction``) turns on
     the population-uniqueness estimates. Records whose quasi-identifiers are all ``*`` are
     suppressed: they are counted apart and are not at risk. ``progress=True`` (or a
-    :class:`~blendin.progress.Progress`) shows a bar while a file is read.
+    :class:`~blendin.progress.Progress`) shows a bar while a file is read. A table in a
+    database (``data`` its URL, ``table`` or ``query`` its rows) is grouped there.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -176,7 +182,10 @@ def risk(
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
                            fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
-    engine = engine_for(data)  # a file is read in batches; a Spark DataFrame stays on Spark
+    data, _ = in_database(data, table=table, query=query, schema=schema,
+                          password_env=password_env)
+    # a file is read in batches; a Spark DataFrame stays on Spark, a table in its database
+    engine = engine_for(data)
     source = engine.source(data)
     _check_columns(source.columns, [*names, *sensitive])
     with file_pass(progress, f"reading {Path(source.name).name}") as told:

@@ -20,8 +20,10 @@ from blendin.anonymize.result import Result
 from blendin.anonymize.search import Outcome
 from blendin.check import check_regrouped
 from blendin.engines import is_spark
+from blendin.engines.databases import is_database
 from blendin.engines.embedded import STREAMED_SUFFIXES
 from blendin.engines.kernels import RowColumns, Shuffle
+from blendin.engines.sql import TableRef
 from blendin.errors import BlendinError
 from blendin.excel import class_ids
 from blendin.io import _suffix, from_arrow
@@ -112,10 +114,10 @@ def check_output(output, specs: Sequence[Spec], **inputs) -> None:
     """The release never replaces an input (the data, a saved solution: those of
     ``inputs`` given as paths), the spec's hierarchy files or its population tables; an
     existing other file is replaced (the CLI asks for --force first)."""
-    if output is None or "://" in str(output):  # a remote path: Spark checks it
-        return
+    if output is None or isinstance(output, TableRef) or "://" in str(output):
+        return  # a table: the SQL engine checks it; a remote path: Spark does
     paths = {name: value for name, value in inputs.items()
-             if isinstance(value, str | os.PathLike)}
+             if isinstance(value, str | os.PathLike) and not is_database(value)}
     for spec in specs:
         paths.update(spec.files_read())
     check_paths(paths, {"output": (output, "table")}, force=True, folders=True)
@@ -134,7 +136,9 @@ def like_input(release, data):
 
 
 def streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
-    """``output`` when the release can be written batch by batch (CSV, Parquet)."""
+    """``output`` when the release can be written batch by batch (CSV, Parquet, a table)."""
+    if isinstance(output, TableRef):
+        return output
     if output is None or _suffix(Path(output)) not in STREAMED_SUFFIXES:
         return None
     return output
@@ -142,7 +146,7 @@ def streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
 
 def written(result: Result, output, delimiter: str, escape_formulas: bool) -> Result:
     """Write an in-memory release to ``output`` (Excel) when it was not streamed there."""
-    if output is not None and result.written is None:
+    if output is not None and result.written is None and not isinstance(output, TableRef):
         result.written = result.write(output, delimiter=delimiter,
                                       escape_formulas=escape_formulas)
     return result

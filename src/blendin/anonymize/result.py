@@ -66,6 +66,10 @@ class Result:
     applied_from: str | None = None
     #: the file the release was written to by anonymize(output=...), if any
     written: Path | None = None
+    #: the table in a database the release was made as (anonymize(output_table=...))
+    written_table: Any = None
+    #: the input, when it is a table in a database (the report reads it there)
+    source: Any = None
     #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
     requested_algorithm: str = ""
     #: why auto chose the algorithm that ran
@@ -83,6 +87,8 @@ class Result:
     def table(self) -> pa.Table:
         """The release as a pyarrow Table (what is written to files); a release streamed to
         a file is read back from it."""
+        if self.data is None and self.written_table is not None:
+            return self.written_table.read_all()
         if self.data is None and self.written is not None:
             # a file of a run still writing its other outputs lies under a temporary name
             where = pending_location(self.written)

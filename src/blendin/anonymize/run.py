@@ -18,6 +18,7 @@ from blendin.anonymize.release import (
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
 from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
+from blendin.engines.sql import SqlEngine, SqlSource, TableRef, check_target, in_database
 from blendin.errors import BlendinError
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec
@@ -45,6 +46,12 @@ def anonymize(
     keep_order: bool = False,
     shuffle_seed: int | None = None,
     strict: bool = False,
+    table: str | None = None,
+    query: str | None = None,
+    schema: str | None = None,
+    output_table: str | None = None,
+    password_env: str | None = None,
+    replace: bool = False,
 ) -> Result:
     """Release ``data`` so that it meets ``spec``; the release is proven before it is returned.
 
@@ -83,6 +90,15 @@ def anonymize(
     default), ``"spark"`` (the default for a pyspark DataFrame) or an engine object (see
     :mod:`blendin.engines`).
 
+    In a database (PostgreSQL, DuckDB), ``data`` is its URL (``postgresql://USER@HOST/DB``,
+    ``duckdb:///FILE``), a ``.duckdb`` path, a DuckDB connection or a SQLAlchemy engine,
+    and ``table`` (in ``schema``) or ``query`` (one SELECT) names the rows; the SQL engine
+    then works in the database and only the frequency table leaves it. ``output_table``
+    names the release's table, made in the same database (``output``, else the input's)
+    and named only once the checker passed; an existing table is replaced only with
+    ``replace=True``. ``password_env`` names the environment variable holding the password
+    (else the URL's, ``PGPASSWORD`` or ``~/.pgpass``).
+
     >>> import pandas as pd
     >>> from blendin.hierarchy.core import Hierarchy
     >>> from blendin.models import KAnonymity
@@ -97,6 +113,12 @@ def anonymize(
     """
     start = time.perf_counter()
     spec = as_spec(spec)
+    data, output = in_database(data, output, table=table, query=query, schema=schema,
+                               output_table=output_table, password_env=password_env)
+    if isinstance(data, TableRef) and engine is None:
+        engine = SqlEngine(replace=replace)
+    if isinstance(output, TableRef):
+        check_target(data, output, replace)
     output_delimiter = output_delimiter or spec.delimiter or ","  # the input's, as the spec says
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
@@ -156,6 +178,9 @@ def anonymize(
         suppressed_mode=suppressed,
         sensitive_hierarchies=plan.sensitive_hierarchies,
         written=release.path,
+        written_table=(SqlSource(plan.source.db, output) if isinstance(output, TableRef)
+                       else None),
+        source=plan.source if isinstance(plan.source, SqlSource) else None,
         requested_algorithm=algorithm,
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,

@@ -8,8 +8,12 @@ from pathlib import Path
 import click
 
 from blendin.cli import main
+from blendin.cli.database import database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
+
+#: a DuckDB file named as -o: the release goes into it as a table
+DUCKDB_FILES = (".duckdb", ".ddb")
 
 
 def _check_before_work(inputs: dict, output: str, *, force: bool,
@@ -19,19 +23,25 @@ def _check_before_work(inputs: dict, output: str, *, force: bool,
     """Every output path against every input and every other output, the folders, the
     files that exist, the output delimiter: all before any work is done."""
     # loaded when the command runs, so that blendin --help stays instant
+    from blendin.engines.databases import is_database
     from blendin.io import output_delimiter as check_delimiter
 
     spark = engine == "spark"
-    if spark and output.lower().endswith(".xlsx"):
+    if is_database(output) and not output.lower().endswith(DUCKDB_FILES):
+        output = None  # a table in a database: the SQL engine checks it before any work
+    elif is_database(output):  # a DuckDB file: it holds the input or is an input's peer
+        inputs = {k: v for k, v in inputs.items() if str(v) != output}
+        output = None
+    if spark and output is not None and output.lower().endswith(".xlsx"):
         raise BlendinError("--engine spark writes .parquet or .csv folders, not Excel",
                            fix="give -o a .parquet or .csv name, or use --engine embedded")
-    remote = spark and "://" in output  # hdfs://, s3a://: Spark checks those itself
+    remote = spark and output is not None and "://" in output  # Spark checks those itself
     check_paths(inputs, {"-o": (None if remote else output, "table"),
                          "--report": (report, "report"),
                          "--save-solution": (solution, "json")}, force=force, folders=spark)
     check_delimiter(output_delimiter)
-    data = inputs["DATA"]
-    if "://" in str(data):
+    data = inputs.get("DATA", "")
+    if "://" in str(data) or output is None or is_database(data):
         return
     if str(data).lower().endswith((".parquet", ".pq")) and not output.lower().endswith(
             ".parquet"):  # nested columns pass through to the release: CSV/Excel cannot
@@ -51,7 +61,8 @@ def _finish(result, output: str, *, delimiter: str | None,
     The outputs of the run take their names together, once the last is written: a run
     that fails on any of them (a full disk, a file-size limit) leaves none (the release
     streamed by ``anonymize`` waits under its temporary name, see blendin.outputs)."""
-    written = result.write(output, delimiter=delimiter, escape_formulas=escape_formulas)
+    written = (result.written_table or
+               result.write(output, delimiter=delimiter, escape_formulas=escape_formulas))
     saved = result.save_solution(solution) if solution else None
     reported = (result.report(report, original=original, **(report_options or {}))
                 if report else None)
@@ -167,6 +178,11 @@ def _common(command):
 
 @main.command("anonymize")
 @click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
+@database_options
+@click.option("--output-table", default=None, metavar="NAME",
+              help="Write the release as this table in the database -o names (the input's, "
+              "say); it takes the name only after the check. An existing table is "
+              "replaced only with --force.")
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
 @click.option("--algorithm", default=None,
@@ -230,7 +246,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       encoding: str | None, output_delimiter: str | None, escape_formulas: bool,
                       force: bool, strict: bool, normalize: str | None, keep_order: bool,
                       shuffle_seed: int | None, engine: str, spark_master: str | None,
-                      spark_conf: tuple[str, ...]) -> None:
+                      spark_conf: tuple[str, ...], table: str | None, query: str | None,
+                      schema: str | None, password_env: str | None,
+                      output_table: str | None) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -253,13 +271,23 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     hdfs:// or s3a:// path) and -o is written as a folder of part files, renamed into place
     only after the check.
 
+    In a database (DATA postgresql://USER@HOST:PORT/DB, duckdb:///FILE or FILE.duckdb,
+    with --table or --query) the rows never leave it: the database groups them, the search
+    runs here, and the release is made there as --output-table (in the database -o names),
+    or read out into -o FILE.
+
     Example: blendin anonymize patients.csv --spec release.toml -o release.csv
+
+    Example: blendin anonymize postgresql://me@db/hospital --table patients --spec s.toml
+    -o postgresql://me@db/hospital --output-table patients_release
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
     from blendin.progress import Progress
     from blendin.spec import Spec
 
+    rows = table_options(data, table, query, schema, password_env)
+    _output_table(output, output_table)
     report_options = _report_options(report, external, external_on, population)
     chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path)
@@ -293,11 +321,27 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                                output_delimiter=output_delimiter,
                                escape_formulas=escape_formulas, engine=chosen,
                                keep_order=keep_order, shuffle_seed=shuffle_seed,
-                               strict=strict)
+                               strict=strict, output_table=output_table, replace=force,
+                               **rows)
         written = _finish(result, output, delimiter=output_delimiter, solution=solution,
-                          report=report, original=data, escape_formulas=escape_formulas,
+                          report=report, original=result.source or data,
+                          escape_formulas=escape_formulas,
                           report_options=report_options)
     _say(result, *written, as_json=as_json, quiet=quiet)
+
+
+def _output_table(output: str, output_table: str | None) -> None:
+    """-o names a database exactly when --output-table names a table in it."""
+    # loaded when the command runs, so that blendin --help stays instant
+    from blendin.engines.databases import hidden, is_database
+
+    if output_table is not None and not is_database(output):
+        raise BlendinError(f"--output-table names a table in a database, and -o {output!r} "
+                           "is a file", fix="give -o the database's URL (the input's, say), "
+                           "or leave --output-table out")
+    if output_table is None and is_database(output):
+        raise BlendinError(f"-o {hidden(output)!r} is a database: name the release's table",
+                           fix="add --output-table NAME")
 
 
 def _normalize(spec, normalize: str | None) -> None:

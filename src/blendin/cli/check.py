@@ -7,10 +7,12 @@ import sys
 import click
 
 from blendin.cli import main
+from blendin.cli.database import database_options, table_options
 
 
 @main.command("check")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@database_options
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML) whose privacy models must hold.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -33,12 +35,17 @@ from blendin.cli import main
               "comma-separated (default: the spec's [input] normalize).")
 def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
                   delimiter: str | None, encoding: str | None,
-                  population: str | None, strict: bool, normalize: str | None) -> None:
+                  population: str | None, strict: bool, normalize: str | None,
+                  table: str | None, query: str | None, schema: str | None,
+                  password_env: str | None) -> None:
     """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
     compared as text, and rows whose quasi-identifiers are all * count as suppressed.
     Exit code 0 when every model holds, 1 when one is violated, 2 for bad input.
+
+    A table in a database (DATA a URL, with --table or --query) is checked there: only
+    its grouped rows are read.
 
     Example: blendin check release.csv --spec release.toml --json
     """
@@ -48,12 +55,13 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     from blendin.progress import Progress
     from blendin.spec import Spec
 
+    rows = table_options(data, table, query, schema, password_env)
     spec = Spec.from_toml(spec_path)
     if normalize is not None:
         spec.normalize = text_steps(normalize, option="--normalize")
     with Progress() as bars:  # in a terminal, while a large file is read
         report = check(data, spec, show_values=show_values, delimiter=delimiter,
                        encoding=encoding, population=population, progress=bars,
-                       strict=strict)
+                       strict=strict, **rows)
     click.echo(report.to_json() if as_json else str(report))
     sys.exit(0 if report.passed else 1)

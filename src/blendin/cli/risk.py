@@ -7,10 +7,12 @@ import json
 import click
 
 from blendin.cli import main
+from blendin.cli.database import database_options, table_options
 
 
 @main.command("risk")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@database_options
 @click.option("--qi", default=None, help="Quasi-identifier columns, comma-separated.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
               help="Take the quasi-identifiers and sensitive attributes from a spec (TOML).")
@@ -28,13 +30,16 @@ from blendin.cli import main
 def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: str | None,
                  threshold: float, population: float | None,
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
-                 encoding: str) -> None:
+                 encoding: str, table: str | None, query: str | None, schema: str | None,
+                 password_env: str | None) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
     estimated population uniques.
 
     Released labels (30-39, 021**, *) are compared as they are; rows whose
     quasi-identifiers are all * are suppressed and not at risk.
+
+    A table in a database (DATA a URL, with --table or --query) is grouped there.
 
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
     """
@@ -49,11 +54,13 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
         spec = Spec.from_toml(spec_path)
         delimiter = delimiter or spec.delimiter
-    source = Source(data, delimiter=delimiter, encoding=encoding)  # read in batches
+    rows = table_options(data, table, query, schema, password_env)
+    source = data if rows else Source(data, delimiter=delimiter, encoding=encoding)
     with Progress() as bars:  # in a terminal, while a large file is read
         report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
                       population=population, sampling_fraction=sampling_fraction,
-                      missing=spec.missing if spec is not None else "", progress=bars)
+                      missing=spec.missing if spec is not None else "", progress=bars,
+                      **rows)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=float))
     else:

@@ -21,7 +21,9 @@ Every engine provides:
 so far (0 to 1); an engine with progress of its own (Spark's) may ignore it.
 
 :class:`~blendin.engines.embedded.EmbeddedEngine` (pyarrow, batches, bounded memory) is the
-default; :class:`~blendin.engines.spark.SparkEngine` runs the same steps on a Spark cluster.
+default; :class:`~blendin.engines.spark.SparkEngine` runs the same steps on a Spark cluster,
+:class:`~blendin.engines.sql.SqlEngine` in a database (PostgreSQL, DuckDB) on a
+:class:`~blendin.engines.sql.TableRef`.
 """
 
 from __future__ import annotations
@@ -29,16 +31,19 @@ from __future__ import annotations
 from blendin.engines.base import Release, is_spark
 from blendin.engines.embedded import EmbeddedEngine
 from blendin.engines.spark import SparkEngine
+from blendin.engines.sql import SqlEngine, TableRef
 from blendin.errors import BlendinError
 
-__all__ = ["ENGINES", "EmbeddedEngine", "Release", "SparkEngine", "engine_for", "is_spark"]
+__all__ = ["ENGINES", "EmbeddedEngine", "Release", "SparkEngine", "SqlEngine", "TableRef",
+           "engine_for", "is_spark"]
 
-ENGINES = ("embedded", "spark")
+ENGINES = ("embedded", "spark", "sql")
 
 
 def engine_for(data=None, engine=None, **options):
-    """The engine for ``data``: the one named (``"embedded"``, ``"spark"``), an engine
-    object as given, else Spark for a pyspark DataFrame and the embedded engine otherwise.
+    """The engine for ``data``: the one named (``"embedded"``, ``"spark"``, ``"sql"``), an
+    engine object as given, else SQL for a table in a database, Spark for a pyspark
+    DataFrame and the embedded engine otherwise.
 
     >>> engine_for([]).name
     'embedded'
@@ -46,9 +51,15 @@ def engine_for(data=None, engine=None, **options):
     if engine is not None and not isinstance(engine, str):
         return engine
     if engine is None:
-        engine = "spark" if is_spark(data) else "embedded"
+        engine = ("sql" if isinstance(data, TableRef) else
+                  "spark" if is_spark(data) else "embedded")
+    if isinstance(data, TableRef) and engine != "sql":
+        raise BlendinError(f"a table in a database is read by the SQL engine, not {engine!r}",
+                           fix="leave --engine out (or give --engine sql)")
     if engine == "embedded":
         return EmbeddedEngine(**options)
     if engine == "spark":
         return SparkEngine(**options)
-    raise BlendinError(f"unknown engine {engine!r}", fix="use --engine embedded or spark")
+    if engine == "sql":
+        return SqlEngine(**options)
+    raise BlendinError(f"unknown engine {engine!r}", fix="use --engine embedded, spark or sql")

@@ -211,7 +211,7 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
     if original is None:
         return None
 
-    source = original if isinstance(original, Source) else Source(
+    source = original if hasattr(original, "read_all") else Source(
         original, delimiter=spec.delimiter, encoding=spec.encoding)
 
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))

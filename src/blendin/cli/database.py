@@ -1,0 +1,55 @@
+"""The options that name a table in a database, shared by anonymize, check and risk."""
+
+from __future__ import annotations
+
+import click
+
+from blendin.errors import BlendinError
+
+_OPTIONS = [
+    click.option("--table", default=None, metavar="NAME",
+                 help="DATA is a database (postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
+                 "FILE.duckdb): read this table there. The rows stay in the database."),
+    click.option("--query", default=None, metavar="SQL",
+                 help="DATA is a database: read the rows of this SELECT instead of a table."),
+    click.option("--schema", default=None, metavar="NAME",
+                 help="The schema of --table (and --output-table) (default: the database's "
+                 "search path)."),
+    click.option("--password-env", default=None, metavar="NAME",
+                 help="The environment variable holding the database password (default: "
+                 "the URL's, PGPASSWORD or ~/.pgpass). It is never printed."),
+]
+
+
+def database_options(command):
+    """Add --table, --query, --schema and --password-env to ``command``."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+def table_options(data: str, table: str | None, query: str | None, schema: str | None,
+                  password_env: str | None) -> dict:
+    """The keyword arguments that name DATA's rows in a database (empty for a file)."""
+    # loaded when the command runs, so that blendin --help stays instant
+    from blendin.engines.databases import is_database
+
+    given = {"table": table, "query": query, "schema": schema, "password_env": password_env}
+    if not is_database(data):
+        named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
+        if named:
+            raise BlendinError(f"{', '.join(named)} name a table in a database, and DATA "
+                               f"{data!r} is a file", fix="give DATA as a database URL "
+                               "(postgresql://USER@HOST:PORT/DB, duckdb:///FILE) or leave "
+                               f"{', '.join(named)} out")
+        return {}
+    if table is None and query is None:
+        raise BlendinError(f"DATA {_shown(data)!r} is a database: name its rows",
+                           fix="add --table NAME or --query \"SELECT ...\"")
+    return given
+
+
+def _shown(data: str) -> str:
+    from blendin.engines.databases import hidden
+
+    return hidden(data)

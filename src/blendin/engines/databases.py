@@ -1,0 +1,374 @@
+"""Connections to the databases the SQL engine works in: PostgreSQL and DuckDB.
+
+A :class:`Database` runs statements, reads results as Arrow (whole or in batches), loads a
+small Arrow table into a temporary table, and quotes names in its dialect (through
+sqlglot). Values never enter a statement's text: they are bound as parameters or loaded
+as tables. The password (from the URL, ``PGPASSWORD``, ``~/.pgpass`` or ``password_env``)
+is handed to the driver only: :attr:`Database.name` and every error leave it out.
+
+- DuckDB: a ``.duckdb`` file, ``duckdb:///path``, ``duckdb:///:memory:``, or a connection;
+  results come as Arrow natively, temporary tables from registered Arrow tables.
+- PostgreSQL: ``postgresql://USER@HOST:PORT/DB`` (or a SQLAlchemy engine's URL) through
+  psycopg; results come by ``COPY ... TO STDOUT`` as CSV parsed by pyarrow, with the
+  columns' types taken from the statement's description, and tables are loaded by
+  ``COPY ... FROM STDIN``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+
+from blendin.errors import BlendinError
+
+URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2",
+               "duckdb")
+DUCKDB_SUFFIXES = (".duckdb", ".ddb")
+
+
+def is_database(data) -> bool:
+    """True for a database URL, a ``.duckdb`` file, a DuckDB connection or relation, or a
+    SQLAlchemy engine (told by name: none of them need be installed).
+
+    >>> is_database("postgresql://me@db/hospital"), is_database("data.csv")
+    (True, False)
+    """
+    if isinstance(data, str | os.PathLike):
+        text = str(data)
+        scheme = text.partition("://")[0].lower() if "://" in text else ""
+        return scheme in URL_SCHEMES or text.lower().endswith(DUCKDB_SUFFIXES)
+    kind = type(data)
+    return (kind.__module__.startswith(("duckdb", "_duckdb"))
+            and kind.__name__ in ("DuckDBPyConnection", "DuckDBPyRelation")
+            or kind.__name__ == "Engine" and kind.__module__.startswith("sqlalchemy"))
+
+
+def connect(target, *, password_env: str | None = None) -> Database:
+    """The database ``target`` names (see :func:`is_database`)."""
+    kind = type(target)
+    if kind.__module__.startswith(("duckdb", "_duckdb")):
+        if kind.__name__ == "DuckDBPyRelation":
+            raise BlendinError("a DuckDB relation is read through its connection",
+                               fix="pass the connection and the relation's SQL as query=")
+        return DuckDB(target, "the DuckDB connection")
+    if kind.__name__ == "Engine" and kind.__module__.startswith("sqlalchemy"):
+        target = target.url.render_as_string(hide_password=False)
+    text = str(target)
+    scheme = text.partition("://")[0].lower() if "://" in text else ""
+    if scheme == "duckdb" or (not scheme and text.lower().endswith(DUCKDB_SUFFIXES)):
+        path = text.partition("://")[2] if scheme else text
+        path = path[1:] if path.startswith("/") and scheme else path
+        return DuckDB.open(path or ":memory:")
+    if scheme.startswith("postgres"):
+        return Postgres.open(text, password_env)
+    raise BlendinError(f"{hidden(text)!r} is not a database blendin can read",
+                       fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or a "
+                       "FILE.duckdb")
+
+
+def hidden(url: str) -> str:
+    """``url`` without its password.
+
+    >>> hidden("postgresql://me:secret@db:5432/x")
+    'postgresql://me@db:5432/x'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+class Database:
+    """What the SQL engine asks of a database (one connection, used by one thread)."""
+
+    dialect = ""
+    #: what the database is called in messages (never with its password)
+    name = ""
+
+    def quote(self, name: str) -> str:
+        """``name`` as a quoted identifier of this dialect."""
+        from sqlglot import exp
+
+        return exp.to_identifier(name, quoted=True).sql(self.dialect)
+
+    def table(self, name: str, schema: str | None = None) -> str:
+        """The quoted, qualified name of a table."""
+        return (f"{self.quote(schema)}." if schema else "") + self.quote(name)
+
+    def execute(self, sql: str, params: Sequence = ()) -> None:
+        raise NotImplementedError
+
+    def scalar(self, sql: str, params: Sequence = ()):
+        raise NotImplementedError
+
+    def arrow(self, sql: str) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches(sql)), self.schema(sql))
+
+    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def schema(self, sql: str) -> pa.Schema:
+        """The Arrow schema of the rows ``sql`` returns (no row is read)."""
+        raise NotImplementedError
+
+    def load(self, name: str, table: pa.Table) -> None:
+        """``table`` as a new temporary table ``name``."""
+        raise NotImplementedError
+
+    def exists(self, name: str, schema: str | None = None) -> bool:
+        raise NotImplementedError
+
+    @contextmanager
+    def transaction(self, read_only: bool = False) -> Iterator[None]:
+        """One transaction: committed when the block ends, rolled back on any error (a
+        killed process leaves it uncommitted: the server rolls it back)."""
+        self.execute("BEGIN TRANSACTION READ ONLY" if read_only and self.dialect == "postgres"
+                     else "BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self.execute("ROLLBACK")
+            raise
+        self.execute("COMMIT")
+
+    def seed(self, seed: int) -> None:
+        """Seed ``random()`` for this connection (the release's row order)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class DuckDB(Database):
+    dialect = "duckdb"
+
+    def __init__(self, connection, name: str, owned: bool = False) -> None:
+        self.connection, self.name, self.owned = connection, name, owned
+
+    @classmethod
+    def open(cls, path: str) -> DuckDB:
+        import duckdb
+
+        if path != ":memory:" and not Path(path).parent.is_dir():
+            raise BlendinError(f"folder of {path!r} does not exist",
+                               fix="give the path of a DuckDB file in an existing folder")
+        try:
+            connection = duckdb.connect(path)
+        except duckdb.Error as error:
+            raise BlendinError(f"cannot open the DuckDB file {path!r}: {error}",
+                               fix="check the path, and that no other process holds the "
+                               "file open for writing") from None
+        return cls(connection, f"DuckDB {path}", owned=True)
+
+    def execute(self, sql: str, params: Sequence = ()) -> None:
+        with self._errors():
+            self.connection.sql(sql, params=list(params) or None)
+
+    def scalar(self, sql: str, params: Sequence = ()):
+        with self._errors():
+            rows = self.connection.sql(sql, params=list(params) or None).fetchall()
+        row = rows[0] if rows else None
+        return None if row is None else row[0]
+
+    def arrow(self, sql: str) -> pa.Table:
+        with self._errors():
+            return self.connection.sql(sql).to_arrow_table()
+
+    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+        with self._errors():
+            yield from self.connection.sql(sql).to_arrow_reader(rows)
+
+    def schema(self, sql: str) -> pa.Schema:
+        with self._errors():
+            return self.connection.sql(f"SELECT * FROM ({sql}) AS q LIMIT 0"
+                                       ).to_arrow_table().schema
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        import duckdb
+
+        try:
+            yield
+        except duckdb.Error as error:
+            raise BlendinError(f"{self.name}: {str(error).strip()}",
+                               fix="check the table, query and columns named") from None
+
+    def load(self, name: str, table: pa.Table) -> None:
+        view = f"{name}_arrow"
+        self.connection.register(view, table)
+        try:
+            self.execute(f"CREATE TEMP TABLE {self.quote(name)} AS SELECT * FROM "
+                         f"{self.quote(view)}")
+        finally:
+            self.connection.unregister(view)
+
+    def exists(self, name: str, schema: str | None = None) -> bool:
+        return bool(self.scalar(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? "
+            "AND table_schema = coalesce(?, current_schema())", [name, schema]))
+
+    def seed(self, seed: int) -> None:
+        self.execute("SELECT setseed(?)", [(seed % 1_000_003) / 1_000_003])
+
+    def close(self) -> None:
+        if self.owned:
+            self.connection.close()
+
+
+#: PostgreSQL's type OIDs and the Arrow types their CSV text is read as (others: text)
+PG_TYPES = {16: pa.bool_(), 20: pa.int64(), 21: pa.int16(), 23: pa.int32(),
+            700: pa.float32(), 701: pa.float64(), 1082: pa.date32(),
+            1114: pa.timestamp("us"), 1184: pa.timestamp("us", "UTC")}
+#: and the SQL type each Arrow type is loaded as
+PG_NAMES = {pa.bool_(): "boolean", pa.int64(): "bigint", pa.int32(): "integer",
+            pa.int16(): "smallint", pa.float64(): "double precision",
+            pa.float32(): "real", pa.date32(): "date", pa.string(): "text"}
+
+
+class Postgres(Database):
+    dialect = "postgres"
+
+    def __init__(self, connection, name: str, secret: str | None = None) -> None:
+        self.connection, self.name, self.secret = connection, name, secret
+
+    @classmethod
+    def open(cls, url: str, password_env: str | None = None) -> Postgres:
+        try:
+            import psycopg
+        except ImportError:
+            raise BlendinError("PostgreSQL needs psycopg",
+                               fix='pip install "blendin[sql]"') from None
+        url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
+        password = urlsplit(url).password
+        options = {}
+        if password_env is not None:
+            if password_env not in os.environ:
+                raise BlendinError(f"the environment has no variable {password_env!r} for "
+                                   "the password", fix=f"export {password_env}=... first, "
+                                   "or leave --password-env out (PGPASSWORD, ~/.pgpass)")
+            options["password"] = password = os.environ[password_env]
+        name = f"PostgreSQL {hidden(url)}"
+        try:
+            connection = psycopg.connect(url, autocommit=True, **options)
+        except psycopg.Error as error:
+            text = _without(str(error).strip(), password)
+            fix = ("give the password in PGPASSWORD, ~/.pgpass or --password-env NAME"
+                   if "password" in text else
+                   "check the host, port and database in the URL, and that the server runs")
+            raise BlendinError(f"cannot connect to {name}: {text}", fix=fix) from None
+        return cls(connection, name, password)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        import psycopg
+
+        try:
+            yield
+        except psycopg.Error as error:
+            text = _without(str(error).strip(), self.secret)
+            raise BlendinError(f"{self.name}: {text}",
+                               fix="check the table, query and columns named") from None
+
+    def execute(self, sql: str, params: Sequence = ()) -> None:
+        with self._errors():
+            self.connection.execute(sql, list(params) or None, prepare=False)
+
+    def scalar(self, sql: str, params: Sequence = ()):
+        with self._errors():
+            row = self.connection.execute(sql, list(params) or None).fetchone()
+        return None if row is None else row[0]
+
+    def schema(self, sql: str) -> pa.Schema:
+        with self._errors():
+            cursor = self.connection.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0")
+        return pa.schema([(c.name, PG_TYPES.get(c.type_code, pa.string()))
+                          for c in cursor.description])
+
+    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+        schema = self.schema(sql)
+        with self._errors(), self.connection.cursor() as cursor, cursor.copy(
+                f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
+            stream = _Stream(copy)
+            if stream.empty():  # no row (pyarrow reads no columns from no text)
+                return
+            reader = pcsv.open_csv(
+                stream, read_options=pcsv.ReadOptions(
+                    column_names=[f"c{i}" for i in range(len(schema))],
+                    block_size=max(1 << 20, rows * 64)),
+                parse_options=pcsv.ParseOptions(newlines_in_values=True),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={f"c{i}": f.type for i, f in enumerate(schema)},
+                    strings_can_be_null=True, quoted_strings_can_be_null=False,
+                    null_values=[""], true_values=["t"], false_values=["f"]))
+            for batch in reader:
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+    def arrow(self, sql: str) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches(sql)), self.schema(sql))
+
+    def load(self, name: str, table: pa.Table) -> None:
+        columns = ", ".join(f"{self.quote(f.name)} {PG_NAMES.get(f.type, 'text')}"
+                            for f in table.schema)
+        self.execute(f"CREATE TEMP TABLE {self.quote(name)} ({columns})")
+        text = pa.table({f.name: table.column(i) if f.type in PG_NAMES
+                         else table.column(i).cast(pa.string())
+                         for i, f in enumerate(table.schema)})
+        buffer = io.BytesIO()
+        pcsv.write_csv(text, buffer, pcsv.WriteOptions(include_header=False,
+                                                       quoting_style="all_valid"))
+        with self._errors(), self.connection.cursor() as cursor, cursor.copy(
+                f"COPY {self.quote(name)} FROM STDIN (FORMAT csv)") as copy:
+            copy.write(buffer.getvalue())
+
+    def exists(self, name: str, schema: str | None = None) -> bool:
+        return bool(self.scalar(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = %s "
+            "AND table_schema = coalesce(%s, current_schema())", [name, schema]))
+
+    def seed(self, seed: int) -> None:
+        self.execute("SELECT setseed(%s)", [(seed % 1_000_003) / 1_000_003])
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _without(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+class _Stream(io.RawIOBase):
+    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader)."""
+
+    def __init__(self, copy) -> None:
+        self.blocks, self.rest = iter(copy), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def empty(self) -> bool:
+        """True when the COPY sent nothing (the first block is read ahead)."""
+        while not self.rest:
+            block = next(self.blocks, None)
+            if block is None:
+                return True
+            self.rest = bytes(block)
+        return False
+
+    def readinto(self, buffer) -> int:
+        if self.empty():
+            return 0
+        n = min(len(buffer), len(self.rest))
+        buffer[:n], self.rest = self.rest[:n], self.rest[n:]
+        return n

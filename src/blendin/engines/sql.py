@@ -1,0 +1,494 @@
+"""The SQL engine: the rows stay in the database (PostgreSQL, DuckDB); the search runs here.
+
+- the frequency table is one ``GROUP BY`` over the QI and sensitive columns, run by the
+  database; only the grouped rows cross the wire, and they are read as text here by the
+  same code as the embedded engine's (:func:`blendin.codes.as_text`), so both engines spell
+  a value alike;
+- the release maps every distinct QI tuple of the source to its released labels: the
+  distinct tuples are numbered in a temporary table, read here, recoded by the very
+  recoders the other engines run (:mod:`blendin.engines.kernels`, so full-domain nodes,
+  releases in parts and Mondrian partitions alike), and the labels go back as a temporary
+  table; one ``CREATE TABLE ... AS SELECT`` joins the source to it, drops (or stars) the
+  suppressed records, blanks their sensitive values and orders the rows at random;
+- the checker regroups the released table by an SQL ``GROUP BY`` and must pass before the
+  table takes its name: the table is made under a temporary name and renamed in the same
+  transaction, so a failed, cancelled or killed run leaves no table (the server rolls the
+  transaction back); an existing table of that name is replaced only when asked;
+- the source is only ever read (``SELECT``); a ``query`` must be one ``SELECT``.
+
+A release to a file or to memory is made the same way in a temporary table and then read
+in batches. Statements are built with quoted names (sqlglot quotes them in the database's
+dialect); values are bound as parameters or loaded as tables, never written into SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from blendin.codes import COUNT, as_text
+from blendin.engines.base import Release
+from blendin.engines.databases import Database, connect, hidden, is_database
+from blendin.engines.kernels import Shuffle, decoded
+from blendin.errors import BlendinError, preview
+from blendin.hierarchy.core import SUPPRESSED
+from blendin.io import _is_nested, atomic_path
+
+#: the prefix of the tables a run makes: temporary ones, and the release before its rename
+PREFIX = "__blendin_"
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table (or a query's rows) in a database: ``database`` is a URL
+    (``postgresql://USER@HOST:PORT/DB``, ``duckdb:///FILE``), a ``.duckdb`` path, a DuckDB
+    connection or a SQLAlchemy engine; ``table`` (in ``schema``) or ``query`` names the
+    rows. ``password_env`` names the environment variable holding the password.
+
+    >>> TableRef("duckdb:///:memory:", table="patients").describe()
+    'table "patients" in duckdb:///:memory:'
+    """
+
+    database: object
+    table: str | None = None
+    query: str | None = None
+    schema: str | None = None
+    password_env: str | None = None
+    #: the connection, once opened (shared by the references to one database)
+    opened: list = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if (self.table is None) == (self.query is None):
+            raise BlendinError("name the rows to read: a table or a query, not both"
+                               if self.table else "a database needs a table or a query",
+                               fix="give --table NAME or --query \"SELECT ...\" (table= or "
+                               "query= in Python)")
+
+    def describe(self) -> str:
+        where = (hidden(str(self.database)) if isinstance(self.database, str | os.PathLike)
+                 else type(self.database).__name__)
+        if self.query is not None:
+            return f"the query in {where}"
+        qualified = f'"{self.schema}"."{self.table}"' if self.schema else f'"{self.table}"'
+        return f"table {qualified} in {where}"
+
+    def same_database(self, other: TableRef) -> bool:
+        return self.database is other.database or (
+            isinstance(self.database, str | os.PathLike)
+            and str(self.database) == str(other.database))
+
+
+def in_database(data, output=None, *, table: str | None = None, query: str | None = None,
+                schema: str | None = None, output_table: str | None = None,
+                password_env: str | None = None):
+    """``data`` and ``output`` as :class:`TableRef` where they are tables in a database
+    (``table`` or ``query`` names the input's rows, ``output_table`` the release's table,
+    in ``output``'s database or else the input's); anything else as given.
+
+    >>> data, output = in_database("duckdb:///:memory:", table="t", output_table="r")
+    >>> data.table, output.table, output.same_database(data)
+    ('t', 'r', True)
+    """
+    if table is not None or query is not None or (
+            is_database(data) and not isinstance(data, TableRef)):
+        data = TableRef(data, table, query, schema, password_env)
+    if output_table is None:
+        if output is not None and is_database(output) and not isinstance(output, TableRef):
+            raise BlendinError("the release into a database needs a table name",
+                               fix="give --output-table NAME (output_table= in Python)")
+        return data, output
+    if output is None and not isinstance(data, TableRef):
+        raise BlendinError("output_table names a table in a database, and none is given",
+                           fix="give the database as the output (-o URL) or read from it")
+    where = data.database if output is None else output
+    shared = (data.opened if isinstance(data, TableRef)
+              and data.same_database(TableRef(where, table=output_table)) else [])
+    return data, TableRef(where, table=output_table, schema=schema,
+                          password_env=password_env, opened=shared)
+
+
+def check_query(query: str, dialect: str) -> None:
+    """A source query must be one ``SELECT`` (or ``WITH ... SELECT``): the source is only read."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
+    except sqlglot.errors.ParseError as error:
+        raise BlendinError(f"the query is not valid SQL: {str(error).splitlines()[0]}",
+                           fix="give one SELECT statement with --query") from None
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise BlendinError("the query must be one SELECT statement (the source is only read)",
+                           fix="give one SELECT ... with --query, or a table with --table")
+
+
+class SqlSource:
+    """A table or a query's rows in a database, as the pipeline's input."""
+
+    def __init__(self, db: Database, ref: TableRef) -> None:
+        self.db, self.ref = db, ref
+        if ref.query is not None:
+            check_query(ref.query, db.dialect)
+            self.sql = ref.query.strip().rstrip(";")
+        else:
+            if not db.exists(ref.table, ref.schema):
+                raise BlendinError(f"{db.name} has no {ref.describe().split(' in ')[0]}",
+                                   fix="check the name (and --schema); names are case "
+                                   "sensitive")
+            self.sql = f"SELECT * FROM {db.table(ref.table, ref.schema)}"
+        self.name = ref.describe()
+        schema = db.schema(self.sql)
+        self._types = dict(zip(schema.names, schema.types))
+        self.columns = list(self._types)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def relation(self) -> str:
+        """The rows as a FROM item, named ``s``."""
+        return f"({self.sql}) AS s"
+
+    def types(self) -> dict[str, pa.DataType]:
+        return dict(self._types)
+
+    def check_columns(self, columns: Sequence[str]) -> None:
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise BlendinError(f"{self.name} has no column(s) {preview(missing)}",
+                               fix=f"use one of its columns: {preview(self.columns, 10)}")
+
+    def check_flat(self, columns: Sequence[str], role: str) -> None:
+        for name in columns:
+            if _is_nested(self._types[name]):
+                raise BlendinError(
+                    f"column {name!r} holds nested values ({self._types[name]}), which "
+                    f"cannot be {role}", fix=f"flatten {name!r} in a --query first")
+
+    def batches(self, columns: Sequence[str] | None = None, *, encoded=(), progress=None
+                ) -> Iterator[pa.Table]:
+        """The rows (of ``columns``), read in batches."""
+        names = self.columns if columns is None else list(columns)
+        select = ", ".join(self.db.quote(c) for c in names)
+        for batch in self.db.batches(f"SELECT {select} FROM {self.relation}"):
+            yield pa.Table.from_batches([batch])
+
+    def read_all(self, columns: Sequence[str] | None = None) -> pa.Table:
+        names = self.columns if columns is None else list(columns)
+        select = ", ".join(self.db.quote(c) for c in names)
+        return self.db.arrow(f"SELECT {select} FROM {self.relation}")
+
+
+class SqlEngine:
+    """Rows in a database: the frequency table and the release are made there.
+
+    >>> import duckdb
+    >>> con = duckdb.connect()
+    >>> _ = con.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('f'), ('m'), ('f')) v(sex)")
+    >>> engine = SqlEngine()
+    >>> source = engine.source(TableRef(con, table="t"))
+    >>> engine.distinct(source, ["sex"]).sort_by("sex").to_pydict()
+    {'sex': ['f', 'm'], '__blendin_count__': [2, 1]}
+    """
+
+    name = "sql"
+
+    def __init__(self, *, replace: bool = False) -> None:
+        #: an existing output table is replaced (else refused)
+        self.replace = replace
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def source(self, data, spec=None) -> SqlSource:
+        if isinstance(data, SqlSource):
+            return data
+        if not isinstance(data, TableRef):
+            if is_database(data):
+                raise BlendinError("a database needs a table or a query",
+                                   fix="give --table NAME or --query \"SELECT ...\" (table= "
+                                   "or query= in Python)")
+            raise BlendinError(f"the SQL engine reads tables in databases, not "
+                               f"{type(data).__name__}", fix="use --engine embedded")
+        return SqlSource(database(data), data)
+
+    def distinct(self, source: SqlSource, columns: Sequence[str], missing: str = "",
+                 expected=None, progress=None) -> pa.Table:
+        """Distinct text tuples of ``columns`` with their counts: one ``GROUP BY`` in the
+        database; its rows read as text here (two values that read as one text, a null and
+        an empty text say, are counted together)."""
+        source.check_columns(columns)
+        source.check_flat(columns, "a quasi-identifier or sensitive attribute")
+        grouped = group_by(source.db, source.relation, columns)
+        if grouped.num_rows == 0:
+            raise BlendinError(f"{source.name} has no rows",
+                               fix="give a table with at least one row")
+        return texts_counted(grouped, columns, missing)
+
+    def batches(self, source: SqlSource, columns: Sequence[str] | None = None, **_
+                ) -> Iterator[pa.Table]:
+        return source.batches(columns)
+
+    # -- releasing -------------------------------------------------------------------------
+
+    @contextmanager
+    def release(self, source: SqlSource, recoder, *, check_columns: Sequence[str],
+                missing: str = "", suppressed: str = "drop", row_columns=None,
+                output=None, delimiter: str = ",", escape_formulas: bool = False,
+                labelled: Sequence[str] = (), progress=None, shuffle: Shuffle | None = None,
+                blank: Sequence[str] = ()) -> Iterator[Release]:
+        """Make the release in the database, regroup it there for the checker, and hand
+        it back (``output`` None), write it to a file (a path) or give it its name (a
+        :class:`TableRef` in the same database) once the block ends without error."""
+        if row_columns is not None and row_columns.active:
+            raise BlendinError("the SQL engine does not add class or row number columns",
+                               fix="leave out --group-column and --original-row, or read "
+                               "the rows with --engine embedded")
+        db = source.db
+        target = output if isinstance(output, TableRef) else None
+        if target is not None:
+            check_target(source.ref, target, self.replace)
+        run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        plan = _ReleasePlan(source, recoder, run, missing, suppressed, blank, shuffle)
+        # one transaction: the release gets its name only after the checker passed; any
+        # error, or a killed process, rolls back every table made
+        with db.transaction():
+            if target is None:
+                released = db.quote(plan.temp("release"))
+            else:
+                released = db.table(f"{run}_release", target.schema)
+            plan.make(released)
+            regrouped = plan.regrouped(released, check_columns)
+            everything = f"SELECT * FROM {released}"
+            if output is None:
+                yield Release(regrouped, plan.columns, data=db.arrow(everything),
+                              rows=plan.rows)
+            elif target is None:
+                path = Path(output)
+                with atomic_path(path) as temp:
+                    release = Release(regrouped, plan.columns, path=path, rows=plan.rows)
+                    yield release  # the checker passed: the file is written, then renamed
+                    release.batches = export(db, everything, temp, path, delimiter,
+                                             escape_formulas)
+            else:
+                yield Release(regrouped, plan.columns, rows=plan.rows)
+                if self.replace:
+                    db.execute(f"DROP TABLE IF EXISTS {db.table(target.table, target.schema)}")
+                db.execute(f"ALTER TABLE {released} RENAME TO {db.quote(target.table)}")
+            plan.drop_temporary()
+
+    def write(self, table: pa.Table, path, **options) -> Path:
+        from blendin.io import write_table
+
+        return write_table(table, path, **options)
+
+
+def database(ref: TableRef) -> Database:
+    """The open connection of ``ref`` (opened once, shared by copies of the reference)."""
+    if not ref.opened:
+        ref.opened.append(connect(ref.database, password_env=ref.password_env))
+    return ref.opened[0]
+
+
+def check_target(source, target: TableRef, replace: bool) -> None:
+    """Before any work: the output table is in the database of the ``source`` (a
+    :class:`TableRef`), is not the source table, and replaces an existing table only when
+    asked."""
+    if not isinstance(source, TableRef) or not source.same_database(target):
+        raise BlendinError("the release table is written into the database it is read from",
+                           fix="give the input's database as the output, or -o FILE.parquet")
+    db = database(source)
+    same = (source.table == target.table
+            and (source.schema or None) == (target.schema or None))
+    if same:
+        raise BlendinError(f"the output table {target.table!r} is the input table",
+                           fix="give another --output-table: the input is never replaced")
+    if db.exists(target.table, target.schema) and not replace:
+        raise BlendinError(f"{db.name} already has a table {target.table!r}",
+                           fix="give another --output-table, or --force to replace it")
+
+
+def group_by(db: Database, relation: str, columns: Sequence[str]) -> pa.Table:
+    """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT)."""
+    names = ", ".join(db.quote(c) for c in columns)
+    count = db.quote(COUNT)
+    if not columns:
+        return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
+    return db.arrow(f"SELECT {names}, count(*) AS {count} FROM {relation} GROUP BY {names}")
+
+
+def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa.Table:
+    """Grouped rows (``columns`` and COUNT) with their values as text, regrouped where two
+    values read as one text.
+
+    >>> t = pa.table({"a": ["x", None, ""], "__blendin_count__": [1, 2, 3]})
+    >>> texts_counted(t, ["a"], "?").sort_by("a").to_pydict()
+    {'a': ['?', 'x'], '__blendin_count__': [5, 1]}
+    """
+    counts = grouped.column(COUNT).cast(pa.int64())
+    texts = pa.table({**{c: as_text(grouped.column(c), missing) for c in columns},
+                      COUNT: counts})
+    if not columns:
+        return texts
+    merged = texts.group_by(list(columns), use_threads=False).aggregate([(COUNT, "sum")])
+    return merged.rename_columns([*columns, COUNT])
+
+
+#: the columns a release's mapping adds beside the QIs (a QI of these names is refused)
+ID, REMOVED, LABEL = f"{PREFIX}id", f"{PREFIX}removed", f"{PREFIX}label"
+
+
+class _ReleasePlan:
+    """The statements of one release, in the source's database; ``run`` names its tables."""
+
+    def __init__(self, source: SqlSource, recoder, run: str, missing: str, suppressed: str,
+                 blank: Sequence[str], shuffle: Shuffle | None) -> None:
+        self.source, self.db, self.run = source, source.db, run
+        if getattr(recoder, "sample", None) is not None:
+            raise BlendinError("the SQL engine does not release a differentially private "
+                               "sample", fix="use --engine embedded for SafePub")
+        #: delta-presence's subset column: only its rows are released
+        self.subset = getattr(recoder, "subset", None)
+        self.recoder = getattr(recoder, "recoder", recoder)
+        self.missing, self.drop = missing, suppressed == "drop"
+        self.blank, self.shuffle = set(blank), shuffle
+        self.temporary: list[str] = []
+        marked, _ = self.recoder(pa.schema(list(source.types().items())).empty_table())
+        #: the released columns, in order; the QIs among them are recoded
+        self.columns = list(marked.column_names)
+        self.qis = list(getattr(self.recoder, "qi_names", None)
+                        or self.recoder.recoding.qi_names)
+        clash = [c for c in source.columns if c.startswith(PREFIX)]
+        if clash:
+            raise BlendinError(f"column {clash[0]!r} has a name the SQL engine uses itself",
+                               fix=f"rename it in a --query (no name starting {PREFIX})")
+        #: the rows released (the suppressed ones too, when kept)
+        self.rows = 0
+
+    def temp(self, suffix: str) -> str:
+        name = f"{self.run}_{suffix}"
+        self.temporary.append(name)
+        return name
+
+    def chosen(self) -> str:
+        """The condition on source rows ``s`` to release: delta-presence's subset (its
+        values loaded as a table, not written into the statement), else none."""
+        if self.subset is None:
+            return ""
+        from blendin.models.presence import SUBSET_VALUES
+
+        q = self.db.quote
+        yes = self.temp("subset")
+        self.db.load(yes, pa.table({"v": [k for k, v in SUBSET_VALUES.items() if v]}))
+        return (f"lower(CAST(s.{q(self.subset)} AS VARCHAR)) IN "
+                f"(SELECT {q('v')} FROM {q(yes)})")
+
+    def make(self, released: str) -> None:
+        """The released rows as the table ``released`` (a qualified, quoted name)."""
+        db, q = self.db, self.db.quote
+        chosen = self.chosen()
+        where = f" WHERE {chosen}" if chosen else ""
+        tuples, labels = self.temp("tuples"), self.temp("labels")
+        qis = ", ".join(f"s.{q(c)}" for c in self.qis)
+        distinct = (f"SELECT DISTINCT {qis} FROM {self.source.relation}{where}" if self.qis
+                    else f"SELECT 1 AS {q(LABEL)}")
+        db.execute(f"CREATE TEMP TABLE {q(tuples)} AS SELECT row_number() OVER () AS {q(ID)},"
+                   f" d.* FROM ({distinct}) AS d")
+        read = db.arrow(f"SELECT * FROM {q(tuples)}")
+        db.load(labels, self.labels(read))
+        mapping = (f"(SELECT t.*, l.* FROM {q(tuples)} AS t JOIN {q(labels)} AS l "
+                   f"ON t.{q(ID)} = l.{q(ID + '_')}) AS m")
+        conditions = [self.match(c, read) for c in self.qis] or ["TRUE"]
+        conditions += [f"NOT m.{q(REMOVED)}"] * self.drop + [chosen] * bool(chosen)
+        order = ""
+        if self.shuffle is not None:
+            db.seed(self.shuffle.seed)
+            order = " ORDER BY random()"
+        db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(self.shown())} "
+                   f"FROM {self.source.relation} JOIN {mapping} "
+                   f"ON {' AND '.join(conditions)}{order}")
+
+    def shown(self) -> list[str]:
+        """Each released column: a QI's label, a sensitive value blanked in suppressed
+        records, any other column as it is."""
+        q = self.db.quote
+        out = []
+        for name in self.columns:
+            if name in self.qis:
+                out.append(f"m.{q(f'{LABEL}{self.qis.index(name)}')} AS {q(name)}")
+            elif name in self.blank:
+                out.append(f"CASE WHEN m.{q(REMOVED)} THEN NULL ELSE s.{q(name)} END "
+                           f"AS {q(name)}")
+            else:
+                out.append(f"s.{q(name)}")
+        return out
+
+    def match(self, name: str, read: pa.Table) -> str:
+        """Source row and tuple alike in QI ``name``: by equality (which a hash join
+        takes); where the column has nulls, a null is matched by a flag and stands in as
+        the column's least value."""
+        q = self.db.quote
+        if not read.column(name).null_count:
+            return f"s.{q(name)} = m.{q(name)}"
+        least = f"(SELECT min({q(name)}) FROM {q(self.run + '_tuples')})"
+        return (f"coalesce(s.{q(name)}, {least}) = coalesce(m.{q(name)}, {least}) AND "
+                f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)")
+
+    def labels(self, tuples: pa.Table) -> pa.Table:
+        """Each numbered tuple's released labels and whether its records are suppressed,
+        by the recoder every engine runs."""
+        if self.qis:
+            marked, removed = self.recoder(tuples.select(self.qis))
+            marked = decoded(marked, self.qis)
+        else:
+            marked, removed = pa.table({}), [False] * tuples.num_rows
+        columns = {ID + "_": tuples.column(ID).cast(pa.int64()),
+                   REMOVED: pa.array(removed, pa.bool_())}
+        for i, name in enumerate(self.qis):
+            columns[f"{LABEL}{i}"] = marked.column(name).cast(pa.string())
+        return pa.table(columns)
+
+    def regrouped(self, released: str, columns: Sequence[str]) -> pa.Table:
+        """The release regrouped for the checker, in the database; the records it drops
+        are counted from the source and shown as suppressed (``*`` in every QI, sensitive
+        values missing), as the other engines show them to the checker."""
+        db = self.db
+        grouped = texts_counted(group_by(db, released, columns), columns, self.missing)
+        self.rows = int(pc.sum(grouped.column(COUNT)).as_py() or 0)
+        if not self.drop:
+            return grouped
+        chosen = self.chosen()
+        where = f" WHERE {chosen}" if chosen else ""
+        gone = int(db.scalar(f"SELECT count(*) FROM {self.source.relation}{where}")) - self.rows
+        if gone <= 0:
+            return grouped
+        extra = pa.table({**{c: pa.array([SUPPRESSED if c in self.qis else self.missing])
+                             for c in columns}, COUNT: pa.array([gone], pa.int64())})
+        return pa.concat_tables([grouped, extra.select(grouped.column_names)])
+
+    def drop_temporary(self) -> None:
+        for name in self.temporary:
+            self.db.execute(f"DROP TABLE IF EXISTS {self.db.quote(name)}")
+
+
+def export(db: Database, sql: str, temp: str, path: Path, delimiter: str,
+           escape_formulas: bool) -> int:
+    """Write the rows of ``sql`` to ``temp`` (CSV or Parquet, as ``path`` is named),
+    batch by batch; the number of batches."""
+    from blendin.engines.embedded import BatchWriter
+
+    with BatchWriter(temp, path, delimiter=delimiter,
+                     escape_formulas=escape_formulas) as writer:
+        for batch in db.batches(sql, 1 << 17):
+            writer.write(pa.Table.from_batches([batch]))
+        if writer.writer is None:  # no row: the columns alone
+            writer.write(db.schema(sql).empty_table())
+    return writer.batches
+
+

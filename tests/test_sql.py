@@ -1,0 +1,379 @@
+"""The SQL engine on real databases (DuckDB in process, a throwaway PostgreSQL server): the
+same node and the same released rows as the embedded engine, names and values that would
+break naive SQL, and the safety rules (source only read, a table named only after the check,
+nothing left behind by a failed or killed run)."""
+
+import collections
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+
+from blendin.anonymize import anonymize  # noqa: E402
+from blendin.check import check  # noqa: E402
+from blendin.cli import main  # noqa: E402
+from blendin.errors import BlendinError  # noqa: E402
+from blendin.hierarchy.core import Hierarchy  # noqa: E402
+from blendin.hierarchy.masking import masking  # noqa: E402
+from blendin.models import (  # noqa: E402
+    AverageRisk,
+    DistinctLDiversity,
+    KAnonymity,
+    TCloseness,
+)
+from blendin.risk import risk  # noqa: E402
+from blendin.spec import Spec  # noqa: E402
+
+SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+ZIPS = ["02138", "02139", "02141", "03101", "03102"]
+
+
+def table(n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": [f"p{i}" for i in range(n)], "age": rng.integers(18, 90, n),
+                         "sex": rng.choice(["f", "m"], n), "zip": rng.choice(ZIPS, n),
+                         "dx": rng.choice(list("abcd"), n), "visits": rng.integers(0, 9, n)})
+
+
+def spec_for(df, **kw):
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in sorted(set(df.age))])
+    base = dict(quasi_identifiers={"age": age, "sex": SEX, "zip": masking()},
+                identifiers=["id"], sensitive=["dx"],
+                models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
+    base.update(kw)
+    return Spec(**base)
+
+
+def multiset(frame) -> collections.Counter:
+    if isinstance(frame, pa.Table):
+        frame = frame.to_pandas()
+    frame = frame.astype(object).where(frame.notna(), None)
+    return collections.Counter(tuple("" if v is None else str(v) for v in row)
+                               for row in frame.values.tolist())
+
+
+def quoted(name):
+    return '"' + name.replace('"', '""') + '"'
+
+
+class DuckBackend:
+    name = "duckdb"
+
+    def __init__(self, tmp_path):
+        self.path = tmp_path / "data.duckdb"
+        self.url = f"duckdb:///{self.path}"
+
+    def put(self, name, df):
+        with duckdb.connect(str(self.path)) as con:
+            con.register("frame", df)
+            con.sql(f"CREATE TABLE {quoted(name)} AS SELECT * FROM frame")
+
+    def read(self, name):
+        with duckdb.connect(str(self.path)) as con:
+            return con.sql(f"SELECT * FROM {quoted(name)}").df()
+
+    def tables(self):
+        with duckdb.connect(str(self.path)) as con:
+            return sorted(r[0] for r in con.sql("SELECT table_name FROM "
+                                                 "information_schema.tables").fetchall())
+
+
+class PostgresBackend:
+    name = "postgres"
+
+    def __init__(self, url):
+        import psycopg
+
+        self.url, self.psycopg = url, psycopg
+
+    def put(self, name, df):
+        types = {"int64": "bigint", "float64": "double precision", "bool": "boolean"}
+        columns = ", ".join(f'{quoted(c)} {types.get(str(df[c].dtype), "text")}'
+                            for c in df.columns)
+        buffer = io.BytesIO()
+        pcsv.write_csv(pa.Table.from_pandas(df, preserve_index=False), buffer,
+                       pcsv.WriteOptions(include_header=False, quoting_style="all_valid"))
+        with self.psycopg.connect(self.url, autocommit=True) as con:
+            con.execute(f"CREATE TABLE {quoted(name)} ({columns})")
+            with con.cursor() as cursor, cursor.copy(
+                    f"COPY {quoted(name)} FROM STDIN (FORMAT csv)") as copy:
+                copy.write(buffer.getvalue())
+
+    def read(self, name):
+        with self.psycopg.connect(self.url) as con:
+            cursor = con.execute(f"SELECT * FROM {quoted(name)}")
+            return pd.DataFrame(cursor.fetchall(), columns=[d.name for d in cursor.description])
+
+    def tables(self):
+        with self.psycopg.connect(self.url) as con:
+            return sorted(r[0] for r in con.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname NOT IN "
+                "('pg_catalog', 'information_schema')").fetchall())
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def db(request, tmp_path):
+    if request.param == "duckdb":
+        yield DuckBackend(tmp_path)
+        return
+    request.getfixturevalue("pg_conn")  # the tables a test makes are dropped after it
+    yield PostgresBackend(request.getfixturevalue("postgres_url"))
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "optimal", "exhaustive", "binary", "datafly",
+                                       "heuristic", "mondrian"])
+def test_same_node_and_same_release_as_embedded(db, algorithm):
+    df = table()
+    db.put("patients", df)
+    spec = spec_for(df)
+    options = {"max_checks": 40} if algorithm == "heuristic" else {}
+    ours = anonymize(db.url, spec, table="patients", algorithm=algorithm, **options)
+    theirs = anonymize(df, spec, algorithm=algorithm, **options)
+    assert ours.levels == theirs.levels
+    assert ours.suppressed == theirs.suppressed
+    assert ours.check.passed
+    assert multiset(ours.data) == multiset(theirs.data)
+
+
+@pytest.mark.parametrize("models,suppressed", [
+    ([KAnonymity(5), TCloseness("dx", 0.3)], "keep"),
+    ([AverageRisk(0.1)], "drop"),
+    ([KAnonymity(20)], "keep"),
+])
+def test_models_and_kept_records_as_embedded(db, models, suppressed):
+    df = table(800, seed=5)
+    db.put("patients", df)
+    spec = spec_for(df, models=models, max_suppression=0.1)
+    ours = anonymize(db.url, spec, table="patients", suppressed=suppressed)
+    theirs = anonymize(df, spec, suppressed=suppressed)
+    assert (ours.levels, ours.suppressed) == (theirs.levels, theirs.suppressed)
+    assert multiset(ours.data) == multiset(theirs.data)
+
+
+def test_recoded_parts_as_embedded(db):
+    df = table(900, seed=7)
+    db.put("patients", df)
+    spec = spec_for(df, models=[KAnonymity(12)], max_suppression=0.3, recode_suppressed=True)
+    ours = anonymize(db.url, spec, table="patients")
+    theirs = anonymize(df, spec)
+    assert ours.recoded_parts == theirs.recoded_parts and ours.recovered > 0
+    assert multiset(ours.data) == multiset(theirs.data)
+
+
+AWKWARD = ["select", "Zip Code", 'na"me', "ÄÖ"]
+
+
+def test_awkward_names_and_values(db):
+    rng = np.random.default_rng(1)
+    n = 300
+    values = ["O'Brien", "'; DROP TABLE patients; --", 'say "hi"', "Ünïcödé", "", None,
+              "a,b", "line\nbreak"]
+    df = pd.DataFrame({
+        "select": rng.choice(["f", "m"], n),
+        "Zip Code": rng.choice(ZIPS, n),
+        'na"me': [values[i % len(values)] for i in range(n)],
+        "ÄÖ": rng.choice(["x", "y", None], n),
+    })
+    db.put("Pätients; DROP", df)
+    flat = Hierarchy.from_rows([[v, "*"] for v in ["x", "y", ""]])
+    spec = Spec(quasi_identifiers={"select": SEX, "Zip Code": masking(), "ÄÖ": flat},
+                sensitive=['na"me'], models=[KAnonymity(5)], max_suppression=0.05)
+    ours = anonymize(db.url, spec, table="Pätients; DROP", output_table="Reléase \"1\"",
+                     keep_order=False)
+    theirs = anonymize(df, spec)
+    assert ours.levels == theirs.levels
+    back = db.read('Reléase "1"')
+    assert list(back.columns) == AWKWARD
+    assert multiset(back) == multiset(theirs.data)
+    assert "Pätients; DROP" in db.tables()  # the source is untouched
+    assert len(db.read("Pätients; DROP")) == n
+
+
+def test_one_row_and_no_rows(db):
+    df = table(1)
+    db.put("one", df)
+    db.put("none", df.iloc[:0])
+    spec = spec_for(df, models=[KAnonymity(1)])
+    ours = anonymize(db.url, spec, table="one")
+    assert multiset(ours.data) == multiset(anonymize(df, spec).data)
+    with pytest.raises(BlendinError, match="has no rows"):
+        anonymize(db.url, spec, table="none")
+
+
+def test_check_and_risk_in_the_database(db):
+    df = table(700, seed=11)
+    release = anonymize(df, spec_for(df)).data
+    db.put("release", release)
+    spec = spec_for(df)
+    ours, theirs = check(db.url, spec, table="release"), check(release, spec)
+    assert ours.passed and ours.to_dict() == theirs.to_dict()
+    ours = risk(db.url, "age,sex,zip", table="release", sensitive=["dx"])
+    theirs = risk(release, "age,sex,zip", sensitive=["dx"])
+    assert ours.to_dict() == theirs.to_dict()
+    ours = risk(db.url, "age,sex", query='SELECT * FROM "release" WHERE "sex" = \'f\'')
+    assert ours.records == int((release.sex == "f").sum())
+
+
+def test_release_table_named_after_the_check(db, checker_rejects):
+    df = table()
+    db.put("patients", df)
+    with pytest.raises(BlendinError, match="failed the independent check"):
+        anonymize(db.url, spec_for(df), table="patients", output_table="release")
+    assert db.tables() == ["patients"]  # no release, no temporary table
+
+
+def test_output_table_rules(db, tmp_path):
+    df = table()
+    db.put("patients", df)
+    spec = spec_for(df)
+    with pytest.raises(BlendinError, match="is the input table"):
+        anonymize(db.url, spec, table="patients", output_table="patients")
+    db.put("release", df.iloc[:3])
+    with pytest.raises(BlendinError, match="already has a table 'release'"):
+        anonymize(db.url, spec, table="patients", output_table="release")
+    assert len(db.read("release")) == 3
+    result = anonymize(db.url, spec, table="patients", output_table="release", replace=True)
+    assert multiset(db.read("release")) == multiset(result.table)
+    assert sorted(db.tables()) == ["patients", "release"]
+    written = anonymize(db.url, spec, table="patients", output=tmp_path / "r.parquet")
+    assert written.written.exists()
+    assert multiset(written.table) == multiset(result.table)
+
+
+def test_a_query_is_one_select(db):
+    df = table()
+    db.put("patients", df)
+    with pytest.raises(BlendinError, match="one SELECT"):
+        anonymize(db.url, spec_for(df), query='DROP TABLE "patients"')
+    with pytest.raises(BlendinError, match="one SELECT"):
+        anonymize(db.url, spec_for(df), query='SELECT 1; DROP TABLE "patients"')
+    assert db.tables() == ["patients"]
+    older = anonymize(db.url, spec_for(df), query='SELECT * FROM "patients" WHERE age > 30')
+    assert older.records == int((df.age > 30).sum())
+
+
+KILLED = textwrap.dedent("""
+    import sys, time
+    import blendin.engines.sql as sql
+    from blendin.anonymize import anonymize
+    sys.path.insert(0, sys.argv[3])
+    from test_sql import spec_for, table
+    real = sql._ReleasePlan.regrouped
+    def slow(self, *args):
+        out = real(self, *args)
+        print("made", flush=True)
+        time.sleep(60)
+        return out
+    sql._ReleasePlan.regrouped = slow
+    anonymize(sys.argv[1], spec_for(table()), table="patients", output_table=sys.argv[2])
+""")
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_run_leaves_no_table(db, how):
+    db.put("patients", table())
+    here = os.path.dirname(__file__)
+    child = subprocess.Popen([sys.executable, "-c", KILLED, db.url, "release", here],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "made"  # the release table exists, unnamed
+        child.send_signal(how)
+        child.wait(30)
+    finally:
+        child.kill()
+    time.sleep(0.2)
+    assert db.tables() == ["patients"]
+
+
+def test_password_never_shown(postgres_url, pg_conn, tmp_path, monkeypatch):
+    import re
+
+    secret = re.search(r"//\w+:(\w+)@", postgres_url).group(1)
+    db = PostgresBackend(postgres_url)
+    df = table()
+    db.put("patients", df)
+    bare = postgres_url.replace(f":{secret}@", "@")
+    monkeypatch.setenv("BLENDIN_TEST_PASSWORD", secret)
+    result = anonymize(bare, spec_for(df), table="patients", output_table="release",
+                       password_env="BLENDIN_TEST_PASSWORD")
+    assert secret not in repr(result) and secret not in json.dumps(result.to_dict())
+    assert secret not in result.save_solution(tmp_path / "s.json").read_text()
+    report = result.report(tmp_path / "r.html", original=result.source)
+    assert secret not in report.read_text()
+    wrong = postgres_url.replace(f":{secret}@", ":wrong-password@")
+    with pytest.raises(BlendinError) as error:
+        anonymize(wrong, spec_for(df), table="patients")
+    assert "wrong-password" not in str(error.value) and "password" in str(error.value)
+    from click.testing import CliRunner
+
+    out = CliRunner().invoke(main, ["anonymize", postgres_url, "--table", "patients",
+                                    "--spec", str(write_spec(tmp_path)), "-o", postgres_url,
+                                    "--output-table", "again"])
+    assert out.exit_code == 0, out.output
+    assert secret not in out.output and 'table "again"' in out.output
+
+
+def write_spec(tmp_path):
+    path = tmp_path / "spec.toml"
+    path.write_text(textwrap.dedent("""
+        [attributes]
+        identifiers = ["id"]
+        sensitive = ["dx"]
+        [quasi_identifiers]
+        sex = { flat = true }
+        zip = { masking = true }
+        [[privacy]]
+        model = "k-anonymity"
+        k = 5
+        [anonymization]
+        max_suppression = 0.05
+    """))
+    return path
+
+
+def test_cli(db, tmp_path):
+    from click.testing import CliRunner
+
+    df = table()
+    db.put("patients", df)
+    spec = str(write_spec(tmp_path))
+    run = CliRunner().invoke
+    out = run(main, ["anonymize", db.url, "--table", "patients", "--spec", spec,
+                     "-o", db.url, "--output-table", "release"])
+    assert out.exit_code == 0, out.output
+    assert "release" in db.tables()
+    again = run(main, ["anonymize", db.url, "--table", "patients", "--spec", spec,
+                       "-o", db.url, "--output-table", "release"])
+    assert again.exit_code == 2 and "--force" in again.output
+    out = run(main, ["check", db.url, "--table", "release", "--spec", spec])
+    assert out.exit_code == 0 and "PASSED" in out.output
+    out = run(main, ["risk", db.url, "--table", "release", "--qi", "sex,zip"])
+    assert out.exit_code == 0 and "prosecutor" in out.output
+    parquet = tmp_path / "r.parquet"
+    out = run(main, ["anonymize", db.url, "--query", "SELECT * FROM patients", "--spec", spec,
+                     "-o", str(parquet)])
+    assert out.exit_code == 0 and parquet.exists()
+    for args, words in [
+        ([db.url, "--spec", spec, "-o", str(tmp_path / "x.csv")], "--table NAME"),
+        ([db.url, "--table", "nope", "--spec", spec, "-o", str(tmp_path / "x.csv")],
+         'no table "nope"'),
+        ([db.url, "--table", "patients", "--spec", spec, "-o", db.url], "--output-table"),
+        ([str(tmp_path / "x.csv"), "--table", "t", "--spec", spec, "-o", "y.csv"],
+         "is a file"),
+    ]:
+        out = run(main, ["anonymize", *args])
+        assert out.exit_code == 2, out.output
+        assert words in out.output and "Traceback" not in out.output
