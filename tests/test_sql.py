@@ -377,3 +377,87 @@ def test_cli(db, tmp_path):
         out = run(main, ["anonymize", *args])
         assert out.exit_code == 2, out.output
         assert words in out.output and "Traceback" not in out.output
+
+
+def test_delta_presence_releases_the_subset_as_embedded(db):
+    from blendin.models import DeltaPresence
+
+    df = table(800, seed=13)
+    df["in"] = np.where(np.arange(len(df)) % 3 == 0, "True", "0")
+    db.put("people", df)
+    spec = spec_for(df, models=[KAnonymity(3), DeltaPresence(0.0, 0.7, "in")],
+                    max_suppression=0.2)
+    ours = anonymize(db.url, spec, table="people")
+    theirs = anonymize(df, spec)
+    assert (ours.levels, ours.suppressed) == (theirs.levels, theirs.suppressed)
+    assert "in" not in ours.data.column_names
+    assert multiset(ours.data) == multiset(theirs.data)
+
+
+def test_differential_privacy_sample_drawn_in_the_database(db):
+    import math
+
+    from blendin.models import DifferentialPrivacy
+
+    df = table(3000, seed=17)
+    db.put("patients", df)
+    model = DifferentialPrivacy(1.0, 1e-5, seed=3)
+    spec = spec_for(df, models=[model], max_suppression=1.0)
+    first = anonymize(db.url, spec, table="patients")
+    assert first.check.passed and first.check.min_class_size >= model.k
+    sampled = model.records_in_input and first.records
+    spread = math.sqrt(model.beta * (1 - model.beta) * len(df))
+    assert abs(sampled - model.beta * len(df)) < 5 * spread
+    assert db.tables() == ["patients"]  # the sample's table is gone
+    if db.name == "postgres":  # one seeded scan: the same sample again
+        again = anonymize(db.url, spec_for(df, models=[DifferentialPrivacy(1.0, 1e-5, seed=3)],
+                                            max_suppression=1.0), table="patients")
+        assert multiset(again.data) == multiset(first.data)
+
+
+def test_dry_run_prints_the_sql_and_writes_nothing(db, tmp_path):
+    from click.testing import CliRunner
+
+    db.put("patients", table())
+    spec = str(write_spec(tmp_path))
+    out = CliRunner().invoke(main, ["anonymize", db.url, "--table", "patients", "--spec", spec,
+                                    "-o", db.url, "--output-table", "release", "--dry-run"])
+    assert out.exit_code == 0, out.output
+    assert "dry run: nothing was written" in out.output
+    assert 'GROUP BY "sex", "zip", "dx"' in out.output and "CREATE TABLE" in out.output
+    assert "ROLLBACK" in out.output
+    assert db.tables() == ["patients"]
+    out = CliRunner().invoke(main, ["anonymize", str(tmp_path / "x.csv"), "--spec", spec,
+                                    "-o", str(tmp_path / "y.csv"), "--dry-run"])
+    assert out.exit_code == 2 and "leave --dry-run out" in out.output
+
+
+def test_tables_in_a_schema(db):
+    df = table()
+    if db.name == "duckdb":
+        with duckdb.connect(str(db.path)) as con:
+            con.sql('CREATE SCHEMA "Ward 1"')
+            con.register("frame", df)
+            con.sql('CREATE TABLE "Ward 1".patients AS SELECT * FROM frame')
+    else:
+        import psycopg
+
+        with psycopg.connect(db.url, autocommit=True) as con:
+            con.execute('DROP SCHEMA IF EXISTS "Ward 1" CASCADE')
+            con.execute('CREATE SCHEMA "Ward 1"')
+        db.put("patients_public", df)
+        with psycopg.connect(db.url, autocommit=True) as con:
+            con.execute('ALTER TABLE patients_public SET SCHEMA "Ward 1"')
+            con.execute('ALTER TABLE "Ward 1".patients_public RENAME TO patients')
+    try:
+        result = anonymize(db.url, spec_for(df), table="patients", schema="Ward 1",
+                           output_table="release")
+        assert multiset(result.table) == multiset(anonymize(df, spec_for(df)).data)
+        with pytest.raises(BlendinError, match='no table "patients"'):
+            anonymize(db.url, spec_for(df), table="patients")  # not in the default schema
+    finally:
+        if db.name == "postgres":
+            import psycopg
+
+            with psycopg.connect(db.url, autocommit=True) as con:
+                con.execute('DROP SCHEMA "Ward 1" CASCADE')

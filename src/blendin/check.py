@@ -29,7 +29,7 @@ from blendin.codes import COUNT, as_text, combine_keys, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
-from blendin.engines.sql import in_database
+from blendin.engines.sql import SqlEngine, SqlSource, in_database
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
@@ -392,8 +392,8 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
 
 
 def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
-            block_size: int) -> Source:
-    if isinstance(data, Source):
+            block_size: int) -> Source | SqlSource:
+    if isinstance(data, Source | SqlSource):
         return data
     if isinstance(data, str | os.PathLike):
         # the spec's delimiter, unless the file was written with another (a release with
@@ -629,7 +629,9 @@ def _people(spec: Spec, distinct: pa.Table, qis: Sequence[str], first_row: np.nd
     generalized to the lowest of its hierarchy's labels that the release shows (the
     release's level, for a full-domain release), and people are counted by those labels."""
     distinct = decoded(distinct)
-    people = distinct_tuples(population.batches(qis), qis, spec.missing)
+    people = (SqlEngine().distinct(population, qis, spec.missing)
+              if isinstance(population, SqlSource)  # grouped in its database
+              else distinct_tuples(population.batches(qis), qis, spec.missing))
     hierarchies = spec.build_hierarchies(people)
     shown = distinct.filter(pa.array(kept))
     class_codes, people_codes, radices = [], [], []

@@ -20,7 +20,6 @@ from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
-from blendin.groupby import distinct_tuples
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import dp, presence
@@ -70,8 +69,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        distinct = distinct_tuples(dp.sampled(engine.batches(source, columns), sample,
-                                              mark=dp.MARK), [*columns, dp.MARK], spec.missing)
+        source, distinct = engine.sample(source, columns, spec.missing, sample)
     else:
         with pass_bar(bars, "reading", source) as told:
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),

@@ -137,6 +137,7 @@ def anonymize(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
     check_output(output, [spec], data=data)
+    dry_run = getattr(engine, "dry_run", False)
     with progress_callback(progress) as callback:
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
@@ -179,7 +180,7 @@ def anonymize(
         sensitive_hierarchies=plan.sensitive_hierarchies,
         written=release.path,
         written_table=(SqlSource(plan.source.db, output) if isinstance(output, TableRef)
-                       else None),
+                       and not dry_run else None),
         source=plan.source if isinstance(plan.source, SqlSource) else None,
         requested_algorithm=algorithm,
         algorithm_reason=getattr(found, "reason", ""),
@@ -187,6 +188,8 @@ def anonymize(
         recoded_parts=outcome.parts,
         warnings=plan.warnings,
     )
+    if dry_run:
+        return result
     return written(result, output, output_delimiter, escape_formulas)
 
 

@@ -179,6 +179,9 @@ def _common(command):
 @main.command("anonymize")
 @click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @database_options
+@click.option("--dry-run", is_flag=True,
+              help="DATA in a database: search, release and check as usual, then roll it "
+              "all back and print the SQL that ran. Nothing is written.")
 @click.option("--output-table", default=None, metavar="NAME",
               help="Write the release as this table in the database -o names (the input's, "
               "say); it takes the name only after the check. An existing table is "
@@ -248,7 +251,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       shuffle_seed: int | None, engine: str, spark_master: str | None,
                       spark_conf: tuple[str, ...], table: str | None, query: str | None,
                       schema: str | None, password_env: str | None,
-                      output_table: str | None) -> None:
+                      output_table: str | None, dry_run: bool) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -288,8 +291,14 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
 
     rows = table_options(data, table, query, schema, password_env)
     _output_table(output, output_table)
+    if rows:  # the SQL engine: the options are its own
+        chosen = _sql_engine(engine, spark_master, spark_conf, force, dry_run)
+    elif dry_run:
+        raise BlendinError("--dry-run prints the SQL of a release in a database, and DATA is "
+                           "a file", fix="leave --dry-run out")
+    else:
+        chosen = _engine(engine, spark_master, spark_conf)
     report_options = _report_options(report, external, external_on, population)
-    chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
                         **spec.files_read()}, output,
@@ -312,6 +321,15 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                        ("recode_suppressed", recode_suppressed)):
         if value is not None:
             setattr(spec, key, value)
+    if dry_run:
+        with Progress(enabled=not quiet) as progress:
+            result = anonymize(data, spec, algorithm=algorithm, metric=metric,
+                               suppressed=suppressed, progress=progress, output=output,
+                               engine=chosen, keep_order=keep_order,
+                               shuffle_seed=shuffle_seed, strict=strict,
+                               output_table=output_table, **rows)
+        _say_dry_run(result, as_json=as_json)
+        return
     with together():
         with Progress(enabled=not quiet) as progress:
             result = anonymize(data, spec, algorithm=algorithm, metric=metric,
@@ -328,6 +346,34 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                           escape_formulas=escape_formulas,
                           report_options=report_options)
     _say(result, *written, as_json=as_json, quiet=quiet)
+
+
+def _sql_engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...],
+                force: bool, dry_run: bool):
+    """The SQL engine, for DATA in a database (where --engine and Spark's options have no
+    say)."""
+    # loaded when the command runs, so that blendin --help stays instant
+    from blendin.engines.sql import SqlEngine
+
+    if engine != "embedded" or spark_master or spark_conf:
+        raise BlendinError("DATA in a database is processed there, by the SQL engine",
+                           fix="leave out --engine, --spark-master and --spark-conf")
+    return SqlEngine(replace=force, dry_run=dry_run)
+
+
+def _say_dry_run(result, *, as_json: bool) -> None:
+    """A dry run's figures and the statements it ran (all rolled back)."""
+    statements = list(result.source.db.log)
+    if as_json:
+        payload = result.to_dict()
+        payload.update(output=None, dry_run=True, statements=statements)
+        click.echo(json.dumps(payload, indent=2))
+        return
+    click.echo(result.summary())
+    click.echo("dry run: nothing was written (the release's transaction was rolled back). "
+               "The statements that ran:")
+    for statement in statements:
+        click.echo(f"  {statement};")
 
 
 def _output_table(output: str, output_table: str | None) -> None:

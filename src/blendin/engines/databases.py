@@ -51,8 +51,11 @@ def is_database(data) -> bool:
             or kind.__name__ == "Engine" and kind.__module__.startswith("sqlalchemy"))
 
 
-def connect(target, *, password_env: str | None = None) -> Database:
-    """The database ``target`` names (see :func:`is_database`)."""
+def connect(target, *, password_env: str | None = None,
+            password: str | None = None) -> Database:
+    """The database ``target`` names (see :func:`is_database`); the password, where the
+    URL has none, from ``password``, the variable ``password_env``, PGPASSWORD or
+    ~/.pgpass."""
     kind = type(target)
     if kind.__module__.startswith(("duckdb", "_duckdb")):
         if kind.__name__ == "DuckDBPyRelation":
@@ -68,7 +71,7 @@ def connect(target, *, password_env: str | None = None) -> Database:
         path = path[1:] if path.startswith("/") and scheme else path
         return DuckDB.open(path or ":memory:")
     if scheme.startswith("postgres"):
-        return Postgres.open(text, password_env)
+        return Postgres.open(text, password_env, password)
     raise BlendinError(f"{hidden(text)!r} is not a database blendin can read",
                        fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or a "
                        "FILE.duckdb")
@@ -96,6 +99,8 @@ class Database:
     dialect = ""
     #: what the database is called in messages (never with its password)
     name = ""
+    #: every statement run, in order (a dry run prints them)
+    log: list[str]
 
     def quote(self, name: str) -> str:
         """``name`` as a quoted identifier of this dialect."""
@@ -131,9 +136,11 @@ class Database:
         raise NotImplementedError
 
     @contextmanager
-    def transaction(self, read_only: bool = False) -> Iterator[None]:
-        """One transaction: committed when the block ends, rolled back on any error (a
-        killed process leaves it uncommitted: the server rolls it back)."""
+    def transaction(self, read_only: bool = False, rollback: bool = False
+                    ) -> Iterator[None]:
+        """One transaction: committed when the block ends (rolled back instead with
+        ``rollback``), rolled back on any error (a killed process leaves it uncommitted:
+        the server rolls it back). PostgreSQL runs a ``read_only`` one as such."""
         self.execute("BEGIN TRANSACTION READ ONLY" if read_only and self.dialect == "postgres"
                      else "BEGIN TRANSACTION")
         try:
@@ -141,7 +148,7 @@ class Database:
         except BaseException:
             self.execute("ROLLBACK")
             raise
-        self.execute("COMMIT")
+        self.execute("ROLLBACK" if rollback else "COMMIT")
 
     def seed(self, seed: int) -> None:
         """Seed ``random()`` for this connection (the release's row order)."""
@@ -156,6 +163,7 @@ class DuckDB(Database):
 
     def __init__(self, connection, name: str, owned: bool = False) -> None:
         self.connection, self.name, self.owned = connection, name, owned
+        self.log: list[str] = []
 
     @classmethod
     def open(cls, path: str) -> DuckDB:
@@ -173,20 +181,24 @@ class DuckDB(Database):
         return cls(connection, f"DuckDB {path}", owned=True)
 
     def execute(self, sql: str, params: Sequence = ()) -> None:
+        self.log.append(sql)
         with self._errors():
             self.connection.sql(sql, params=list(params) or None)
 
     def scalar(self, sql: str, params: Sequence = ()):
+        self.log.append(sql)
         with self._errors():
             rows = self.connection.sql(sql, params=list(params) or None).fetchall()
         row = rows[0] if rows else None
         return None if row is None else row[0]
 
     def arrow(self, sql: str) -> pa.Table:
+        self.log.append(sql)
         with self._errors():
             return self.connection.sql(sql).to_arrow_table()
 
     def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+        self.log.append(sql)
         with self._errors():
             yield from self.connection.sql(sql).to_arrow_reader(rows)
 
@@ -242,17 +254,19 @@ class Postgres(Database):
 
     def __init__(self, connection, name: str, secret: str | None = None) -> None:
         self.connection, self.name, self.secret = connection, name, secret
+        self.log: list[str] = []
 
     @classmethod
-    def open(cls, url: str, password_env: str | None = None) -> Postgres:
+    def open(cls, url: str, password_env: str | None = None,
+             password: str | None = None) -> Postgres:
         try:
             import psycopg
         except ImportError:
             raise BlendinError("PostgreSQL needs psycopg",
                                fix='pip install "blendin[sql]"') from None
         url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
-        password = urlsplit(url).password
-        options = {}
+        options = {"password": password} if password else {}
+        password = password or urlsplit(url).password
         if password_env is not None:
             if password_env not in os.environ:
                 raise BlendinError(f"the environment has no variable {password_env!r} for "
@@ -282,10 +296,12 @@ class Postgres(Database):
                                fix="check the table, query and columns named") from None
 
     def execute(self, sql: str, params: Sequence = ()) -> None:
+        self.log.append(sql)
         with self._errors():
             self.connection.execute(sql, list(params) or None, prepare=False)
 
     def scalar(self, sql: str, params: Sequence = ()):
+        self.log.append(sql)
         with self._errors():
             row = self.connection.execute(sql, list(params) or None).fetchone()
         return None if row is None else row[0]
@@ -298,6 +314,7 @@ class Postgres(Database):
 
     def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
         schema = self.schema(sql)
+        self.log.append(sql)
         with self._errors(), self.connection.cursor() as cursor, cursor.copy(
                 f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
             stream = _Stream(copy)
@@ -315,9 +332,6 @@ class Postgres(Database):
             for batch in reader:
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
-    def arrow(self, sql: str) -> pa.Table:
-        return pa.Table.from_batches(list(self.batches(sql)), self.schema(sql))
-
     def load(self, name: str, table: pa.Table) -> None:
         columns = ", ".join(f"{self.quote(f.name)} {PG_NAMES.get(f.type, 'text')}"
                             for f in table.schema)
@@ -328,6 +342,7 @@ class Postgres(Database):
         buffer = io.BytesIO()
         pcsv.write_csv(text, buffer, pcsv.WriteOptions(include_header=False,
                                                        quoting_style="all_valid"))
+        self.log.append(f"COPY {self.quote(name)} FROM STDIN (FORMAT csv)  -- {len(table)} rows")
         with self._errors(), self.connection.cursor() as cursor, cursor.copy(
                 f"COPY {self.quote(name)} FROM STDIN (FORMAT csv)") as copy:
             copy.write(buffer.getvalue())

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from blendin.engines.base import Release
 from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
 from blendin.errors import BlendinError
-from blendin.groupby import DistinctCounter
+from blendin.groupby import DistinctCounter, distinct_tuples
 from blendin.io import (
     TEMP_PREFIX,
     TEMP_SUFFIX,
@@ -38,6 +38,8 @@ from blendin.io import (
     output_delimiter,
     write_table,
 )
+from blendin.models import dp
+from blendin.models.dp import DifferentialPrivacy
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
@@ -105,6 +107,14 @@ class EmbeddedEngine:
         for name in new:
             source.keep_codes(name, counter.codes(name), missing)
         return distinct
+
+    def sample(self, source: Source, columns: Sequence[str], missing: str,
+               model: DifferentialPrivacy) -> tuple[Source, pa.Table]:
+        """Differential privacy's sample drawn from the rows, in row order: the source (the
+        release draws it again) and the distinct tuples of ``columns`` with the 0/1 column
+        ``MARK`` of the records sampled."""
+        return source, distinct_tuples(dp.sampled(self.batches(source, columns), model,
+                                                  mark=dp.MARK), [*columns, dp.MARK], missing)
 
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
                 encoded: Collection[str] = (),

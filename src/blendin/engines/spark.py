@@ -349,6 +349,13 @@ class SparkEngine:
         schema = StructType([StructField(c, StringType(), False) for c in columns])
         return df.select(*columns).mapInArrow(_AsText(columns, missing), schema)
 
+    def sample(self, source: SparkSource, columns, missing, model):
+        """Differential privacy's sample is drawn in row order, which a cluster does not
+        keep: refused, with the fix."""
+        raise BlendinError("the Spark engine does not draw a differentially private sample",
+                           fix="use --engine embedded for SafePub (the file is read in "
+                           "batches, in bounded memory)")
+
     # -- releasing -------------------------------------------------------------------------
 
     @contextmanager

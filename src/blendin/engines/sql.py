@@ -40,6 +40,9 @@ from blendin.engines.kernels import Shuffle, decoded
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.io import _is_nested, atomic_path
+from blendin.models import dp
+from blendin.models.dp import DifferentialPrivacy
+from blendin.models.presence import SUBSET_VALUES
 
 #: the prefix of the tables a run makes: temporary ones, and the release before its rename
 PREFIX = "__blendin_"
@@ -50,7 +53,8 @@ class TableRef:
     """A table (or a query's rows) in a database: ``database`` is a URL
     (``postgresql://USER@HOST:PORT/DB``, ``duckdb:///FILE``), a ``.duckdb`` path, a DuckDB
     connection or a SQLAlchemy engine; ``table`` (in ``schema``) or ``query`` names the
-    rows. ``password_env`` names the environment variable holding the password.
+    rows. ``password_env`` names the environment variable holding the password;
+    ``password`` gives it (the app's form): neither is ever shown.
 
     >>> TableRef("duckdb:///:memory:", table="patients").describe()
     'table "patients" in duckdb:///:memory:'
@@ -61,6 +65,7 @@ class TableRef:
     query: str | None = None
     schema: str | None = None
     password_env: str | None = None
+    password: str | None = field(default=None, repr=False, compare=False)
     #: the connection, once opened (shared by the references to one database)
     opened: list = field(default_factory=list, compare=False, repr=False)
 
@@ -132,8 +137,11 @@ def check_query(query: str, dialect: str) -> None:
 class SqlSource:
     """A table or a query's rows in a database, as the pipeline's input."""
 
-    def __init__(self, db: Database, ref: TableRef) -> None:
+    def __init__(self, db: Database, ref: TableRef, temporary: str | None = None) -> None:
         self.db, self.ref = db, ref
+        #: the temporary table the rows are in (differential privacy's sample), dropped
+        #: with the run's other temporary tables
+        self.temporary = temporary
         if ref.query is not None:
             check_query(ref.query, db.dialect)
             self.sql = ref.query.strip().rstrip(";")
@@ -200,9 +208,12 @@ class SqlEngine:
 
     name = "sql"
 
-    def __init__(self, *, replace: bool = False) -> None:
+    def __init__(self, *, replace: bool = False, dry_run: bool = False) -> None:
         #: an existing output table is replaced (else refused)
         self.replace = replace
+        #: search, release and check as usual, then roll everything back: nothing is
+        #: written (the statements run are in ``source.db.log``)
+        self.dry_run = dry_run
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -225,7 +236,8 @@ class SqlEngine:
         an empty text say, are counted together)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
-        grouped = group_by(source.db, source.relation, columns)
+        with source.db.transaction(read_only=True):  # the source is only read
+            grouped = group_by(source.db, source.relation, columns)
         if grouped.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with at least one row")
@@ -234,6 +246,22 @@ class SqlEngine:
     def batches(self, source: SqlSource, columns: Sequence[str] | None = None, **_
                 ) -> Iterator[pa.Table]:
         return source.batches(columns)
+
+    def sample(self, source: SqlSource, columns: Sequence[str], missing: str,
+               model: DifferentialPrivacy) -> tuple[SqlSource, pa.Table]:
+        """Differential privacy's sample, drawn by the database (each record kept with
+        probability ``model.beta``, by ``random()`` seeded from the model's seed) into a
+        temporary table with the 0/1 column ``MARK``: the source the release reads (its
+        marked rows), and the distinct tuples of ``columns`` and ``MARK``."""
+        db, q = source.db, source.db.quote
+        name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_sample"
+        db.seed(model.seed if model.seed is not None else secrets.randbits(62))
+        db.execute(f"CREATE TEMP TABLE {q(name)} AS SELECT s.*, CASE WHEN random() < "
+                   f"{float(model.beta)!r} THEN 1 ELSE 0 END AS {q(dp.MARK)} "
+                   f"FROM {source.relation}")
+        sampled = SqlSource(db, TableRef(source.ref.database, query=f"SELECT * FROM {q(name)}",
+                                         opened=source.ref.opened), temporary=name)
+        return sampled, self.distinct(sampled, [*columns, dp.MARK], missing)
 
     # -- releasing -------------------------------------------------------------------------
 
@@ -256,17 +284,21 @@ class SqlEngine:
             check_target(source.ref, target, self.replace)
         run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
         plan = _ReleasePlan(source, recoder, run, missing, suppressed, blank, shuffle)
+        told = progress or (lambda share: None)
         # one transaction: the release gets its name only after the checker passed; any
-        # error, or a killed process, rolls back every table made
-        with db.transaction():
+        # error, or a killed process, rolls back every table made (a dry run, everything)
+        with db.transaction(rollback=self.dry_run):
             if target is None:
                 released = db.quote(plan.temp("release"))
             else:
                 released = db.table(f"{run}_release", target.schema)
-            plan.make(released)
+            plan.make(released, told)
             regrouped = plan.regrouped(released, check_columns)
+            told(0.9)
             everything = f"SELECT * FROM {released}"
-            if output is None:
+            if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
+                yield Release(regrouped, plan.columns, rows=plan.rows)
+            elif output is None:
                 yield Release(regrouped, plan.columns, data=db.arrow(everything),
                               rows=plan.rows)
             elif target is None:
@@ -282,6 +314,7 @@ class SqlEngine:
                     db.execute(f"DROP TABLE IF EXISTS {db.table(target.table, target.schema)}")
                 db.execute(f"ALTER TABLE {released} RENAME TO {db.quote(target.table)}")
             plan.drop_temporary()
+        told(1.0)
 
     def write(self, table: pa.Table, path, **options) -> Path:
         from blendin.io import write_table
@@ -292,7 +325,8 @@ class SqlEngine:
 def database(ref: TableRef) -> Database:
     """The open connection of ``ref`` (opened once, shared by copies of the reference)."""
     if not ref.opened:
-        ref.opened.append(connect(ref.database, password_env=ref.password_env))
+        ref.opened.append(connect(ref.database, password_env=ref.password_env,
+                                  password=ref.password))
     return ref.opened[0]
 
 
@@ -350,21 +384,20 @@ class _ReleasePlan:
     def __init__(self, source: SqlSource, recoder, run: str, missing: str, suppressed: str,
                  blank: Sequence[str], shuffle: Shuffle | None) -> None:
         self.source, self.db, self.run = source, source.db, run
-        if getattr(recoder, "sample", None) is not None:
-            raise BlendinError("the SQL engine does not release a differentially private "
-                               "sample", fix="use --engine embedded for SafePub")
-        #: delta-presence's subset column: only its rows are released
+        #: delta-presence's subset column, or differential privacy's sample: only their
+        #: rows are released
         self.subset = getattr(recoder, "subset", None)
+        self.sample = getattr(recoder, "sample", None) is not None
         self.recoder = getattr(recoder, "recoder", recoder)
         self.missing, self.drop = missing, suppressed == "drop"
         self.blank, self.shuffle = set(blank), shuffle
-        self.temporary: list[str] = []
+        self.temporary: list[str] = [source.temporary] if source.temporary else []
         marked, _ = self.recoder(pa.schema(list(source.types().items())).empty_table())
         #: the released columns, in order; the QIs among them are recoded
-        self.columns = list(marked.column_names)
+        self.columns = [c for c in marked.column_names if c != dp.MARK]
         self.qis = list(getattr(self.recoder, "qi_names", None)
                         or self.recoder.recoding.qi_names)
-        clash = [c for c in source.columns if c.startswith(PREFIX)]
+        clash = [c for c in self.columns if c.startswith(PREFIX)]
         if clash:
             raise BlendinError(f"column {clash[0]!r} has a name the SQL engine uses itself",
                                fix=f"rename it in a --query (no name starting {PREFIX})")
@@ -377,20 +410,24 @@ class _ReleasePlan:
         return name
 
     def chosen(self) -> str:
-        """The condition on source rows ``s`` to release: delta-presence's subset (its
-        values loaded as a table, not written into the statement), else none."""
+        """The condition on source rows ``s`` to release: differential privacy's sample,
+        delta-presence's subset (its values loaded as a table, not written into the
+        statement), else none."""
+        if self.sample:
+            return f"s.{self.db.quote(dp.MARK)} = 1"
         if self.subset is None:
             return ""
-        from blendin.models.presence import SUBSET_VALUES
-
         q = self.db.quote
-        yes = self.temp("subset")
-        self.db.load(yes, pa.table({"v": [k for k, v in SUBSET_VALUES.items() if v]}))
+        yes = f"{self.run}_subset"
+        if yes not in self.temporary:
+            self.temporary.append(yes)
+            self.db.load(yes, pa.table({"v": [k for k, v in SUBSET_VALUES.items() if v]}))
         return (f"lower(CAST(s.{q(self.subset)} AS VARCHAR)) IN "
                 f"(SELECT {q('v')} FROM {q(yes)})")
 
-    def make(self, released: str) -> None:
-        """The released rows as the table ``released`` (a qualified, quoted name)."""
+    def make(self, released: str, told) -> None:
+        """The released rows as the table ``released`` (a qualified, quoted name);
+        ``told`` the share of the work done."""
         db, q = self.db, self.db.quote
         chosen = self.chosen()
         where = f" WHERE {chosen}" if chosen else ""
@@ -402,6 +439,7 @@ class _ReleasePlan:
                    f" d.* FROM ({distinct}) AS d")
         read = db.arrow(f"SELECT * FROM {q(tuples)}")
         db.load(labels, self.labels(read))
+        told(0.2)
         mapping = (f"(SELECT t.*, l.* FROM {q(tuples)} AS t JOIN {q(labels)} AS l "
                    f"ON t.{q(ID)} = l.{q(ID + '_')}) AS m")
         conditions = [self.match(c, read) for c in self.qis] or ["TRUE"]
@@ -413,6 +451,7 @@ class _ReleasePlan:
         db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(self.shown())} "
                    f"FROM {self.source.relation} JOIN {mapping} "
                    f"ON {' AND '.join(conditions)}{order}")
+        told(0.7)
 
     def shown(self) -> list[str]:
         """Each released column: a QI's label, a sensitive value blanked in suppressed
