@@ -18,7 +18,6 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,7 @@ from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
-from blendin.progress import Progress, file_pass
+from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import check_summary
 
@@ -243,7 +242,7 @@ def check(
               if engine.name == "embedded" else engine.source(data, spec))
     spec.validate_columns(source.columns, released=True)
     columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
-    with file_pass(progress, f"checking {Path(source.name).name}") as told:
+    with file_pass(progress, f"checking {short_name(source)}") as told:
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
     missing = _missing_values(distinct, list(spec.quasi_identifiers), spec.missing)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TextIO
 
 from blendin.errors import BlendinError
@@ -157,6 +158,16 @@ def bars_for(progress: bool | Progress | None) -> Iterator[Progress | None]:
             yield bars
     else:
         yield progress if isinstance(progress, Progress) else None
+
+
+def short_name(source) -> str:
+    """What a bar calls ``source``: a file's name, or a table's description.
+
+    >>> class File: name = "/data/patients.csv"
+    >>> short_name(File())
+    'patients.csv'
+    """
+    return getattr(source, "short_name", None) or Path(source.name).name
 
 
 @contextlib.contextmanager

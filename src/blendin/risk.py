@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +43,7 @@ from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
 from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
-from blendin.progress import Progress, file_pass
+from blendin.progress import Progress, file_pass, short_name
 from blendin.summaries import risk_summary
 
 
@@ -188,7 +187,7 @@ def risk(
     engine = engine_for(data)
     source = engine.source(data)
     _check_columns(source.columns, [*names, *sensitive])
-    with file_pass(progress, f"reading {Path(source.name).name}") as told:
+    with file_pass(progress, f"reading {short_name(source)}") as told:
         tuples = engine.distinct(source, list(dict.fromkeys([*names, *sensitive])), missing,
                                  progress=told)
     sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -25,7 +24,7 @@ from blendin.hierarchy.core import Hierarchy
 from blendin.models import dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.plan import Plan
-from blendin.progress import Progress, file_pass
+from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
 
 ProgressCallback = Callable[[int, int], None]
@@ -101,7 +100,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
 
 def pass_bar(bars: Progress | None, doing: str, source):
     """The bar of one pass over ``source`` (shown only for a file that takes a while)."""
-    return file_pass(bars, f"{doing} {Path(source.name).name}")
+    return file_pass(bars, f"{doing} {short_name(source)}")
 
 
 def _ground_texts(spec: Spec) -> dict[str, pa.Array]:

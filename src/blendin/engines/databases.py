@@ -140,7 +140,20 @@ class Database:
                     ) -> Iterator[None]:
         """One transaction: committed when the block ends (rolled back instead with
         ``rollback``), rolled back on any error (a killed process leaves it uncommitted:
-        the server rolls it back). PostgreSQL runs a ``read_only`` one as such."""
+        the server rolls it back). PostgreSQL runs a ``read_only`` one as such. Inside
+        another, it is part of that one."""
+        if getattr(self, "_open", False):
+            yield
+            return
+        self._open = True
+        try:
+            with self._transaction(read_only, rollback):
+                yield
+        finally:
+            self._open = False
+
+    @contextmanager
+    def _transaction(self, read_only: bool, rollback: bool) -> Iterator[None]:
         self.execute("BEGIN TRANSACTION READ ONLY" if read_only and self.dialect == "postgres"
                      else "BEGIN TRANSACTION")
         try:

@@ -85,9 +85,12 @@ class TableRef:
         return f"table {qualified} in {where}"
 
     def same_database(self, other: TableRef) -> bool:
+        """Whether ``other`` is in this database (one object, or URLs alike but for a
+        password and the scheme's spelling, or one DuckDB file)."""
         return self.database is other.database or (
             isinstance(self.database, str | os.PathLike)
-            and str(self.database) == str(other.database))
+            and isinstance(other.database, str | os.PathLike)
+            and place(self.database) == place(other.database))
 
 
 def in_database(data, output=None, *, table: str | None = None, query: str | None = None,
@@ -119,8 +122,25 @@ def in_database(data, output=None, *, table: str | None = None, query: str | Non
                           password_env=password_env, opened=shared)
 
 
+def place(database: str | os.PathLike) -> str:
+    """Where a database URL or file points, for comparing two of them.
+
+    >>> place("postgres://me:pw@db:5432/x") == place("postgresql://me@db:5432/x")
+    True
+    """
+    text = str(database)
+    scheme, sep, rest = text.partition("://")
+    if not sep:  # a DuckDB file
+        return "duckdb:" + str(Path(text).resolve())
+    if scheme.lower() == "duckdb":
+        rest = rest[1:] if rest.startswith("/") else rest
+        return "duckdb:" + (rest if rest in ("", ":memory:") else str(Path(rest).resolve()))
+    return "postgresql://" + hidden(text).partition("://")[2]
+
+
 def check_query(query: str, dialect: str) -> None:
-    """A source query must be one ``SELECT`` (or ``WITH ... SELECT``): the source is only read."""
+    """A source query must be one ``SELECT`` (or ``WITH ... SELECT``) that changes
+    nothing: the source is only read."""
     import sqlglot
     from sqlglot import exp
 
@@ -129,8 +149,12 @@ def check_query(query: str, dialect: str) -> None:
     except sqlglot.errors.ParseError as error:
         raise BlendinError(f"the query is not valid SQL: {str(error).splitlines()[0]}",
                            fix="give one SELECT statement with --query") from None
-    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
-        raise BlendinError("the query must be one SELECT statement (the source is only read)",
+    writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
+              exp.Alter, exp.Command)
+    if (len(statements) != 1 or not isinstance(statements[0], exp.Query)
+            or any(statements[0].find_all(*writes))):
+        raise BlendinError("the query must be one SELECT statement that changes nothing (the "
+                           "source is only read)",
                            fix="give one SELECT ... with --query, or a table with --table")
 
 
@@ -152,6 +176,8 @@ class SqlSource:
                                    "sensitive")
             self.sql = f"SELECT * FROM {db.table(ref.table, ref.schema)}"
         self.name = ref.describe()
+        #: what a progress bar calls it
+        self.short_name = self.name.split(" in ")[0]
         schema = db.schema(self.sql)
         self._types = dict(zip(schema.names, schema.types))
         self.columns = list(self._types)
