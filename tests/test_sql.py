@@ -29,8 +29,14 @@ from blendin.hierarchy.core import Hierarchy  # noqa: E402
 from blendin.hierarchy.masking import masking  # noqa: E402
 from blendin.models import (  # noqa: E402
     AverageRisk,
+    BetaLikeness,
+    DeltaDisclosure,
     DistinctLDiversity,
+    EntropyLDiversity,
     KAnonymity,
+    PopulationUniqueness,
+    RecursiveCLDiversity,
+    SampleUniqueness,
     TCloseness,
 )
 from blendin.risk import risk  # noqa: E402
@@ -152,6 +158,12 @@ def test_same_node_and_same_release_as_embedded(db, algorithm):
     ([KAnonymity(5), TCloseness("dx", 0.3)], "keep"),
     ([AverageRisk(0.1)], "drop"),
     ([KAnonymity(20)], "keep"),
+    ([KAnonymity(3), EntropyLDiversity("dx", 2.5)], "drop"),
+    ([KAnonymity(3), RecursiveCLDiversity("dx", 3, 2)], "drop"),
+    ([KAnonymity(3), BetaLikeness("dx", 1.0)], "keep"),
+    ([KAnonymity(3), DeltaDisclosure("dx", 1.2)], "drop"),
+    ([SampleUniqueness(0.02)], "drop"),
+    ([PopulationUniqueness(0.05, population=20_000)], "drop"),
 ])
 def test_models_and_kept_records_as_embedded(db, models, suppressed):
     df = table(800, seed=5)
