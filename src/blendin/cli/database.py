@@ -37,8 +37,13 @@ def table_options(data: str, table: str | None, query: str | None, schema: str |
     given = {"table": table, "query": query, "schema": schema, "password_env": password_env}
     if not is_database(data):
         named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
+        if named and "://" in data:
+            raise BlendinError(f"{_shown(data)!r} is not a database blendin reads",
+                               fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
+                               "FILE.duckdb")
         if named:
-            raise BlendinError(f"{', '.join(named)} name a table in a database, and DATA "
+            verb = "names" if len(named) == 1 else "name"
+            raise BlendinError(f"{', '.join(named)} {verb} a table in a database, and DATA "
                                f"{data!r} is a file", fix="give DATA as a database URL "
                                "(postgresql://USER@HOST:PORT/DB, duckdb:///FILE) or leave "
                                f"{', '.join(named)} out")

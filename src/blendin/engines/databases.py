@@ -373,6 +373,8 @@ class Postgres(Database):
 
 
 def _without(text: str, secret: str | None) -> str:
+    """A driver's message on one line, without the password."""
+    text = " ".join(line.strip() for line in text.splitlines() if line.strip())
     return text.replace(secret, "***") if secret else text
 
 
