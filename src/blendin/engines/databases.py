@@ -379,26 +379,30 @@ def _without(text: str, secret: str | None) -> str:
 
 
 class _Stream(io.RawIOBase):
-    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader)."""
+    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader):
+    each read fills the buffer from as many blocks as it takes (psycopg hands over about a
+    row per block)."""
 
     def __init__(self, copy) -> None:
-        self.blocks, self.rest = iter(copy), b""
+        self.blocks, self.rest = iter(copy), memoryview(b"")
 
     def readable(self) -> bool:
         return True
 
     def empty(self) -> bool:
-        """True when the COPY sent nothing (the first block is read ahead)."""
-        while not self.rest:
+        """True when the COPY sent nothing more (the next block is read ahead)."""
+        while not len(self.rest):
             block = next(self.blocks, None)
             if block is None:
                 return True
-            self.rest = bytes(block)
+            self.rest = memoryview(bytes(block))
         return False
 
     def readinto(self, buffer) -> int:
-        if self.empty():
-            return 0
-        n = min(len(buffer), len(self.rest))
-        buffer[:n], self.rest = self.rest[:n], self.rest[n:]
-        return n
+        filled, size = 0, len(buffer)
+        while filled < size and not self.empty():
+            n = min(size - filled, len(self.rest))
+            buffer[filled:filled + n] = self.rest[:n]
+            self.rest = self.rest[n:]
+            filled += n
+        return filled
