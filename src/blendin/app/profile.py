@@ -78,17 +78,38 @@ def profile(table: pa.Table) -> list[ColumnProfile]:
     rows = max(table.num_rows, 1)
     out = []
     for name in table.column_names:
-        column = pc.cast(table.column(name), pa.string())
+        nested = is_nested(table.schema.field(name).type)
+        column = as_text(table.column(name))
         counts = pc.value_counts(column.combine_chunks())
         sizes = counts.field("counts")
         distinct = len(counts)
         unique_share = pc.sum(pc.equal(sizes, 1)).as_py() / rows
-        kind = kind_of(counts.field("values"))
-        role, reason = suggest_role(name, kind, distinct, unique_share, rows)
-        examples = [str(v) for v in counts.field("values")[:4].to_pylist()]
+        kind = "nested" if nested else kind_of(counts.field("values"))
+        role, reason = (("insensitive", "holds lists or records: kept as it is (it cannot "
+                         "be a quasi-identifier or sensitive)") if nested else
+                        suggest_role(name, kind, distinct, unique_share, rows))
+        examples = [str(v) for v in counts.field("values")[:5].to_pylist()
+                    if v is not None][:4]
         out.append(ColumnProfile(name, kind, distinct, unique_share, role, reason,
                                  suggest_hierarchy(kind, distinct), examples))
     return out
+
+
+def is_nested(kind: pa.DataType) -> bool:
+    """Lists, structs and maps (a database's arrays and records), which no QI can be."""
+    return pa.types.is_nested(kind) or pa.types.is_map(kind)
+
+
+def as_text(column) -> pa.ChunkedArray:
+    """A column as text; nested values as Python writes them (for the page only).
+
+    >>> as_text(pa.chunked_array([[[1, 2], None]])).to_pylist()
+    ['[1, 2]', None]
+    """
+    if not is_nested(column.type):
+        return pc.cast(column, pa.string())
+    return pa.chunked_array([pa.array([None if v is None else str(v)
+                                       for v in column.to_pylist()], pa.string())])
 
 
 def suggest_role(name: str, kind: str, distinct: int, unique_share: float,

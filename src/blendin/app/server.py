@@ -330,6 +330,14 @@ def create_app(path: str | Path | None = None, *,
         await _guarded(session, workflow.load_sample, session, str(form.get("sample", "")))
         return back(session, "load" if session.error or not session.data else "classify")
 
+    async def load_database(request: Request) -> Response:
+        session = session_of(request)
+        form = await request.form()
+        fields = {k: str(form.get(k, "")) for k in ("url", "table", "query", "schema",
+                                                        "password")}
+        await _guarded(session, workflow.load_database, session, *fields.values())
+        return back(session, "load" if session.error or not session.data else "classify")
+
     async def load_upload(request: Request) -> Response:
         session = session_of(request)
         async with request.form(max_files=2, max_fields=20) as form:
@@ -504,6 +512,8 @@ def create_app(path: str | Path | None = None, *,
         Route("/s/{sid}/load/sample", posted(load_sample), methods=["POST"]),
         Route("/s/{sid}/load/upload", posted(load_upload, max_files=2, max_fields=20),
               methods=["POST"]),
+        Route("/s/{sid}/load/database", posted(load_database, max_fields=20),
+              methods=["POST"]),
         Route("/s/{sid}/roles", posted(roles), methods=["POST"]),
         # a column name may hold "/": the file route is matched first
         Route("/s/{sid}/hierarchy/{column:path}/file",
@@ -560,6 +570,12 @@ def _load_upload(session: Session, dest: Path, name: str, target: str,
         shutil.rmtree(dest.parent, ignore_errors=True)
         raise BlendinError("load the table to release first",
                            fix="then add the external identified table")
+    if target == "external" and session.data.ref is not None:
+        shutil.rmtree(dest.parent, ignore_errors=True)
+        raise BlendinError("the linking attack reads the input in memory, and this table "
+                           "stays in its database",
+                           fix="run blendin attack on the release and the external table, or "
+                           "load the table as a file (CSV or Parquet) for the attack here")
     try:
         loaded = workflow.read_file(dest, name, **(options or {}))
     except BlendinError as error:

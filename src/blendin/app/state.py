@@ -10,6 +10,7 @@ killed server left behind. Nothing here logs values.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -20,13 +21,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from blendin.app.profile import ColumnProfile
 from blendin.errors import BlendinError
 from blendin.outputs import process_alive
+
+if TYPE_CHECKING:
+    from blendin.engines.sql import TableRef
 
 
 class Cancelled(Exception):
@@ -81,22 +85,51 @@ class Run:
     attack_before: Any = None
     attack_after: Any = None
     tradeoff: list[dict] = field(default_factory=list)
+    #: distinct values of each QI in the input, counted where it is (a table in a database:
+    #: there, not in the page's sample); None: counted on the loaded table
+    distinct_before: dict[str, int] | None = None
     #: what the page shows of this run, made once (the plots are costly)
     view: dict | None = None
 
 
 @dataclass(eq=False)
 class Loaded:
-    """A table in the session: the file the library reads and what the page shows of it."""
+    """A table in the session: the file (or the table in a database) the library reads and
+    what the page shows of it."""
 
     label: str
-    path: Path
+    #: the file the library reads (None for a table in a database)
+    path: Path | None
+    #: what the page shows and checks: the whole file, or the first rows of a table in a
+    #: database (see ``records``)
     table: pa.Table
     columns: list[ColumnProfile]
     #: whether the page offers the input itself for download (sample tables only)
     downloadable: bool = False
     #: how the file is read: the spec's [input] encoding and delimiter, when not the default
     options: dict = field(default_factory=dict)
+    #: the table (or query) in a database the library reads, where the rows stay; it holds
+    #: the form's password, which nothing shows
+    ref: TableRef | None = None
+    #: the number of records of a table in a database (``table`` holds its first rows)
+    records: int | None = None
+
+    @property
+    def rows(self) -> int:
+        """The number of records the library reads (not only those the page holds)."""
+        return self.table.num_rows if self.records is None else self.records
+
+    @property
+    def sampled(self) -> bool:
+        """The page holds only the first rows of the table (a table in a database)."""
+        return self.rows > self.table.num_rows
+
+    @property
+    def stem(self) -> str:
+        """The name downloads start with: the file's, the database table's, or "query"."""
+        if self.ref is None:
+            return Path(self.label).name.split(".")[0]
+        return re.sub(r"[^A-Za-z0-9_-]+", "_", self.ref.table or "query").strip("_") or "table"
 
 
 @dataclass(eq=False)
@@ -120,6 +153,9 @@ class Session:
     error: str | None = None
     #: the section the message or error belongs to (shown there)
     where: str = "load"
+    #: what the database form last sent, shown again (the URL without a password, never
+    #: the password field)
+    database_form: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def file(self, name: str) -> Path:

@@ -20,11 +20,13 @@ def context(session: Session) -> dict:
     done = job is not None and job.done  # read before the runs (see job.html)
     out = {"job_done": done, "session": session,
            "samples": {k: v[0] for k, v in workflow.SAMPLES.items()},
+           "database_rows": workflow.DATABASE_ROWS,
            "roles": ROLES, "builders": workflow.BUILDERS, "catalog": workflow.model_catalog(),
            "choices": workflow.choices(), "job": job, "runs": list(session.runs)}
     if data is None:
         return out
     out["preview"] = workflow.preview(data)
+    out["script"] = workflow.script_command(session)
     qis = [c for c, r in session.roles.items() if r == "quasi-identifier"]
     out["qis"] = qis
     out["sensitive"] = [c for c, r in session.roles.items() if r == "sensitive"]
@@ -57,13 +59,13 @@ def describe(run: Run, session: Session) -> dict:
     levels = [{"column": q, "level": lvl, "height": heights.get(q, 0),
                "share": lvl / (heights[q] - 1) if heights.get(q, 0) > 1 else 0.0,
                "label": _level_label(result, q, lvl),
-               "distinct_before": _distinct(session.data.table, q),
+               "distinct_before": _before(run, session, q),
                "distinct_after": _distinct(result.table, q)}
               for q, lvl in result.levels.items()]
     if not result.levels:  # Mondrian: no single level per column
         levels = [{"column": q, "level": None, "height": None, "label": "local recoding",
                    "share": None,
-                   "distinct_before": _distinct(session.data.table, q),
+                   "distinct_before": _before(run, session, q),
                    "distinct_after": _distinct(result.table, q)}
                   for q in result.spec.quasi_identifiers]
     out = {
@@ -101,6 +103,14 @@ def _level_label(result, column: str, level: int) -> str:
         return ""
     labels = list(dict.fromkeys(str(v) for v in hierarchy.label_array(level)))
     return ", ".join(labels[:4]) + (f" … ({len(labels)} in all)" if len(labels) > 4 else "")
+
+
+def _before(run: Run, session: Session, column: str) -> int | None:
+    """The distinct values of a QI in the input: counted in the database for a table
+    there (the page holds only its first rows), else in the loaded table."""
+    if run.distinct_before is not None:
+        return run.distinct_before.get(column)
+    return _distinct(session.data.table, column)
 
 
 def _distinct(table, column: str) -> int | None:

@@ -9,20 +9,27 @@ offers for download, run with ``blendin anonymize``, makes the same release.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
-from collections.abc import Callable
+import re
+import shlex
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin import models
 from blendin.anonymize import anonymize
-from blendin.app.profile import profile
+from blendin.app.profile import is_nested, profile
 from blendin.app.state import Job, Loaded, Run, Session
 from blendin.attack import attack
 from blendin.datasets import linking_tables, people
+from blendin.engines.databases import DUCKDB_SUFFIXES, hidden, is_database
+from blendin.engines.sql import SqlEngine, SqlSource, TableRef
 from blendin.errors import BlendinError
 from blendin.frequency import SensitiveDomain
 from blendin.hierarchy.builders import builder_from_toml
@@ -37,6 +44,9 @@ READABLE = (".csv", ".tsv", ".txt", ".csv.gz", ".parquet", ".pq", ".xlsx")
 TRADEOFF_KS = (2, 3, 5, 10, 20, 50, 100)
 PREVIEW_ROWS = 8
 PREVIEW_VALUES = 12
+#: the rows of a table in a database the page reads for its profile, preview and hierarchy
+#: previews (the runs read every row, in the database)
+DATABASE_ROWS = 100_000
 
 
 def _hospital(patients: int = 1000):
@@ -109,6 +119,144 @@ def load_sample(session: Session, key: str) -> None:
         session.external = read_file(Path(ext), f"{key}_external.csv", downloadable=True)
 
 
+def load_database(session: Session, url: str, table: str = "", query: str = "",
+                  schema: str = "", password: str = "", *, rows: int | None = None) -> None:
+    """Load a table (or a query's rows) of a PostgreSQL or DuckDB database: the rows stay
+    there (runs group them in the database); the page reads its first ``rows`` rows
+    (:data:`DATABASE_ROWS`) for the profile, the preview and the hierarchy previews, and
+    counts them all.
+
+    ``password`` (the form's) goes to the driver only: no page, message or download shows
+    it, nor the password of a URL.
+    """
+    url, table, query, schema = (str(v or "").strip() for v in (url, table, query, schema))
+    # shown again in the form: never the password (nor the URL's)
+    session.database_form = {"url": shown_url(url), "table": table, "query": query,
+                             "schema": schema}
+    if not url:
+        raise BlendinError("no database was given",
+                           fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
+                           "FILE.duckdb")
+    if not is_database(url):
+        raise BlendinError(f"{shown_url(url)!r} is not a database blendin can read",
+                           fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
+                           "FILE.duckdb; upload a CSV, Parquet or Excel file instead")
+    if "://" in url:
+        try:
+            urlsplit(url).port  # noqa: B018 (raises for a port or host that is no such)
+        except ValueError as error:
+            raise BlendinError(f"{shown_url(url)!r} is not a valid URL: {error}",
+                               fix="write it as postgresql://USER@HOST:PORT/DB") from None
+    if table and query:
+        raise BlendinError("both a table and a query were given",
+                           fix="give the table's name or a SELECT query, not both")
+    if not table and not query:
+        raise BlendinError("no table or query was given",
+                           fix="give the table's name, or a SELECT query for its rows")
+    url = _duckdb_file(url)
+    ref = TableRef(url, table=table or None, query=query or None, schema=schema or None,
+                   password=password or None)
+    with connected(ref) as fresh:
+        source = SqlEngine().source(fresh)
+        records = int(source.db.scalar(f"SELECT count(*) FROM {source.relation}") or 0)
+        if records == 0 or not source.columns:
+            raise BlendinError(f"{source.name} has no rows",
+                               fix="give a table with at least one row")
+        sample = _first_rows(source, rows or DATABASE_ROWS)
+    loaded = Loaded(ref.describe(), None, sample, profile(sample), ref=ref, records=records)
+    set_data(session, loaded)
+    session.message = f"loaded {loaded.label}"
+    if loaded.sampled:
+        session.message += (f": {records:,} records; the page shows the first "
+                            f"{sample.num_rows:,}, the run reads them all in the database")
+
+
+def _duckdb_file(url: str) -> str:
+    """The URL with a DuckDB file's ``~`` expanded; the file must exist (opening a path
+    that names none would make an empty database there)."""
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme != "duckdb" and not (not scheme and url.lower().endswith(DUCKDB_SUFFIXES)):
+        return url
+    path = url.partition("://")[2] if scheme else url
+    path = path[1:] if scheme and path.startswith("/") else path
+    if path in ("", ":memory:"):
+        raise BlendinError("an in-memory DuckDB database holds no table to load",
+                           fix="give the path of a DuckDB file: duckdb:///FILE or FILE.duckdb")
+    if not Path(path).expanduser().is_file():
+        raise BlendinError(f"there is no DuckDB file {path!r}",
+                           fix="give the path of an existing DuckDB file (duckdb:///FILE, "
+                           "with the path absolute or relative to where blendin app runs)")
+    return str(Path(path).expanduser()) if path.startswith("~") else url
+
+
+def _first_rows(source: SqlSource, rows: int) -> pa.Table:
+    """The first ``rows`` rows of ``source`` (read in batches; the rest is not read)."""
+    parts, read = [], 0
+    batches = source.batches()
+    try:
+        for batch in batches:
+            part = batch.slice(0, rows - read)
+            parts.append(part)
+            read += part.num_rows
+            if read >= rows:
+                break
+    finally:
+        batches.close()  # ends the database's read (a COPY, a cursor) early
+    if not parts:
+        raise BlendinError(f"{source.name} has no rows", fix="give a table with at least one row")
+    return pa.concat_tables(parts).combine_chunks()
+
+
+@contextlib.contextmanager
+def connected(ref: TableRef) -> Iterator[TableRef]:
+    """``ref`` with a connection of its own, closed at the end: the app holds no database
+    (nor a DuckDB file's lock) between its steps. A password that an unexpected error
+    quotes is replaced by ``***``."""
+    fresh = dataclasses.replace(ref, opened=[])
+    secret = secret_of(ref)
+    try:
+        yield fresh
+    except BlendinError as error:
+        if secret and secret in str(error):
+            raise BlendinError(error.problem.replace(secret, "***"),
+                               fix=(error.fix or "").replace(secret, "***") or None) from None
+        raise
+    except Exception as error:
+        if secret and secret in str(error):
+            raise BlendinError(f"{type(error).__name__}: {str(error).replace(secret, '***')}",
+                               fix="check the database, the table and the query") from None
+        raise
+    finally:
+        for db in fresh.opened:
+            with contextlib.suppress(Exception):
+                db.close()
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password, also when it does not parse as a URL.
+
+    >>> shown_url("postgresql://me:secret@db:5432/x"), shown_url("postgresql://me:s@db:x/y")
+    ('postgresql://me@db:5432/x', 'postgresql://me@db:x/y')
+    """
+    try:
+        return hidden(url)
+    except ValueError:
+        return re.sub(r"^([^:/]+://[^/@:]*):[^/]*@", r"\1@", url)
+
+
+def secret_of(ref: TableRef | None) -> str | None:
+    """The password of a table in a database: the form's, or the URL's."""
+    if ref is None:
+        return None
+    url = str(ref.database)
+    return ref.password or (urlsplit(url).password if "://" in url else None)
+
+
+def without_secret(text: str, ref: TableRef | None) -> str:
+    secret = secret_of(ref)
+    return text.replace(secret, "***") if secret else text
+
+
 def set_data(session: Session, loaded: Loaded) -> None:
     """Make ``loaded`` the session's table and start from the suggested roles."""
     session.data = loaded
@@ -129,7 +277,8 @@ def preview(loaded: Loaded) -> dict:
     """The first rows as text, for the page."""
     head = loaded.table.slice(0, PREVIEW_ROWS)
     rows = [[_text(v) for v in row.values()] for row in head.to_pylist()]
-    return {"columns": loaded.table.column_names, "rows": rows, "records": loaded.table.num_rows}
+    return {"columns": loaded.table.column_names, "rows": rows, "records": loaded.rows,
+            "held": loaded.table.num_rows}
 
 
 def _text(value) -> str:
@@ -229,6 +378,7 @@ def number(text: str):
 def hierarchy_preview(session: Session, column: str, table: dict) -> dict:
     """The levels the hierarchy gives the column's real values (a few of them)."""
     loaded = session.data
+    _check_flat(loaded.table, [column])
     values = pc.unique(pc.cast(loaded.table.column(column), pa.string())).to_numpy(
         zero_copy_only=False)
     builder = builder_from_toml(table, base_dir=session.folder)
@@ -313,16 +463,33 @@ def build_spec(session: Session):
     """The validated Spec of the page's choices; BlendinError says what does not fit."""
     spec = Spec.from_dict(spec_document(session), base_dir=session.folder)
     spec.validate_columns(session.data.table.column_names)
-    _check_models_on_data(spec, session.data.table)
+    _check_flat(session.data.table, [*spec.quasi_identifiers, *spec.sensitive])
+    _check_models_on_data(spec, session.data.table, session.data.rows)
     return spec
 
 
-def _check_models_on_data(spec, table: pa.Table) -> None:
+def _check_flat(table: pa.Table, columns) -> None:
+    """Quasi-identifiers and sensitive attributes hold single values, not lists or records."""
+    for name in columns:
+        if name in table.column_names and is_nested(table.schema.field(name).type):
+            raise BlendinError(f"column {name!r} holds lists or records, which cannot be "
+                               "a quasi-identifier or sensitive",
+                               fix=f"mark {name!r} insensitive (or identifier, to remove it)")
+
+
+def _check_models_on_data(spec, table: pa.Table, records: int | None = None) -> None:
     """Let each model say whether this table can meet it at all (l above the distinct
-    values, k above the records...), before anything runs."""
+    values, k above the records...), before anything runs.
+
+    When ``table`` holds only the first of ``records`` rows (a table in a database), the
+    models of a sensitive attribute are left to the run: its values are counted there."""
     import numpy as np
 
-
+    if records is not None and records > table.num_rows:
+        for model in spec.models:
+            if model.attribute is None or model.attribute not in spec.sensitive:
+                model.validate(records, {})  # (the latter explains the attribute)
+        return
     domains = {}
     for name in spec.sensitive:
         counts = pc.value_counts(pc.cast(table.column(name), pa.string()).combine_chunks())
@@ -339,13 +506,25 @@ def _check_models_on_data(spec, table: pa.Table) -> None:
 
 def run(session: Session, spec, job: Job) -> Run:
     """Anonymize the loaded file with ``spec``, then measure risk (and the linking attack)
-    before and after; the result joins the session's runs."""
-    path = session.data.path
-    result = anonymize(str(path), spec, progress=job.progress)
-    job.step = "measuring risk"
+    before and after; the result joins the session's runs.
+
+    A table in a database is anonymized there (the SQL engine groups its rows; the release
+    comes back in memory), and its risk and distinct values are measured there too, on
+    every row, not on the page's first rows."""
+    data = session.data
     qis = list(spec.quasi_identifiers)
-    record = Run(len(session.runs) + 1, spec, result)
-    record.risk_before = risk(session.data.table, qis)
+    if data.ref is not None:
+        with connected(data.ref) as ref:
+            result = anonymize(ref, spec, progress=job.progress)
+            record = Run(len(session.runs) + 1, spec, result)
+            job.step = "measuring risk"
+            record.risk_before = risk(ref, qis)
+            record.distinct_before = distinct_counts(SqlEngine().source(ref), qis)
+    else:
+        result = anonymize(str(data.path), spec, progress=job.progress)
+        job.step = "measuring risk"
+        record = Run(len(session.runs) + 1, spec, result)
+        record.risk_before = risk(data.table, qis)
     if result.table.num_rows:
         record.risk_after = risk(result.table, qis)
     if session.external is not None:
@@ -354,6 +533,13 @@ def run(session: Session, spec, job: Job) -> Run:
     with session.lock:
         session.runs.append(record)
     return record
+
+
+def distinct_counts(source: SqlSource, columns: list[str]) -> dict[str, int]:
+    """The distinct values of each column, counted by the database."""
+    q = source.db.quote
+    return {c: int(source.db.scalar(f"SELECT count(DISTINCT {q(c)}) FROM {source.relation}")
+                   or 0) for c in columns}
 
 
 def linking_attack(session: Session, result):
@@ -378,8 +564,23 @@ def k_of(spec) -> int | None:
 def tradeoff(session: Session, run_: Run, job: Job) -> None:
     """Re-run the spec of ``run_`` for several k: loss and suppression against k."""
     base = run_.spec.to_dict()
-    records = session.data.table.num_rows
-    ks = [k for k in TRADEOFF_KS if k <= records]
+    ks = [k for k in TRADEOFF_KS if k <= session.data.rows]
+    with _input_of(session) as data:
+        run_.tradeoff = _tradeoff_points(session, base, ks, data, job)
+
+
+@contextlib.contextmanager
+def _input_of(session: Session):
+    """What the library reads: the file's path, or the table in a database (connected)."""
+    if session.data.ref is None:
+        yield str(session.data.path)
+    else:
+        with connected(session.data.ref) as ref:
+            yield ref
+
+
+def _tradeoff_points(session: Session, base: dict, ks: list[int], data, job: Job
+                     ) -> list[dict]:
     points = []
     for i, k in enumerate(ks):
         job.checked, job.total, job.step = i, len(ks), f"k = {k}"
@@ -390,14 +591,15 @@ def tradeoff(session: Session, run_: Run, job: Job) -> None:
         doc["privacy"].insert(0, {"model": "k-anonymity", "k": k})
         try:
             spec = Spec.from_dict(doc, base_dir=session.folder)
-            result = anonymize(str(session.data.path), spec, progress=job.stop_if_cancelled)
+            result = anonymize(data, spec, progress=job.stop_if_cancelled)
         except BlendinError as error:
-            points.append({"k": k, "loss": None, "suppressed": None, "note": str(error)})
+            points.append({"k": k, "loss": None, "suppressed": None,
+                           "note": without_secret(str(error), session.data.ref)})
             continue
         points.append({"k": k, "loss": float(result.utility.get("loss", math.nan)),
                        "suppressed": result.suppressed / max(result.records, 1),
                        "note": ""})
-    run_.tradeoff = points
+    return points
 
 
 # -- downloads -----------------------------------------------------------------------------
@@ -408,7 +610,7 @@ RELEASE_FORMATS = (".csv", ".parquet", ".xlsx")
 def download(session: Session, run_: Run, what: str) -> Path:
     """Write one download of ``run_`` into the session folder and return its path."""
     result = run_.result
-    stem = Path(session.data.label).name.split(".")[0]
+    stem = session.data.stem
     folder = session.file(f"run{run_.number}")
     folder.mkdir(exist_ok=True, mode=0o700)
     if what in RELEASE_FORMATS:
@@ -418,6 +620,29 @@ def download(session: Session, run_: Run, what: str) -> Path:
     if what == "solution":
         return result.save_solution(folder / f"{stem}_solution.json")
     if what == "report":
-        return result.report(folder / f"{stem}_report.html", original=str(session.data.path))
+        if session.data.ref is None:
+            return result.report(folder / f"{stem}_report.html",
+                                 original=str(session.data.path))
+        with connected(session.data.ref) as ref:  # the input's risk, read in the database
+            return result.report(folder / f"{stem}_report.html",
+                                 original=SqlEngine().source(ref))
     raise BlendinError(f"unknown download {what!r}", fix="use the links in the page")
+
+
+def script_command(session: Session) -> str:
+    """The command that repeats the page's release from a script (with the spec download)."""
+    data = session.data
+    spec = f"{data.stem}_spec.toml"
+    if data.ref is None:
+        return f"blendin anonymize {data.path.name} --spec {spec} -o release.csv"
+    ref = data.ref
+    words = ["blendin", "anonymize", hidden(str(ref.database))]
+    for option, value in (("--table", ref.table), ("--query", ref.query),
+                          ("--schema", ref.schema)):
+        if value is not None:
+            words += [option, value]
+    words += ["--spec", spec, "-o", "release.csv"]
+    if ref.password:
+        words += ["--password-env", "BLENDIN_DB_PASSWORD"]
+    return shlex.join(words)
 
