@@ -265,6 +265,16 @@ def test_output_table_rules(db, tmp_path):
     assert multiset(written.table) == multiset(result.table)
 
 
+def test_row_and_class_numbers_refused_before_any_work(db):
+    df = table()
+    db.put("patients", df)
+    for option in ("group_column", "original_row"):
+        with pytest.raises(BlendinError, match="no row order"):
+            anonymize(db.url, spec_for(df), table="patients", **{option: "n"},
+                      output_table="release")
+    assert db.tables() == ["patients"]
+
+
 def test_a_query_is_one_select(db):
     df = table()
     db.put("patients", df)

@@ -119,6 +119,10 @@ def anonymize(
         engine = SqlEngine(replace=replace)
     if isinstance(output, TableRef):
         check_target(data, output, replace)
+    if isinstance(data, TableRef) and (group_column or original_row):
+        raise BlendinError("a table in a database has no row order to number rows or "
+                           "classes by", fix="leave out --group-column and --original-row "
+                           "(group_column=, original_row=)")
     output_delimiter = output_delimiter or spec.delimiter or ","  # the input's, as the spec says
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
