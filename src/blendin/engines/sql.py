@@ -457,7 +457,7 @@ class _ReleasePlan:
         db, q = self.db, self.db.quote
         chosen = self.chosen()
         where = f" WHERE {chosen}" if chosen else ""
-        tuples, labels = self.temp("tuples"), self.temp("labels")
+        tuples, labels, mapping = self.temp("tuples"), self.temp("labels"), self.temp("map")
         qis = ", ".join(f"s.{q(c)}" for c in self.qis)
         distinct = (f"SELECT DISTINCT {qis} FROM {self.source.relation}{where}" if self.qis
                     else f"SELECT 1 AS {q(LABEL)}")
@@ -465,17 +465,21 @@ class _ReleasePlan:
                    f" d.* FROM ({distinct}) AS d")
         read = db.arrow(f"SELECT * FROM {q(tuples)}")
         db.load(labels, self.labels(read))
+        # each tuple beside its labels, the dropped ones left out: one small table, with
+        # statistics, which the database hashes and probes with the source's rows
+        kept = f" WHERE NOT l.{q(REMOVED)}" if self.drop else ""
+        db.execute(f"CREATE TEMP TABLE {q(mapping)} AS SELECT t.*, l.* FROM {q(tuples)} AS t "
+                   f"JOIN {q(labels)} AS l ON t.{q(ID)} = l.{q(ID + '_')}{kept}")
+        db.execute(f"ANALYZE {q(mapping)}")
         told(0.2)
-        mapping = (f"(SELECT t.*, l.* FROM {q(tuples)} AS t JOIN {q(labels)} AS l "
-                   f"ON t.{q(ID)} = l.{q(ID + '_')}) AS m")
         conditions = [self.match(c, read) for c in self.qis] or ["TRUE"]
-        conditions += [f"NOT m.{q(REMOVED)}"] * self.drop + [chosen] * bool(chosen)
+        conditions += [chosen] * bool(chosen)
         order = ""
         if self.shuffle is not None:
             db.seed(self.shuffle.seed)
             order = " ORDER BY random()"
         db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(self.shown())} "
-                   f"FROM {self.source.relation} JOIN {mapping} "
+                   f"FROM {self.source.relation} JOIN {q(mapping)} AS m "
                    f"ON {' AND '.join(conditions)}{order}")
         told(0.7)
 
