@@ -23,6 +23,7 @@ dialect); values are bound as parameters or loaded as tables, never written into
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from collections.abc import Iterator, Sequence
@@ -30,15 +31,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release
 from blendin.engines.databases import Database, connect, hidden, is_database
-from blendin.engines.kernels import Shuffle, decoded
+from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.core import SUPPRESSED
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import _is_nested, atomic_path
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
@@ -175,6 +177,9 @@ class SqlSource:
                                    fix="check the name (and --schema); names are case "
                                    "sensitive")
             self.sql = f"SELECT * FROM {db.table(ref.table, ref.schema)}"
+        #: each column's values and their keys (:func:`key_of`), as the frequency table's
+        #: ``GROUP BY`` read them: what a release maps column by column
+        self.domains: dict[str, pa.Table] = {}
         self.name = ref.describe()
         #: what a progress bar calls it
         self.short_name = self.name.split(" in ")[0]
@@ -263,10 +268,15 @@ class SqlEngine:
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         with source.db.transaction(read_only=True):  # the source is only read
-            grouped = group_by(source.db, source.relation, columns)
+            grouped = group_by(source.db, source.relation, columns, keys=True)
         if grouped.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with at least one row")
+        for i, name in enumerate(columns):  # each column's values and their keys, kept
+            pairs = grouped.select([name, f"{KEY}{i}"]).group_by(
+                [name, f"{KEY}{i}"], use_threads=False).aggregate([])
+            source.domains[name] = pa.table({"value": pairs.column(0),
+                                             "key": pairs.column(1)})
         return texts_counted(grouped, columns, missing)
 
     def batches(self, source: SqlSource, columns: Sequence[str] | None = None, **_
@@ -374,13 +384,45 @@ def check_target(source, target: TableRef, replace: bool) -> None:
                            fix="give another --output-table, or --force to replace it")
 
 
-def group_by(db: Database, relation: str, columns: Sequence[str]) -> pa.Table:
-    """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT)."""
+def group_by(db: Database, relation: str, columns: Sequence[str], keys: bool = False
+             ) -> pa.Table:
+    """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT);
+    with ``keys``, each column's :func:`key_of` too (columns ``KEY`` 0, 1, ...)."""
     names = ", ".join(db.quote(c) for c in columns)
     count = db.quote(COUNT)
     if not columns:
         return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
-    return db.arrow(f"SELECT {names}, count(*) AS {count} FROM {relation} GROUP BY {names}")
+    extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
+                    for i, c in enumerate(columns)) if keys else ""
+    return db.arrow(f"SELECT {names}{extra}, count(*) AS {count} FROM {relation} "
+                    f"GROUP BY {names}")
+
+
+def key_of(db: Database, column: str, alias: str = "") -> str:
+    """A value of ``column`` as the text the database spells it: the key a release joins
+    the column's labels on (the same expression on both sides, so any type matches)."""
+    return f"CAST({alias}{db.quote(column)} AS VARCHAR)"
+
+
+def column_labels(domain: pa.Table, hierarchy: Hierarchy, level: int, name: str,
+                  missing: str, stride: int) -> pa.Table:
+    """The labels of one QI's values at ``level``, for the database: each value's key
+    (:func:`key_of`; empty for a null, which ``ID`` flags), its label, and its share of
+    the class key (the label's code times ``stride``), as the recoders compute them.
+
+    >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3", "*"]])
+    >>> domain = pa.table({"value": [3, 1], "key": ["3", "1"]})
+    >>> column_labels(domain, h, 1, "n", "", 10).to_pydict()["__blendin_label"]
+    ['3', '1-2']
+    """
+    ground = ground_codes(domain.column("value"), hierarchy, name, missing)
+    codes = (hierarchy.codes[level][ground] if len(hierarchy.labels[level]) > 1
+             else np.zeros(len(ground), np.int64))
+    texts = pa.array([str(v) for v in hierarchy.labels[level]], pa.string())
+    keys = domain.column("key").cast(pa.string())
+    return pa.table({KEY: pc.fill_null(keys, ""), ID: pc.is_null(keys),
+                     LABEL: texts.take(pa.array(codes)),
+                     PART: pa.array(codes.astype(np.int64) * stride, pa.int64())})
 
 
 def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa.Table:
@@ -402,6 +444,8 @@ def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa
 
 #: the columns a release's mapping adds beside the QIs (a QI of these names is refused)
 ID, REMOVED, LABEL = f"{PREFIX}id", f"{PREFIX}removed", f"{PREFIX}label"
+#: a value's key (``key_of``) beside the grouped values; the class key of its label
+KEY, PART = f"{PREFIX}key", f"{PREFIX}part"
 
 
 class _ReleasePlan:
@@ -453,9 +497,80 @@ class _ReleasePlan:
 
     def make(self, released: str, told) -> None:
         """The released rows as the table ``released`` (a qualified, quoted name);
-        ``told`` the share of the work done."""
+        ``told`` the share of the work done.
+
+        A full-domain node maps each QI on its own (:meth:`by_columns`: a small table per
+        QI, the suppressed classes by their keys); a release in parts or a Mondrian
+        partitioning maps each distinct QI tuple (:meth:`by_tuples`)."""
         db, q = self.db, self.db.quote
         chosen = self.chosen()
+        joins, removed, labels = (self.by_columns() if self.per_column()
+                                  else self.by_tuples(chosen))
+        told(0.2)
+        shown = []
+        for name in self.columns:
+            if name in self.qis:
+                shown.append(f"{labels[self.qis.index(name)]} AS {q(name)}")
+            elif name in self.blank:
+                shown.append(f"CASE WHEN {removed} THEN NULL ELSE s.{q(name)} END AS {q(name)}")
+            else:
+                shown.append(f"s.{q(name)}")
+        conditions = [chosen] * bool(chosen) + [f"NOT {removed}"] * self.drop
+        where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        order = ""
+        if self.shuffle is not None:
+            db.seed(self.shuffle.seed)
+            order = " ORDER BY random()"
+        db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(shown)} "
+                   f"FROM {self.source.relation}{joins}{where}{order}")
+        told(0.7)
+
+    def per_column(self) -> bool:
+        """Whether the recoder is one full-domain node whose class keys fit in int64, on a
+        source whose every QI's values are known (from its frequency table)."""
+        recoder = self.recoder
+        return (isinstance(recoder, FullDomainRecoder) and not recoder.parts
+                and not recoder.recoding.keyer.ranks
+                and all(name in self.source.domains for name in self.qis))
+
+    def by_columns(self) -> tuple[str, str, list[str]]:
+        """Joins that map each QI's values to their labels, one small table per QI (its
+        values' keys, the label, and the label's share of the class key), and the classes
+        to suppress by their keys (as :class:`~blendin.plan.Recoding` keys them): the
+        joins, the condition of a suppressed record, and each QI's released expression."""
+        db, q = self.db, self.db.quote
+        recoding = self.recoder.recoding
+        radices = recoding.keyer.radices
+        joins, parts, labels = [], [], []
+        for i, name in enumerate(self.qis):
+            table = self.temp(f"column{i}")
+            domain = self.source.domains[name]
+            db.load(table, column_labels(domain, recoding.hierarchies[i], recoding.levels[i],
+                                         name, recoding.missing, math.prod(radices[i + 1:])))
+            db.execute(f"ANALYZE {q(table)}")
+            key = key_of(db, name, "s.")
+            match = (f"coalesce({key}, '') = m{i}.{q(KEY)} AND (s.{q(name)} IS NULL) = "
+                     f"m{i}.{q(ID)}" if domain.column("key").null_count
+                     else f"{key} = m{i}.{q(KEY)}")
+            joins.append(f" JOIN {q(table)} AS m{i} ON {match}")
+            parts.append(f"m{i}.{q(PART)}")
+            labels.append(f"m{i}.{q(LABEL)}")
+        suppressed = self.temp("suppressed")
+        db.load(suppressed, pa.table({PART: pa.array(recoding.suppressed_keys, pa.int64())}))
+        db.execute(f"ANALYZE {q(suppressed)}")
+        joins.append(f" LEFT JOIN {q(suppressed)} AS x ON x.{q(PART)} = "
+                     f"({' + '.join(parts) or '0'})")
+        removed = f"(x.{q(PART)} IS NOT NULL)"
+        if not self.drop:  # suppressed records show * in every QI
+            star = f"'{SUPPRESSED}'"
+            labels = [f"CASE WHEN {removed} THEN {star} ELSE {label} END" for label in labels]
+        return "".join(joins), removed, labels
+
+    def by_tuples(self, chosen: str) -> tuple[str, str, list[str]]:
+        """A join that maps each distinct QI tuple of the source (numbered in a temporary
+        table, read here and recoded by the recoder) to its labels: the join, the
+        condition of a suppressed record, and each QI's released expression."""
+        db, q = self.db, self.db.quote
         where = f" WHERE {chosen}" if chosen else ""
         tuples, labels, mapping = self.temp("tuples"), self.temp("labels"), self.temp("map")
         qis = ", ".join(f"s.{q(c)}" for c in self.qis)
@@ -465,38 +580,15 @@ class _ReleasePlan:
                    f" d.* FROM ({distinct}) AS d")
         read = db.arrow(f"SELECT * FROM {q(tuples)}")
         db.load(labels, self.labels(read))
-        # each tuple beside its labels, the dropped ones left out: one small table, with
-        # statistics, which the database hashes and probes with the source's rows
-        kept = f" WHERE NOT l.{q(REMOVED)}" if self.drop else ""
+        # each tuple beside its labels: one table, with statistics, which the database
+        # hashes and probes with the source's rows
         db.execute(f"CREATE TEMP TABLE {q(mapping)} AS SELECT t.*, l.* FROM {q(tuples)} AS t "
-                   f"JOIN {q(labels)} AS l ON t.{q(ID)} = l.{q(ID + '_')}{kept}")
+                   f"JOIN {q(labels)} AS l ON t.{q(ID)} = l.{q(ID + '_')}")
         db.execute(f"ANALYZE {q(mapping)}")
-        told(0.2)
         conditions = [self.match(c, read) for c in self.qis] or ["TRUE"]
-        conditions += [chosen] * bool(chosen)
-        order = ""
-        if self.shuffle is not None:
-            db.seed(self.shuffle.seed)
-            order = " ORDER BY random()"
-        db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(self.shown())} "
-                   f"FROM {self.source.relation} JOIN {q(mapping)} AS m "
-                   f"ON {' AND '.join(conditions)}{order}")
-        told(0.7)
-
-    def shown(self) -> list[str]:
-        """Each released column: a QI's label, a sensitive value blanked in suppressed
-        records, any other column as it is."""
-        q = self.db.quote
-        out = []
-        for name in self.columns:
-            if name in self.qis:
-                out.append(f"m.{q(f'{LABEL}{self.qis.index(name)}')} AS {q(name)}")
-            elif name in self.blank:
-                out.append(f"CASE WHEN m.{q(REMOVED)} THEN NULL ELSE s.{q(name)} END "
-                           f"AS {q(name)}")
-            else:
-                out.append(f"s.{q(name)}")
-        return out
+        labelled = [f"m.{q(f'{LABEL}{i}')}" for i in range(len(self.qis))]
+        return (f" JOIN {q(mapping)} AS m ON {' AND '.join(conditions)}",
+                f"m.{q(REMOVED)}", labelled)
 
     def match(self, name: str, read: pa.Table) -> str:
         """Source row and tuple alike in QI ``name``: by equality (which a hash join
