@@ -29,6 +29,8 @@ import pyarrow.csv as pcsv
 
 from blendin.errors import BlendinError
 
+#: the metadata of a column held as text
+TEXT = {b"sql": b"text"}
 URL_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2",
                "duckdb")
 DUCKDB_SUFFIXES = (".duckdb", ".ddb")
@@ -125,7 +127,9 @@ class Database:
         raise NotImplementedError
 
     def schema(self, sql: str) -> pa.Schema:
-        """The Arrow schema of the rows ``sql`` returns (no row is read)."""
+        """The Arrow schema of the rows ``sql`` returns (no row is read); a column the
+        database holds as text (its text is the value itself) has the metadata
+        :data:`TEXT`."""
         raise NotImplementedError
 
     def load(self, name: str, table: pa.Table) -> None:
@@ -217,8 +221,10 @@ class DuckDB(Database):
 
     def schema(self, sql: str) -> pa.Schema:
         with self._errors():
-            return self.connection.sql(f"SELECT * FROM ({sql}) AS q LIMIT 0"
-                                       ).to_arrow_table().schema
+            schema = self.connection.sql(f"SELECT * FROM ({sql}) AS q LIMIT 0"
+                                         ).to_arrow_table().schema
+        return pa.schema([f.with_metadata(TEXT) if f.type == pa.string() else f
+                          for f in schema])
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -256,6 +262,8 @@ class DuckDB(Database):
 PG_TYPES = {16: pa.bool_(), 20: pa.int64(), 21: pa.int16(), 23: pa.int32(),
             700: pa.float32(), 701: pa.float64(), 1082: pa.date32(),
             1114: pa.timestamp("us"), 1184: pa.timestamp("us", "UTC")}
+#: the OIDs of text and varchar, whose text is the value itself (not bpchar's: padded)
+PG_TEXTS = (25, 1043)
 #: and the SQL type each Arrow type is loaded as
 PG_NAMES = {pa.bool_(): "boolean", pa.int64(): "bigint", pa.int32(): "integer",
             pa.int16(): "smallint", pa.float64(): "double precision",
@@ -322,7 +330,8 @@ class Postgres(Database):
     def schema(self, sql: str) -> pa.Schema:
         with self._errors():
             cursor = self.connection.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0")
-        return pa.schema([(c.name, PG_TYPES.get(c.type_code, pa.string()))
+        return pa.schema([pa.field(c.name, PG_TYPES.get(c.type_code, pa.string()),
+                                   metadata=TEXT if c.type_code in PG_TEXTS else None)
                           for c in cursor.description])
 
     def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:

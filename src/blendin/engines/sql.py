@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release
-from blendin.engines.databases import Database, connect, hidden, is_database
+from blendin.engines.databases import TEXT, Database, connect, hidden, is_database
 from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -185,6 +185,8 @@ class SqlSource:
         self.short_name = self.name.split(" in ")[0]
         schema = db.schema(self.sql)
         self._types = dict(zip(schema.names, schema.types))
+        #: the columns the database holds as text: a value is its own key (:func:`key_of`)
+        self.texts = {f.name for f in schema if f.metadata == TEXT}
         self.columns = list(self._types)
 
     def __str__(self) -> str:
@@ -267,16 +269,18 @@ class SqlEngine:
         an empty text say, are counted together)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
+        keyed = [c for c in columns if c not in source.texts]
         with source.db.transaction(read_only=True):  # the source is only read
-            grouped = group_by(source.db, source.relation, columns, keys=True)
+            grouped = group_by(source.db, source.relation, columns, keyed)
         if grouped.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with at least one row")
-        for i, name in enumerate(columns):  # each column's values and their keys, kept
-            pairs = grouped.select([name, f"{KEY}{i}"]).group_by(
-                [name, f"{KEY}{i}"], use_threads=False).aggregate([])
+        for name in columns:  # each column's values and their keys, kept
+            key = f"{KEY}{keyed.index(name)}" if name in keyed else name
+            pairs = grouped.select(list(dict.fromkeys([name, key])))
+            pairs = pairs.group_by(pairs.column_names, use_threads=False).aggregate([])
             source.domains[name] = pa.table({"value": pairs.column(0),
-                                             "key": pairs.column(1)})
+                                             "key": pairs.column(pairs.num_columns - 1)})
         return texts_counted(grouped, columns, missing)
 
     def batches(self, source: SqlSource, columns: Sequence[str] | None = None, **_
@@ -384,16 +388,16 @@ def check_target(source, target: TableRef, replace: bool) -> None:
                            fix="give another --output-table, or --force to replace it")
 
 
-def group_by(db: Database, relation: str, columns: Sequence[str], keys: bool = False
+def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequence[str] = ()
              ) -> pa.Table:
-    """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT);
-    with ``keys``, each column's :func:`key_of` too (columns ``KEY`` 0, 1, ...)."""
+    """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT),
+    with the :func:`key_of` of the ``keyed`` columns too (columns ``KEY`` 0, 1, ...)."""
     names = ", ".join(db.quote(c) for c in columns)
     count = db.quote(COUNT)
     if not columns:
         return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
     extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
-                    for i, c in enumerate(columns)) if keys else ""
+                    for i, c in enumerate(keyed))
     return db.arrow(f"SELECT {names}{extra}, count(*) AS {count} FROM {relation} "
                     f"GROUP BY {names}")
 
@@ -405,24 +409,38 @@ def key_of(db: Database, column: str, alias: str = "") -> str:
 
 
 def column_labels(domain: pa.Table, hierarchy: Hierarchy, level: int, name: str,
-                  missing: str, stride: int) -> pa.Table:
+                  missing: str) -> pa.Table:
     """The labels of one QI's values at ``level``, for the database: each value's key
-    (:func:`key_of`; empty for a null, which ``ID`` flags), its label, and its share of
-    the class key (the label's code times ``stride``), as the recoders compute them.
+    (:func:`key_of`; empty for a null, which ``ID`` flags) and its label, as the recoders
+    compute it.
 
     >>> h = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3", "*"]])
     >>> domain = pa.table({"value": [3, 1], "key": ["3", "1"]})
-    >>> column_labels(domain, h, 1, "n", "", 10).to_pydict()["__blendin_label"]
+    >>> column_labels(domain, h, 1, "n", "").to_pydict()["__blendin_label"]
     ['3', '1-2']
     """
     ground = ground_codes(domain.column("value"), hierarchy, name, missing)
     codes = (hierarchy.codes[level][ground] if len(hierarchy.labels[level]) > 1
              else np.zeros(len(ground), np.int64))
     texts = pa.array([str(v) for v in hierarchy.labels[level]], pa.string())
-    keys = domain.column("key").cast(pa.string())
+    keys = domain.column("key").cast(pa.string()).combine_chunks()
     return pa.table({KEY: pc.fill_null(keys, ""), ID: pc.is_null(keys),
-                     LABEL: texts.take(pa.array(codes)),
-                     PART: pa.array(codes.astype(np.int64) * stride, pa.int64())})
+                     LABEL: texts.take(pa.array(codes))})
+
+
+def suppressed_classes(recoding) -> pa.Table:
+    """The labels (columns ``LABEL`` 0, 1, ...) of the classes ``recoding`` suppresses,
+    decoded from their keys (mixed radix over the QIs' label counts, as
+    :class:`~blendin.plan.ClassKeyer` makes them where it needs no ranks)."""
+    keys = np.asarray(recoding.suppressed_keys, np.int64)
+    radices = recoding.keyer.radices
+    columns = {}
+    for i, (hierarchy, level) in enumerate(zip(recoding.hierarchies, recoding.levels)):
+        stride = math.prod(radices[i + 1:])
+        codes = (keys // stride) % radices[i]
+        texts = pa.array([str(v) for v in hierarchy.labels[level]], pa.string())
+        columns[f"{LABEL}{i}"] = texts.take(pa.array(codes))
+    return pa.table(columns) if columns else pa.table({f"{LABEL}": pa.array([], pa.string())})
 
 
 def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa.Table:
@@ -444,8 +462,8 @@ def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa
 
 #: the columns a release's mapping adds beside the QIs (a QI of these names is refused)
 ID, REMOVED, LABEL = f"{PREFIX}id", f"{PREFIX}removed", f"{PREFIX}label"
-#: a value's key (``key_of``) beside the grouped values; the class key of its label
-KEY, PART = f"{PREFIX}key", f"{PREFIX}part"
+#: a value's key (``key_of``) beside the grouped values
+KEY = f"{PREFIX}key"
 
 
 class _ReleasePlan:
@@ -521,6 +539,8 @@ class _ReleasePlan:
         if self.shuffle is not None:
             db.seed(self.shuffle.seed)
             order = " ORDER BY random()"
+        if db.dialect == "postgres":  # the maps are small: hashed, never a sort of the rows
+            db.execute("SET LOCAL enable_mergejoin = off")
         db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(shown)} "
                    f"FROM {self.source.relation}{joins}{where}{order}")
         told(0.7)
@@ -534,33 +554,42 @@ class _ReleasePlan:
                 and all(name in self.source.domains for name in self.qis))
 
     def by_columns(self) -> tuple[str, str, list[str]]:
-        """Joins that map each QI's values to their labels, one small table per QI (its
-        values' keys, the label, and the label's share of the class key), and the classes
-        to suppress by their keys (as :class:`~blendin.plan.Recoding` keys them): the
-        joins, the condition of a suppressed record, and each QI's released expression."""
+        """Joins that map each QI's values to their labels, one small table per QI (a QI
+        whose every value is its own label needs none), and an anti-join that finds the
+        suppressed classes by their labels: the joins, the condition of a suppressed
+        record, and each QI's released expression."""
         db, q = self.db, self.db.quote
         recoding = self.recoder.recoding
-        radices = recoding.keyer.radices
-        joins, parts, labels = [], [], []
+        joins, labels, varying = [], [], []
         for i, name in enumerate(self.qis):
-            table = self.temp(f"column{i}")
             domain = self.source.domains[name]
-            db.load(table, column_labels(domain, recoding.hierarchies[i], recoding.levels[i],
-                                         name, recoding.missing, math.prod(radices[i + 1:])))
-            db.execute(f"ANALYZE {q(table)}")
+            hierarchy, level = recoding.hierarchies[i], recoding.levels[i]
+            mapped = column_labels(domain, hierarchy, level, name, recoding.missing)
             key = key_of(db, name, "s.")
+            if len(hierarchy.labels[level]) > 1:
+                varying.append(i)
+            if not domain.column("key").null_count and mapped.column(KEY).equals(
+                    mapped.column(LABEL)):
+                labels.append(key)  # its own label: no join
+                continue
+            table = self.temp(f"column{i}")
+            db.load(table, mapped)
+            db.execute(f"ANALYZE {q(table)}")
             match = (f"coalesce({key}, '') = m{i}.{q(KEY)} AND (s.{q(name)} IS NULL) = "
                      f"m{i}.{q(ID)}" if domain.column("key").null_count
                      else f"{key} = m{i}.{q(KEY)}")
             joins.append(f" JOIN {q(table)} AS m{i} ON {match}")
-            parts.append(f"m{i}.{q(PART)}")
             labels.append(f"m{i}.{q(LABEL)}")
+        classes = suppressed_classes(recoding)
+        if not classes.num_rows:
+            return "".join(joins), "FALSE", labels
         suppressed = self.temp("suppressed")
-        db.load(suppressed, pa.table({PART: pa.array(recoding.suppressed_keys, pa.int64())}))
+        db.load(suppressed, classes.select([f"{LABEL}{i}" for i in varying]).append_column(
+            ID, pa.array([True] * classes.num_rows)))
         db.execute(f"ANALYZE {q(suppressed)}")
-        joins.append(f" LEFT JOIN {q(suppressed)} AS x ON x.{q(PART)} = "
-                     f"({' + '.join(parts) or '0'})")
-        removed = f"(x.{q(PART)} IS NOT NULL)"
+        matched = " AND ".join(f"x.{q(f'{LABEL}{i}')} = {labels[i]}" for i in varying)
+        joins.append(f" LEFT JOIN {q(suppressed)} AS x ON {matched or 'TRUE'}")
+        removed = f"(x.{q(ID)} IS NOT NULL)"
         if not self.drop:  # suppressed records show * in every QI
             star = f"'{SUPPRESSED}'"
             labels = [f"CASE WHEN {removed} THEN {star} ELSE {label} END" for label in labels]
