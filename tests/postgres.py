@@ -12,6 +12,7 @@ use these fixtures are skipped, with the fix in the message. PostgreSQL refuses 
 as root the server runs as the user ``postgres`` (Debian's package makes it), else ``nobody``.
 """
 
+import contextlib
 import glob
 import os
 import pwd
@@ -21,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -104,17 +106,17 @@ def _fail(what: str, proc: subprocess.CompletedProcess, log: Path | None = None)
     raise RuntimeError(message)
 
 
-@pytest.fixture(scope="session")
-def postgres_url():
-    """The URL of a database ``blendin`` on a PostgreSQL server of this session's own:
-    ``postgresql://blendin:PASSWORD@127.0.0.1:PORT/blendin``; its user is a superuser."""
-    try:
-        import psycopg
-    except ImportError:
-        pytest.skip(NO_PSYCOPG)
+@contextlib.contextmanager
+def throwaway_server(settings: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Yield the URL of a database ``blendin`` on a PostgreSQL server of our own, started
+    with these ``settings`` (``-c name=value``): ``postgresql://blendin:PASSWORD@127.0.0.1:
+    PORT/blendin``, a superuser. Stopped and removed at the end, also after an error. The
+    benchmarks start theirs with this too (benchmarks/bench_sql.py)."""
+    import psycopg
+
     bindir = find_bindir()
     if bindir is None:
-        pytest.skip(NOT_INSTALLED)
+        raise RuntimeError(NOT_INSTALLED)
     user = _server_user()
     # as root, under /tmp (the server's user may not reach $TMPDIR or root's home); the socket
     # goes here too, and a Unix socket's path must stay under about 100 bytes
@@ -134,10 +136,12 @@ def postgres_url():
         if proc.returncode != 0:
             _fail("initdb", proc)
         pwfile.unlink()
+        extra = "".join(f" -c {name}={value}"
+                        for name, value in {"fsync": "off", **(settings or {})}.items())
         for _attempt in range(3):  # the free port may be taken before the server binds it
             port = _free_port()
             log.unlink(missing_ok=True)  # pg_ctl appends: read only this attempt's messages
-            options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+            options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1{extra}"
             proc = _run([str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-w",
                          "-t", str(TIMEOUT), "-l", str(log), "start"], user, base)
             started = proc.returncode == 0
@@ -156,6 +160,20 @@ def postgres_url():
             _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
                   "-t", str(TIMEOUT), "stop"], user, base)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """The URL of a database ``blendin`` on a PostgreSQL server of this session's own:
+    ``postgresql://blendin:PASSWORD@127.0.0.1:PORT/blendin``; its user is a superuser."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip(NO_PSYCOPG)
+    if find_bindir() is None:
+        pytest.skip(NOT_INSTALLED)
+    with throwaway_server() as url:
+        yield url
 
 
 def _drop_public_tables(url: str) -> None:

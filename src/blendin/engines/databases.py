@@ -17,6 +17,7 @@ is handed to the driver only: :attr:`Database.name` and every error leave it out
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -388,9 +389,12 @@ def _without(text: str, secret: str | None) -> str:
 
 
 class _Stream(io.RawIOBase):
-    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader):
-    each read fills the buffer from as many blocks as it takes (psycopg hands over about a
-    row per block)."""
+    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader).
+    psycopg hands over about a row per block: they are joined a few thousand at a time,
+    and each read fills the buffer from as many as it takes."""
+
+    #: blocks joined at a time
+    GATHER = 4096
 
     def __init__(self, copy) -> None:
         self.blocks, self.rest = iter(copy), memoryview(b"")
@@ -399,13 +403,10 @@ class _Stream(io.RawIOBase):
         return True
 
     def empty(self) -> bool:
-        """True when the COPY sent nothing more (the next block is read ahead)."""
-        while not len(self.rest):
-            block = next(self.blocks, None)
-            if block is None:
-                return True
-            self.rest = memoryview(bytes(block))
-        return False
+        """True when the COPY sent nothing more (the next blocks are read ahead)."""
+        if not len(self.rest):
+            self.rest = memoryview(b"".join(itertools.islice(self.blocks, self.GATHER)))
+        return not len(self.rest)
 
     def readinto(self, buffer) -> int:
         filled, size = 0, len(buffer)
