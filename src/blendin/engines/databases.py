@@ -191,8 +191,9 @@ class DuckDB(Database):
             raise BlendinError(f"folder of {path!r} does not exist",
                                fix="give the path of a DuckDB file in an existing folder")
         try:
+            connection = duckdb.connect(path)
             # DuckDB's own progress bar would print on standard output (--json's)
-            connection = duckdb.connect(path, config={"enable_progress_bar": False})
+            connection.sql("SET enable_progress_bar = false")
         except duckdb.Error as error:
             raise BlendinError(f"cannot open the DuckDB file {path!r}: {error}",
                                fix="check the path, and that no other process holds the "
