@@ -21,17 +21,16 @@ pytest.importorskip("pyspark")
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning",
                                         "ignore:The copy keyword is deprecated")
 
+from engine_cases import spec_for, table  # noqa: E402
+
 from blendin.anonymize import anonymize, apply_solution  # noqa: E402
 from blendin.check import check  # noqa: E402
 from blendin.cli import main  # noqa: E402
 from blendin.engines import is_spark  # noqa: E402
 from blendin.engines.spark import SparkEngine  # noqa: E402
 from blendin.errors import BlendinError  # noqa: E402
-from blendin.hierarchy.core import Hierarchy  # noqa: E402
-from blendin.hierarchy.masking import masking  # noqa: E402
-from blendin.models import DistinctLDiversity, KAnonymity, TCloseness  # noqa: E402
+from blendin.models import KAnonymity, TCloseness  # noqa: E402
 from blendin.risk import risk  # noqa: E402
-from blendin.spec import Spec  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -46,27 +45,6 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
-ZIPS = ["02138", "02139", "02141", "03101", "03102"]
-
-
-def table(n=600, seed=3):
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({"id": [f"p{i}" for i in range(n)], "age": rng.integers(18, 90, n),
-                         "sex": rng.choice(["f", "m"], n), "zip": rng.choice(ZIPS, n),
-                         "dx": rng.choice(list("abcd"), n), "visits": rng.integers(0, 9, n)})
-
-
-def spec_for(df, **kw):
-    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
-                               for a in sorted(set(df.age))])
-    base = dict(quasi_identifiers={"age": age, "sex": SEX, "zip": masking()},
-                identifiers=["id"], sensitive=["dx"],
-                models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
-    base.update(kw)
-    return Spec(**base)
 
 
 def multiset(frame) -> collections.Counter:

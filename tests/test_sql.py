@@ -21,6 +21,8 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")
 
+from engine_cases import SEX, ZIPS, spec_for, table  # noqa: E402
+
 from blendin.anonymize import anonymize  # noqa: E402
 from blendin.check import check  # noqa: E402
 from blendin.cli import main  # noqa: E402
@@ -31,7 +33,6 @@ from blendin.models import (  # noqa: E402
     AverageRisk,
     BetaLikeness,
     DeltaDisclosure,
-    DistinctLDiversity,
     EntropyLDiversity,
     KAnonymity,
     PopulationUniqueness,
@@ -41,26 +42,6 @@ from blendin.models import (  # noqa: E402
 )
 from blendin.risk import risk  # noqa: E402
 from blendin.spec import Spec  # noqa: E402
-
-SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
-ZIPS = ["02138", "02139", "02141", "03101", "03102"]
-
-
-def table(n=600, seed=3):
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame({"id": [f"p{i}" for i in range(n)], "age": rng.integers(18, 90, n),
-                         "sex": rng.choice(["f", "m"], n), "zip": rng.choice(ZIPS, n),
-                         "dx": rng.choice(list("abcd"), n), "visits": rng.integers(0, 9, n)})
-
-
-def spec_for(df, **kw):
-    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
-                               for a in sorted(set(df.age))])
-    base = dict(quasi_identifiers={"age": age, "sex": SEX, "zip": masking()},
-                identifiers=["id"], sensitive=["dx"],
-                models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
-    base.update(kw)
-    return Spec(**base)
 
 
 def multiset(frame) -> collections.Counter:
@@ -297,7 +278,7 @@ KILLED = textwrap.dedent("""
     import blendin.engines.sql as sql
     from blendin.anonymize import anonymize
     sys.path.insert(0, sys.argv[3])
-    from test_sql import spec_for, table
+    from engine_cases import spec_for, table
     real = sql._ReleasePlan.regrouped
     def slow(self, *args):
         out = real(self, *args)

@@ -1,0 +1,30 @@
+"""The table and spec every engine is compared on (embedded, Spark, SQL): 600 patients with
+age, sex and ZIP as quasi-identifiers, a diagnosis as the sensitive attribute."""
+
+import numpy as np
+import pandas as pd
+
+from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.masking import masking
+from blendin.models import DistinctLDiversity, KAnonymity
+from blendin.spec import Spec
+
+SEX = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+ZIPS = ["02138", "02139", "02141", "03101", "03102"]
+
+
+def table(n=600, seed=3):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": [f"p{i}" for i in range(n)], "age": rng.integers(18, 90, n),
+                         "sex": rng.choice(["f", "m"], n), "zip": rng.choice(ZIPS, n),
+                         "dx": rng.choice(list("abcd"), n), "visits": rng.integers(0, 9, n)})
+
+
+def spec_for(df, **kw):
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in sorted(set(df.age))])
+    base = dict(quasi_identifiers={"age": age, "sex": SEX, "zip": masking()},
+                identifiers=["id"], sensitive=["dx"],
+                models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
+    base.update(kw)
+    return Spec(**base)
