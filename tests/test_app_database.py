@@ -23,7 +23,8 @@ import warnings  # noqa: E402
 
 with warnings.catch_warnings():  # starlette's notice about its httpx transport
     warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
+
+from test_app import _client, _session  # noqa: E402
 
 import blendin as bl  # noqa: E402
 from blendin.app import create_app, workflow  # noqa: E402
@@ -31,26 +32,6 @@ from blendin.app.server import parse_size  # noqa: E402
 from blendin.engines.databases import hidden  # noqa: E402
 
 PATIENTS = 600
-
-
-def _client(app) -> TestClient:
-    """A client of the app at 127.0.0.1 whose forms carry their session's token."""
-
-    def send_token(request) -> None:
-        parts = request.url.path.split("/")
-        session = app.state.store.get(parts[2]) if parts[1:2] == ["s"] else None
-        if request.method == "POST" and session is not None:
-            request.headers["X-Blendin-Token"] = session.token
-
-    client = TestClient(app, base_url="http://127.0.0.1")
-    client.event_hooks = {"request": [send_token], "response": []}
-    return client
-
-
-def _session(client: TestClient) -> str:
-    response = client.get("/", follow_redirects=False)
-    assert response.status_code == 303
-    return response.headers["location"].rstrip("/")
 
 
 def _state(app, sid: str):

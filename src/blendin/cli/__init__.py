@@ -29,6 +29,17 @@ class _Group(click.Group):
             signal.signal(signal.SIGTERM, previous)
 
 
+def with_options(options: list):
+    """A decorator that adds the click ``options`` to a command, in their order."""
+
+    def add(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return add
+
+
 def _stop(signum: int, frame) -> None:
     """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed."""
     raise SystemExit(128 + signum)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from blendin.cli import main
+from blendin.cli import main, with_options
 from blendin.cli.database import database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
@@ -170,10 +170,6 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
     return SparkEngine(master=spark_master, conf=conf)
 
 
-def _common(command):
-    for option in reversed(_COMMON):
-        command = option(command)
-    return command
 
 
 @main.command("anonymize")
@@ -237,7 +233,7 @@ def _common(command):
 @click.option("--population", default=None, type=float,
               help="Size of the population the data was drawn from: the report adds the "
               "population-based risk (journalist, population uniques).")
-@_common
+@with_options(_COMMON)
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
                       solution: str | None, report: str | None, policy: str | None,
                       relaxed: bool | None, sets: bool | None, group_column: str | None,
@@ -425,7 +421,7 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
               show_default=True,
               help="Values a saved tree or hierarchy file does not cover (below its top "
               "level): stop and name them, or suppress their records.")
-@_common
+@with_options(_COMMON)
 def apply_command(data: str, solution: str, spec_path: str | None, unknown: str, output: str,
                   suppressed: str, as_json: bool, quiet: bool, delimiter: str | None,
                   encoding: str | None, output_delimiter: str | None, escape_formulas: bool,

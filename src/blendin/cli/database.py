@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from blendin.cli import with_options
 from blendin.errors import BlendinError
 
 _OPTIONS = [
@@ -21,11 +22,8 @@ _OPTIONS = [
 ]
 
 
-def database_options(command):
-    """Add --table, --query, --schema and --password-env to ``command``."""
-    for option in reversed(_OPTIONS):
-        command = option(command)
-    return command
+#: adds --table, --query, --schema and --password-env to a command
+database_options = with_options(_OPTIONS)
 
 
 def table_options(data: str, table: str | None, query: str | None, schema: str | None,
