@@ -38,10 +38,11 @@ import pyarrow.compute as pc
 from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release
 from blendin.engines.databases import TEXT, Database, connect, hidden, is_database
+from blendin.engines.embedded import BatchWriter
 from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
-from blendin.io import _is_nested, atomic_path
+from blendin.io import _is_nested, atomic_path, write_table
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
 from blendin.models.presence import SUBSET_VALUES
@@ -357,8 +358,7 @@ class SqlEngine:
         told(1.0)
 
     def write(self, table: pa.Table, path, **options) -> Path:
-        from blendin.io import write_table
-
+        """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
         return write_table(table, path, **options)
 
 
@@ -671,8 +671,6 @@ def export(db: Database, sql: str, temp: str, path: Path, delimiter: str,
            escape_formulas: bool) -> int:
     """Write the rows of ``sql`` to ``temp`` (CSV or Parquet, as ``path`` is named),
     batch by batch; the number of batches."""
-    from blendin.engines.embedded import BatchWriter
-
     with BatchWriter(temp, path, delimiter=delimiter,
                      escape_formulas=escape_formulas) as writer:
         for batch in db.batches(sql, 1 << 17):
