@@ -21,7 +21,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -164,7 +164,8 @@ class Database:
         try:
             yield
         except BaseException:
-            self.execute("ROLLBACK")
+            with suppress(Exception):  # a lost connection: the server rolls back itself
+                self.execute("ROLLBACK")
             raise
         self.execute("ROLLBACK" if rollback else "COMMIT")
 
