@@ -4,12 +4,14 @@
   database; only the grouped rows cross the wire, and they are read as text here by the
   same code as the embedded engine's (:func:`blendin.codes.as_text`), so both engines spell
   a value alike;
-- the release maps every distinct QI tuple of the source to its released labels: the
-  distinct tuples are numbered in a temporary table, read here, recoded by the very
-  recoders the other engines run (:mod:`blendin.engines.kernels`, so full-domain nodes,
-  releases in parts and Mondrian partitions alike), and the labels go back as a temporary
-  table; one ``CREATE TABLE ... AS SELECT`` joins the source to it, drops (or stars) the
-  suppressed records, blanks their sensitive values and orders the rows at random;
+- the release is one ``CREATE TABLE ... AS SELECT`` that maps the QIs to their labels,
+  drops (or stars) the suppressed records, blanks their sensitive values and orders the
+  rows at random. A full-domain node maps each QI by a small temporary table of its
+  values' labels, keyed on the database's own text of each value (a QI released as it is
+  needs none), and finds the suppressed classes by one anti-join on their labels; a
+  release in parts or a Mondrian partitioning maps each distinct QI tuple, numbered in a
+  temporary table, read here and recoded by the very recoders the other engines run
+  (:mod:`blendin.engines.kernels`);
 - the checker regroups the released table by an SQL ``GROUP BY`` and must pass before the
   table takes its name: the table is made under a temporary name and renamed in the same
   transaction, so a failed, cancelled or killed run leaves no table (the server rolls the
