@@ -100,6 +100,8 @@ class Database:
     """What the SQL engine asks of a database (one connection, used by one thread)."""
 
     dialect = ""
+    #: the driver's mark of a bound parameter
+    mark = "?"
     #: what the database is called in messages (never with its password)
     name = ""
     #: every statement run, in order (a dry run prints them)
@@ -122,7 +124,8 @@ class Database:
         raise NotImplementedError
 
     def arrow(self, sql: str) -> pa.Table:
-        return pa.Table.from_batches(list(self.batches(sql)), self.schema(sql))
+        batches = list(self.batches(sql))
+        return pa.Table.from_batches(batches) if batches else self.schema(sql).empty_table()
 
     def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
@@ -138,7 +141,11 @@ class Database:
         raise NotImplementedError
 
     def exists(self, name: str, schema: str | None = None) -> bool:
-        raise NotImplementedError
+        """Whether table ``name`` is in ``schema`` (by default the current one)."""
+        mark = self.mark
+        return bool(self.scalar(
+            f"SELECT count(*) FROM information_schema.tables WHERE table_name = {mark} "
+            f"AND table_schema = coalesce({mark}, current_schema())", [name, schema]))
 
     @contextmanager
     def transaction(self, read_only: bool = False, rollback: bool = False
@@ -171,7 +178,7 @@ class Database:
 
     def seed(self, seed: int) -> None:
         """Seed ``random()`` for this connection (the release's row order)."""
-        raise NotImplementedError
+        self.execute(f"SELECT setseed({self.mark})", [(seed % 1_000_003) / 1_000_003])
 
     def close(self) -> None:
         raise NotImplementedError
@@ -249,14 +256,6 @@ class DuckDB(Database):
         finally:
             self.connection.unregister(view)
 
-    def exists(self, name: str, schema: str | None = None) -> bool:
-        return bool(self.scalar(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ? "
-            "AND table_schema = coalesce(?, current_schema())", [name, schema]))
-
-    def seed(self, seed: int) -> None:
-        self.execute("SELECT setseed(?)", [(seed % 1_000_003) / 1_000_003])
-
     def close(self) -> None:
         if self.owned:
             self.connection.close()
@@ -276,6 +275,7 @@ PG_NAMES = {pa.bool_(): "boolean", pa.int64(): "bigint", pa.int32(): "integer",
 
 class Postgres(Database):
     dialect = "postgres"
+    mark = "%s"
 
     def __init__(self, connection, name: str, secret: str | None = None) -> None:
         self.connection, self.name, self.secret = connection, name, secret
@@ -372,14 +372,6 @@ class Postgres(Database):
         with self._errors(), self.connection.cursor() as cursor, cursor.copy(
                 f"COPY {self.quote(name)} FROM STDIN (FORMAT csv)") as copy:
             copy.write(buffer.getvalue())
-
-    def exists(self, name: str, schema: str | None = None) -> bool:
-        return bool(self.scalar(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = %s "
-            "AND table_schema = coalesce(%s, current_schema())", [name, schema]))
-
-    def seed(self, seed: int) -> None:
-        self.execute("SELECT setseed(%s)", [(seed % 1_000_003) / 1_000_003])
 
     def close(self) -> None:
         self.connection.close()
