@@ -28,7 +28,7 @@ from blendin.codes import COUNT, as_text, combine_keys, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
-from blendin.engines.sql import SqlEngine, SqlSource, in_database
+from blendin.engines.sql import SqlSource, in_database
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
@@ -628,9 +628,8 @@ def _people(spec: Spec, distinct: pa.Table, qis: Sequence[str], first_row: np.nd
     generalized to the lowest of its hierarchy's labels that the release shows (the
     release's level, for a full-domain release), and people are counted by those labels."""
     distinct = decoded(distinct)
-    people = (SqlEngine().distinct(population, qis, spec.missing)
-              if isinstance(population, SqlSource)  # grouped in its database
-              else distinct_tuples(population.batches(qis), qis, spec.missing))
+    # grouped by the population's engine (in its database, for a table in one)
+    people = engine_for(population).distinct(population, qis, spec.missing)
     hierarchies = spec.build_hierarchies(people)
     shown = distinct.filter(pa.array(kept))
     class_codes, people_codes, radices = [], [], []

@@ -31,7 +31,7 @@ from __future__ import annotations
 from blendin.engines.base import Release, is_spark
 from blendin.engines.embedded import EmbeddedEngine
 from blendin.engines.spark import SparkEngine
-from blendin.engines.sql import SqlEngine, TableRef
+from blendin.engines.sql import SqlEngine, SqlSource, TableRef
 from blendin.errors import BlendinError
 
 __all__ = ["ENGINES", "EmbeddedEngine", "Release", "SparkEngine", "SqlEngine", "TableRef",
@@ -50,10 +50,10 @@ def engine_for(data=None, engine=None, **options):
     """
     if engine is not None and not isinstance(engine, str):
         return engine
+    in_database = isinstance(data, TableRef | SqlSource)
     if engine is None:
-        engine = ("sql" if isinstance(data, TableRef) else
-                  "spark" if is_spark(data) else "embedded")
-    if isinstance(data, TableRef) and engine != "sql":
+        engine = "sql" if in_database else "spark" if is_spark(data) else "embedded"
+    if in_database and engine != "sql":
         raise BlendinError(f"a table in a database is read by the SQL engine, not {engine!r}",
                            fix="leave --engine out (or give --engine sql)")
     if engine == "embedded":

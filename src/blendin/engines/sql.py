@@ -84,10 +84,13 @@ class TableRef:
     def describe(self) -> str:
         where = (hidden(str(self.database)) if isinstance(self.database, str | os.PathLike)
                  else type(self.database).__name__)
+        return f"{self.rows()} in {where}"
+
+    def rows(self) -> str:
+        """The rows it names, without the database: ``table "x"`` or ``the query``."""
         if self.query is not None:
-            return f"the query in {where}"
-        qualified = f'"{self.schema}"."{self.table}"' if self.schema else f'"{self.table}"'
-        return f"table {qualified} in {where}"
+            return "the query"
+        return f'table "{self.schema}"."{self.table}"' if self.schema else f'table "{self.table}"'
 
     def same_database(self, other: TableRef) -> bool:
         """Whether ``other`` is in this database (one object, or URLs alike but for a
@@ -176,7 +179,7 @@ class SqlSource:
             self.sql = ref.query.strip().rstrip(";")
         else:
             if not db.exists(ref.table, ref.schema):
-                raise BlendinError(f"{db.name} has no {ref.describe().split(' in ')[0]}",
+                raise BlendinError(f"{db.name} has no {ref.rows()}",
                                    fix="check the name (and --schema); names are case "
                                    "sensitive")
             self.sql = f"SELECT * FROM {db.table(ref.table, ref.schema)}"
@@ -185,7 +188,7 @@ class SqlSource:
         self.domains: dict[str, pa.Table] = {}
         self.name = ref.describe()
         #: what a progress bar calls it
-        self.short_name = self.name.split(" in ")[0]
+        self.short_name = ref.rows()
         schema = db.schema(self.sql)
         self._types = dict(zip(schema.names, schema.types))
         #: the columns the database holds as text: a value is its own key (:func:`key_of`)
