@@ -12,7 +12,7 @@ import numpy as np
 from blendin.anonymize.prepare import as_spec, prepare
 from blendin.anonymize.release import (
     check_output,
-    like_input,
+    released_result,
     shuffle_for,
     streamed,
     verify,
@@ -91,17 +91,10 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
                                  escape_formulas=escape_formulas, bars=bars,
                                  shuffle=shuffle_for(keep_order, shuffle_seed, plan))
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
-    result = Result(
-        data=like_input(release.data, data),
-        levels=outcome.levels, written=release.path,
-        utility=outcome.utility, classes=int(len(outcome.class_sizes)),
-        min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
-        suppressed=outcome.suppressed, records=plan.ft.n_records, nodes_checked=0,
-        seconds=time.perf_counter() - start, algorithm="saved", metric="-", check=report,
-        solution=payload, spec=used, hierarchies=plan.hierarchies,
-        suppressed_mode=suppressed, applied_from=origin,
-        sensitive_hierarchies=plan.sensitive_hierarchies,
-        warnings=[*notes, *plan.warnings])
+    result = released_result(
+        plan, outcome, release, report, data=data, output=output, suppressed=suppressed,
+        start=start, notes=notes, nodes_checked=0, algorithm="saved", metric="-",
+        solution=payload, applied_from=origin)
     return written(result, output, output_delimiter, escape_formulas)
 
 

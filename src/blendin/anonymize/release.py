@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from blendin.engines import is_spark
 from blendin.engines.databases import is_database
 from blendin.engines.embedded import STREAMED_SUFFIXES
 from blendin.engines.kernels import RowColumns, Shuffle
-from blendin.engines.sql import TableRef
+from blendin.engines.sql import SqlSource, TableRef
 from blendin.errors import BlendinError
 from blendin.excel import class_ids
 from blendin.io import _suffix, from_arrow
@@ -97,6 +98,27 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
                 f"the release failed the independent check, so it was not released:\n{report}",
                 fix="this is a bug in blendin; please report it with the spec")
     return release, report
+
+
+def released_result(plan: Plan, outcome: Outcome, release, report, *, data, output,
+                    suppressed: str, start: float, notes: Sequence[str] = (),
+                    **made) -> Result:
+    """The Result of a verified release: ``outcome``'s figures on ``plan``, the release as
+    the kind of table the input was (or where it was written: a file, a table in the
+    database), the checker's ``report``, ``notes`` before the plan's warnings, and ``made``
+    (how it was made: the algorithm, the metric, the solution...)."""
+    in_table = isinstance(output, TableRef) and not getattr(plan.engine, "dry_run", False)
+    sizes = outcome.class_sizes
+    return Result(
+        data=like_input(release.data, data), levels=outcome.levels, utility=outcome.utility,
+        classes=int(len(sizes)), min_class_size=int(sizes.min()) if len(sizes) else 0,
+        suppressed=outcome.suppressed, records=plan.ft.n_records,
+        seconds=time.perf_counter() - start, check=report, spec=plan.spec,
+        hierarchies=plan.hierarchies, sensitive_hierarchies=plan.sensitive_hierarchies,
+        suppressed_mode=suppressed, written=release.path,
+        written_table=SqlSource(plan.source.db, output) if in_table else None,
+        source=plan.source if isinstance(plan.source, SqlSource) else None,
+        warnings=[*notes, *plan.warnings], **made)
 
 
 def shuffle_for(keep_order: bool, seed: int | None, plan: Plan) -> Shuffle | None:

@@ -9,7 +9,7 @@ import time
 from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
 from blendin.anonymize.release import (
     check_output,
-    like_input,
+    released_result,
     shuffle_for,
     streamed,
     verify,
@@ -18,7 +18,7 @@ from blendin.anonymize.release import (
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
 from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
-from blendin.engines.sql import SqlEngine, SqlSource, TableRef, check_target, in_database
+from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
 from blendin.errors import BlendinError
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec
@@ -164,34 +164,13 @@ def anonymize(
                                  shuffle=shuffle_for(keep_order, shuffle_seed, plan))
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
-    result = Result(
-        data=like_input(release.data, data),
-        levels=outcome.levels,
-        utility=outcome.utility,
-        classes=int(len(outcome.class_sizes)),
-        min_class_size=int(outcome.class_sizes.min()) if len(outcome.class_sizes) else 0,
-        suppressed=outcome.suppressed,
-        records=plan.ft.n_records,
-        nodes_checked=outcome.nodes_checked,
-        seconds=time.perf_counter() - start,
-        algorithm=ran,
-        metric=metric,
-        check=report,
-        solution=outcome.solution,
-        spec=spec,
-        hierarchies=plan.hierarchies,
-        suppressed_mode=suppressed,
-        sensitive_hierarchies=plan.sensitive_hierarchies,
-        written=release.path,
-        written_table=(SqlSource(plan.source.db, output) if isinstance(output, TableRef)
-                       and not dry_run else None),
-        source=plan.source if isinstance(plan.source, SqlSource) else None,
-        requested_algorithm=algorithm,
+    result = released_result(
+        plan, outcome, release, report, data=data, output=output, suppressed=suppressed,
+        start=start, nodes_checked=outcome.nodes_checked, algorithm=ran, metric=metric,
+        solution=outcome.solution, requested_algorithm=algorithm,
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
-        recoded_parts=outcome.parts,
-        warnings=plan.warnings,
-    )
+        recoded_parts=outcome.parts)
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)
