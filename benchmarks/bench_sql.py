@@ -244,6 +244,32 @@ def parse_json(stdout: str, args: list[str]) -> dict:
     return result
 
 
+class Rounds:
+    """The timings of one backend's steps over the rounds: seconds and blendin's peak MiB
+    per step; a step that timed out is not run again."""
+
+    def __init__(self, steps: list[str]) -> None:
+        self.times: dict[str, list[float]] = {step: [] for step in steps}
+        self.mib: dict[str, list[float]] = {step: [] for step in steps}
+        self.timed_out: set[str] = set()
+
+    def blendin(self, step: str, args: list[str], url: str | None = None) -> None:
+        """Time ``blendin ARGS`` as ``step``."""
+        try:
+            seconds, peak, _ = blendin(args, url=url)
+        except TimedOut:
+            self.timed_out.add(step)
+            return
+        self.times[step].append(seconds)
+        self.mib[step].append(peak)
+
+    def say(self, backend: str, r: int) -> None:
+        print(f"  {backend} round {r + 1}: " + ", ".join(
+            f"{k} {v[-1]:.2f}s" if k not in self.timed_out else f"{k} timed out"
+            for k, v in self.times.items() if v or k in self.timed_out),
+            file=sys.stderr, flush=True)
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)
 
@@ -337,12 +363,10 @@ def bench_postgres(url: str, rows: int, folder: Path, parquet_path: Path, csv_pa
                 "--output-table", "release", "--force", "--quiet"]
     to_parquet = ["anonymize", url, "--table", "patients", "--spec", str(spec), "-o",
                   str(folder / "export.parquet"), "--force", "--quiet"]
-    times: dict[str, list[float]] = {k: [] for k in ("floor", "shuffled", "group", "table",
-                                                      "parquet")}
-    mib: dict[str, list[float]] = {"table": [], "parquet": []}
-    timed_out: set[str] = set()  # a step that timed out is not run again
+    rounds = Rounds(["floor", "shuffled", "group", "table", "parquet"])
+    times, mib, timed_out = rounds.times, rounds.mib, rounds.timed_out
     for r in range(runs):
-        steps = ["floor", "shuffled", "group", "table", "parquet"]
+        steps = list(times)
         if r % 2:
             steps.reverse()
         for step in steps:
@@ -356,17 +380,8 @@ def bench_postgres(url: str, rows: int, folder: Path, parquet_path: Path, csv_pa
                 times[step].append(pg_timed(url, group_sql, fetch=True))
             else:
                 pg_checkpoint(url)
-                try:
-                    seconds, peak, _ = blendin(to_table if step == "table" else to_parquet,
-                                               url=url)
-                except TimedOut:
-                    timed_out.add(step)
-                    continue
-                times[step].append(seconds)
-                mib[step].append(peak)
-        print(f"  postgres round {r + 1}: " + ", ".join(
-            f"{k} {v[-1]:.2f}s" if k not in timed_out else f"{k} timed out"
-            for k, v in times.items()), file=sys.stderr, flush=True)
+                rounds.blendin(step, to_table if step == "table" else to_parquet, url=url)
+        rounds.say("postgres", r)
     base = median(times["floor"])
     table = [
         f"PostgreSQL: load (COPY of {csv_path.stat().st_size / 1e6:.0f} MB CSV + VACUUM "
@@ -421,24 +436,14 @@ def bench_duckdb(rows: int, folder: Path, parquet_path: Path, spec: Path, runs: 
                  "--output-table", "release", "--force", "--quiet"]
     on_parquet = ["anonymize", str(parquet_path), "--spec", str(spec), "-o",
                   str(folder / "out.parquet"), "--force", "--quiet"]
-    times: dict[str, list[float]] = {"embedded": [], "duckdb": []}
-    mib: dict[str, list[float]] = {"embedded": [], "duckdb": []}
-    timed_out: set[str] = set()
+    rounds = Rounds(["embedded", "duckdb"])
+    times, mib, timed_out = rounds.times, rounds.mib, rounds.timed_out
     for r in range(runs):
         steps = ["embedded", "duckdb"] if r % 2 == 0 else ["duckdb", "embedded"]
         for step in steps:
-            if step in timed_out:
-                continue
-            try:
-                seconds, peak, _ = blendin(on_parquet if step == "embedded" else in_duckdb)
-            except TimedOut:
-                timed_out.add(step)
-                continue
-            times[step].append(seconds)
-            mib[step].append(peak)
-        print(f"  duckdb round {r + 1}: " + ", ".join(
-            f"{k} {v[-1]:.2f}s" if k not in timed_out else f"{k} timed out"
-            for k, v in times.items()), file=sys.stderr, flush=True)
+            if step not in timed_out:
+                rounds.blendin(step, on_parquet if step == "embedded" else in_duckdb)
+        rounds.say("duckdb", r)
     if timed_out:
         return [f"DuckDB: {', '.join(sorted(timed_out))} timed out (> {TIMEOUT:.0f} s)"]
     _, _, result = blendin([*in_duckdb[:-1], "--json"], json_out=True)

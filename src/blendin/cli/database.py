@@ -30,13 +30,13 @@ def table_options(data: str, table: str | None, query: str | None, schema: str |
                   password_env: str | None) -> dict:
     """The keyword arguments that name DATA's rows in a database (empty for a file)."""
     # loaded when the command runs, so that blendin --help stays instant
-    from blendin.engines.databases import is_database
+    from blendin.engines.databases import hidden, is_database
 
     given = {"table": table, "query": query, "schema": schema, "password_env": password_env}
     if not is_database(data):
         named = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is not None]
         if named and "://" in data:
-            raise BlendinError(f"{_shown(data)!r} is not a database blendin reads",
+            raise BlendinError(f"{hidden(data)!r} is not a database blendin reads",
                                fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
                                "FILE.duckdb")
         if named:
@@ -47,12 +47,6 @@ def table_options(data: str, table: str | None, query: str | None, schema: str |
                                f"{', '.join(named)} out")
         return {}
     if table is None and query is None:
-        raise BlendinError(f"DATA {_shown(data)!r} is a database: name its rows",
+        raise BlendinError(f"DATA {hidden(data)!r} is a database: name its rows",
                            fix="add --table NAME or --query \"SELECT ...\"")
     return given
-
-
-def _shown(data: str) -> str:
-    from blendin.engines.databases import hidden
-
-    return hidden(data)

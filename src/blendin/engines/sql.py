@@ -289,10 +289,6 @@ class SqlEngine:
                                              "key": pairs.column(pairs.num_columns - 1)})
         return texts_counted(grouped, columns, missing)
 
-    def batches(self, source: SqlSource, columns: Sequence[str] | None = None, **_
-                ) -> Iterator[pa.Table]:
-        return source.batches(columns)
-
     def sample(self, source: SqlSource, columns: Sequence[str], missing: str,
                model: DifferentialPrivacy) -> tuple[SqlSource, pa.Table]:
         """Differential privacy's sample, drawn by the database (each record kept with
