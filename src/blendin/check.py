@@ -38,6 +38,7 @@ from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
+from blendin.people import per_person
 from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import check_summary
@@ -102,6 +103,11 @@ class CheckReport:
     #: per QI, the records read as missing: holding the spec's missing label, and holding
     #: an empty value (counted apart from the label, as a reader sees it)
     missing: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: with a person key: the people, those suppressed, the QIs that vary within a person;
+    #: class sizes and violating counts are then people (docs/people.md)
+    people: int | None = None
+    suppressed_people: int | None = None
+    event_level: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (figures that do not exist are None)."""
@@ -145,6 +151,19 @@ class CheckReport:
             f"  suppressed         {self.suppressed} ({share:.2%})",
             f"  violating records  {self.violating_records}",
         ]
+        if self.people is not None:  # classes count people
+            lost = self.suppressed_people / self.people if self.people else 0.0
+            lines[2:] = [
+                f"  people             {self.people} (classes count people)",
+                f"  classes            {self.classes}",
+                f"  smallest class     {_show(self.min_class_size)} people",
+                f"  suppressed         {self.suppressed_people} people ({lost:.2%}), "
+                f"{self.suppressed} records ({share:.2%})",
+                f"  violating people   {self.violating_records}",
+            ]
+            if self.event_level:
+                lines.append("  vary in a person   " + ", ".join(self.event_level)
+                             + " (a class holds people with the same set of values)")
         if self.identifiers_present:
             lines.append("  identifier column(s) still present: "
                          + ", ".join(self.identifiers_present) + " (remove them)")
@@ -167,8 +186,9 @@ class CheckReport:
             verdict = "ok  " if m.passed else "FAIL"
             detail = f"{m.figure_name} = {_show(m.figure)}"
             if not m.passed:
+                unit = "people" if self.people is not None else "record(s)"
                 detail += (f"; violated by {m.violating_classes} class(es), "
-                           f"{m.violating_records} record(s)")
+                           f"{m.violating_records} {unit}")
             lines.append(f"  {verdict} {m.name:<{width}}  {detail}")
         if self.problems:
             lines.append(f"problem combinations (smallest first, {len(self.problems)} of "
@@ -240,8 +260,10 @@ def check(
     engine = engine_for(data)
     source = (_source(data, spec, delimiter, encoding, engine.block_size)
               if engine.name == "embedded" else engine.source(data, spec))
+    _has_person(spec, source.columns, engine.name)
     spec.validate_columns(source.columns, released=True)
-    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    columns = list(dict.fromkeys([*([spec.person] if spec.person else []),
+                                  *spec.quasi_identifiers, *spec.sensitive]))
     with file_pass(progress, f"checking {short_name(source)}") as told:
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
@@ -261,6 +283,22 @@ def check(
         report.warnings[:0] = overlooked
         report.passed = report.passed and not strict
     return report
+
+
+def _has_person(spec: Spec, columns: Sequence[str], engine: str) -> None:
+    """The person key is there to count people by (a release never holds it)."""
+    if spec.person is None:
+        return
+    if spec.person not in columns:
+        raise BlendinError(
+            f"the table has no column {spec.person!r}, the person key: people can only be "
+            "counted where each record names its person (a release never holds the key; "
+            "anonymize checks its release with the key before writing it)",
+            fix="check the table with its key column, or leave out the person key "
+                "(--person) to count records")
+    if engine != "embedded":
+        raise BlendinError(f"the person key works on the embedded engine only, not on {engine}",
+                           fix="check a file or a DataFrame, or leave out the person key")
 
 
 def _missing_values(distinct: pa.Table, qis: Sequence[str], label: str
@@ -354,6 +392,13 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     qis = list(spec.quasi_identifiers)
     sensitive = list(spec.sensitive)
     distinct = merge_spellings(distinct, sensitive, spec.normalize, COUNT)
+    rows = None
+    if spec.person is not None:  # one row a person: the classes count people
+        row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
+        starred = _all_suppressed([_codes(distinct.column(q)) for q in qis], distinct.num_rows)
+        rows = int(row_counts.sum()), int(row_counts[starred].sum())
+        distinct, by_person, signature = per_person(distinct, spec.person, qis, sensitive,
+                                                    spec.missing)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
@@ -361,7 +406,10 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     shown = _shown_suppressed(spec, distinct, kept)
     domains, value_codes = _domains(distinct, sensitive, spec, counts, kept | shown,
                                     reference)
-    class_of, first_row, n_classes = _group(qi_codes, kept)
+    grouped = qi_codes
+    if rows is not None and signature is not None:  # the joint set of event tuples
+        grouped = [*qi_codes, (np.arange(int(signature.max(initial=0)) + 1), signature)]
+    class_of, first_row, n_classes = _group(grouped, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
     exposed = _exposed(spec.models, counts, shown, value_codes, domains)
     people = {i: _people(spec, distinct, qis, first_row, kept,
@@ -372,12 +420,15 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
                          show_values=show_values)
     present = spec.identifiers_present(columns)
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
+    counted = {"records": records, "suppressed": int(counts[~kept].sum())}
+    if rows is not None:
+        counted = {"records": rows[0], "suppressed": rows[1], "people": records,
+                   "suppressed_people": counted["suppressed"],
+                   "event_level": list(by_person.event_level)}
     return CheckReport(
         passed=all(r.passed for r in results) and not present and not exposed,
-        records=records,
         classes=n_classes,
         min_class_size=int(classes.sizes.min()) if n_classes else None,
-        suppressed=int(counts[~kept].sum()),
         violating_records=int(classes.sizes[~all_ok].sum()),
         models=results,
         problems=problems,
@@ -387,6 +438,7 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         exposed_suppressed=exposed,
         distribution=(("input" if reference else "table")
                       if any(m.compares_distribution for m in spec.models) else None),
+        **counted,
     )
 
 
@@ -397,7 +449,8 @@ def _source(data, spec: Spec, delimiter: str | None, encoding: str | None,
     if isinstance(data, str | os.PathLike):
         # the spec's delimiter, unless the file was written with another (a release with
         # commas): see source_with_columns
-        columns = [*spec.quasi_identifiers, *spec.sensitive, *spec.insensitive]
+        columns = [*([spec.person] if spec.person else []), *spec.quasi_identifiers,
+                   *spec.sensitive, *spec.insensitive]
         return source_with_columns(data, columns, delimiter=delimiter,
                                    expected=spec.delimiter, encoding=encoding or spec.encoding,
                                    block_size=block_size)

@@ -24,6 +24,7 @@ from blendin.lattice import NodeCheck, violating_of_keys
 from blendin.models import PrivacyModel
 from blendin.models.dp import sampled
 from blendin.models.presence import subset_rows
+from blendin.people import PeopleSummary, Signatures
 from blendin.spec import Spec
 
 #: class keys up to this many are looked up in a bit set (16 MiB at most)
@@ -121,11 +122,18 @@ class Plan:
     sample: Any = None
     #: what the user should know before releasing (overlooked identifiers, spellings)
     warnings: list[str] = field(default_factory=list)
+    #: the person key (docs/people.md): ``ft`` counts people; released rows drop it
+    person: str | None = None
+    #: the table's records, people and QIs by level, with a person key
+    people: PeopleSummary | None = None
+    #: with event-level QIs, the people's signatures (``ft`` is ``signatures.ft``)
+    signatures: Signatures | None = None
 
     @classmethod
     def of(cls, spec: Spec, source, engine, ft: FrequencyTable,
            hierarchies: dict[str, Hierarchy], sensitive_hierarchies: dict[str, Hierarchy], *,
-           subset: str | None = None, sample=None, warnings: Sequence[str] = ()) -> Plan:
+           subset: str | None = None, sample=None, warnings: Sequence[str] = (),
+           people: PeopleSummary | None = None, signatures: Signatures | None = None) -> Plan:
         """The plan of ``spec`` on its input, everything the stages need read from it once."""
         search = SearchOptions(spec.policy, dict(spec.weights) or None, spec.time_limit,
                                spec.max_checks, spec.seed, spec.relaxed, spec.sets,
@@ -133,7 +141,8 @@ class Plan:
         return cls(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
                    tuple(spec.models), tuple(spec.quasi_identifiers), tuple(spec.sensitive),
                    (*spec.identifiers, *([subset] if subset else [])), spec.missing,
-                   float(spec.max_suppression), search, subset, sample, list(warnings))
+                   float(spec.max_suppression), search, subset, sample, list(warnings),
+                   spec.person, people, signatures)
 
     def rows_of(self, recoder):
         """``recoder`` applied to the rows to release only (the subset's, for

@@ -35,7 +35,7 @@ METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "hei
 #: the keys each TOML section accepts (None: any column name)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
     "input": ("delimiter", "encoding", "missing", "normalize"),
-    "attributes": ("identifiers", "sensitive", "insensitive"),
+    "attributes": ("identifiers", "sensitive", "insensitive", "person"),
     "quasi_identifiers": None,
     "privacy": None,
     "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
@@ -67,6 +67,9 @@ class Spec:
     identifiers: list[str] = field(default_factory=list)
     sensitive: list[str] = field(default_factory=list)
     insensitive: list[str] = field(default_factory=list)
+    #: the column naming each record's person (a patient id): with it every count that
+    #: protects people counts people, not rows (docs/people.md); never released
+    person: str | None = None
     models: list[PrivacyModel] = field(default_factory=list)
     max_suppression: float = 0.0
     algorithm: str = "auto"
@@ -151,6 +154,7 @@ class Spec:
     def _role_lists(self) -> list[tuple[str, list[str]]]:
         return [
             ("identifier", list(self.identifiers)),
+            ("person key", [self.person] if self.person else []),
             ("quasi-identifier", list(self.quasi_identifiers)),
             ("sensitive", list(self.sensitive)),
             ("insensitive", list(self.insensitive)),
@@ -204,6 +208,7 @@ class Spec:
             identifiers=_names(attrs, "identifiers"),
             sensitive=_names(attrs, "sensitive"),
             insensitive=_names(attrs, "insensitive"),
+            person=_text(attrs, "person", None, "attributes"),
             max_suppression=_number(anon, "max_suppression", 0.0),
             algorithm=_text(anon, "algorithm", "auto", "anonymization"),
             metric=_text(anon, "metric", "loss", "anonymization"),
@@ -282,7 +287,10 @@ class Spec:
         inp = {k: v for k, v in inp.items() if v is not None}
         if inp:
             doc["input"] = inp
-        attrs = {k: list(getattr(self, k)) for k in SECTIONS["attributes"] if getattr(self, k)}
+        attrs = {k: list(getattr(self, k)) for k in SECTIONS["attributes"]
+                 if getattr(self, k) and k != "person"}
+        if self.person:
+            attrs["person"] = self.person
         if attrs:
             doc["attributes"] = attrs
         if self.quasi_identifiers:
@@ -322,7 +330,13 @@ class Spec:
             raise BlendinError(
                 "the spec names no privacy model",
                 fix='add a [[privacy]] table, e.g. model = "k-anonymity" and k = 5')
+        if self.person is not None and (not isinstance(self.person, str) or not self.person):
+            raise BlendinError(f"person must be one column name, got {self.person!r}",
+                               fix='write person = "patient_id" under [attributes] '
+                                   "(--person patient_id)")
         for key in SECTIONS["attributes"]:
+            if key == "person":
+                continue
             value = getattr(self, key)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise BlendinError(f"{key} must be a list of column names, got {value!r}",

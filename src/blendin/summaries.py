@@ -182,6 +182,18 @@ def check_summary(report) -> Summary:
         ("violating", f"{_count(report.violating_records)} records in "
                       f"{_count(report.violating_classes)} classes"),
     ]
+    if getattr(report, "people", None) is not None:  # classes count people
+        rows[1:] = [
+            ("people", _count(report.people) + " (classes count people)"),
+            ("classes", f"{_count(report.classes)}, smallest "
+                        f"{_figure(report.min_class_size)} people"),
+            ("suppressed", _share(report.suppressed_people, report.people) + " people, "
+                           + _share(report.suppressed, report.records) + " records"),
+            ("violating", f"{_count(report.violating_records)} people in "
+                          f"{_count(report.violating_classes)} classes"),
+        ]
+        if report.event_level:
+            rows.append(("vary in a person", ", ".join(report.event_level)))
     if report.identifiers_present:
         rows.append(("identifiers", ", ".join(report.identifiers_present)
                      + " still present (remove them)"))

@@ -23,6 +23,7 @@ from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
+from blendin.people import PeopleSummary, Signatures, per_person
 from blendin.plan import Plan
 from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
@@ -65,7 +66,10 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
             builder.check_type(types[name], name)
     subset = presence.subset_column(spec.models, source.columns)
     sample = dp.sample_model(spec)
-    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive,
+    if spec.person is not None:
+        refuse_with_person(spec, engine, sample, subset)
+    columns = list(dict.fromkeys([*([spec.person] if spec.person else []),
+                                  *spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
         source, distinct = engine.sample(source, columns, spec.missing, sample)
@@ -90,12 +94,66 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         distinct = dp.sample_of(sample, distinct)
     elif subset is not None:  # the input is the population; the subset is released
         distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
-    ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
-                                      sensitive_hierarchies=sensitive_hierarchies)
+    people = signatures = None
+    if spec.person is not None:
+        reduced, people, _ = per_person(distinct, spec.person, qis, list(spec.sensitive),
+                                        spec.missing)
+        refuse_sets(spec, people)
+        warnings += people_warnings(people)
+        if people.event_level:
+            signatures = Signatures.of(distinct, spec.person, hierarchies,
+                                       list(spec.sensitive), spec.missing)
+        distinct = reduced
+    if signatures is not None:
+        ft, n, domains = signatures.ft, signatures.n_people, signatures.domains
+    else:
+        ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
+                                          sensitive_hierarchies=sensitive_hierarchies)
+        n, domains = ft.n_records, ft.domains
     for model in spec.models:
-        model.validate(ft.n_records, ft.domains)
+        model.validate(n, domains)
     return Plan.of(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
-                   subset=subset, sample=sample, warnings=warnings)
+                   subset=subset, sample=sample, warnings=warnings, people=people,
+                   signatures=signatures)
+
+
+def refuse_with_person(spec: Spec, engine, sample, subset: str | None) -> None:
+    """What a person key does not work with yet, refused before any work."""
+    key = f"the person key {spec.person!r}"
+    if engine.name != "embedded":
+        raise BlendinError(f"{key} works on the embedded engine only, not on {engine.name}",
+                           fix="anonymize a file or a DataFrame (the default engine), or "
+                               "leave out the person key (--person)")
+    if sample is not None:
+        raise BlendinError(f"{key} cannot be used with differential privacy, which samples "
+                           "rows, not people", fix="remove the person key or the DP model")
+    if subset is not None or any(m.needs_population for m in spec.models):
+        raise BlendinError(f"{key} cannot be used with a model that counts a population "
+                           "(delta-presence, k-map against a table) yet",
+                           fix="remove the person key or that model")
+
+
+def refuse_sets(spec: Spec, people: PeopleSummary) -> None:
+    """A sensitive value that varies within a person is a set: the ordered and hierarchical
+    distances of t-closeness have no meaning for sets."""
+    for model in spec.models:
+        if (model.attribute in people.event_sensitive
+                and getattr(model, "distance", "equal") in ("ordered", "hierarchical")):
+            raise BlendinError(
+                f"sensitive attribute {model.attribute!r} varies within a person, so a "
+                f"person's value is a set of values, which the {model.distance} distance of "
+                "t-closeness cannot order", fix='use distance = "equal" for it, or make it '
+                "one value per person")
+
+
+def people_warnings(people: PeopleSummary) -> list[str]:
+    """A note when most people are told apart by their number of records alone."""
+    if people.unique_by_count * 2 <= people.people:
+        return []
+    return [f"{people.unique_by_count:,} of {people.people:,} people have a number of records "
+            "no one else has: whoever can count a person's rows in the release (through a "
+            "column kept as it is) tells them apart; fix: release one row per person, or "
+            "generalize or remove the columns that link a person's rows"]
 
 
 def pass_bar(bars: Progress | None, doing: str, source):

@@ -83,13 +83,15 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
     values, every record's (the frequency table's), as ``check`` compares them when given
     the input (docs/spec.md).
     """
-    columns = list(dict.fromkeys([*plan.qis, *plan.sensitive]))
+    person = [plan.person] if plan.person else []
+    columns = list(dict.fromkeys([*person, *plan.qis, *plan.sensitive]))
+    hidden = {"hidden": person} if person else {}  # counted by the checker, not released
     with pass_bar(bars, "releasing", plan.source) as told, plan.engine.release(
             plan.source, outcome.recoder, check_columns=columns, missing=plan.missing,
             suppressed=suppressed, row_columns=rows, output=output,
             delimiter=output_delimiter, escape_formulas=escape_formulas,
             labelled=list(plan.qis), progress=told,
-            shuffle=shuffle, blank=list(plan.sensitive)) as release:
+            shuffle=shuffle, blank=list(plan.sensitive), **hidden) as release:
         # the checker is independent of the search: it is told what must hold (the spec)
         report = check_regrouped(release.regrouped, plan.spec, release.columns,
                                  population=plan.source, reference=plan.ft.domains)
@@ -109,10 +111,14 @@ def released_result(plan: Plan, outcome: Outcome, release, report, *, data, outp
     (how it was made: the algorithm, the metric, the solution...)."""
     in_table = isinstance(output, TableRef) and not getattr(plan.engine, "dry_run", False)
     sizes = outcome.class_sizes
+    records, suppressed_records, people = plan.ft.n_records, outcome.suppressed, None
+    if plan.people is not None:  # the search counted people; the checker counted the rows
+        records, suppressed_records = report.records, report.suppressed
+        people = {**plan.people.to_dict(), "suppressed_people": outcome.suppressed}
     return Result(
         data=like_input(release.data, data), levels=outcome.levels, utility=outcome.utility,
         classes=int(len(sizes)), min_class_size=int(sizes.min()) if len(sizes) else 0,
-        suppressed=outcome.suppressed, records=plan.ft.n_records,
+        suppressed=suppressed_records, records=records, people=people,
         seconds=time.perf_counter() - start, check=report, spec=plan.spec,
         hierarchies=plan.hierarchies, sensitive_hierarchies=plan.sensitive_hierarchies,
         suppressed_mode=suppressed, written=release.path,

@@ -82,6 +82,9 @@ class Result:
     #: what the user should know of the release: columns that look like direct identifiers
     #: released as they are, a sensitive value spelled several ways
     warnings: list[str] = field(default_factory=list)
+    #: with a person key: the people, those suppressed, the QIs by level (``classes``,
+    #: ``min_class_size`` count people; ``records`` and ``suppressed`` count rows)
+    people: dict | None = None
 
     @property
     def table(self) -> pa.Table:
@@ -143,6 +146,7 @@ class Result:
             "recoded_parts": [dict(p) for p in self.recoded_parts],
             "recovered": self.recovered,
             "warnings": list(self.warnings),
+            "people": dict(self.people) if self.people else None,
         }
 
     @property
@@ -157,6 +161,13 @@ class Result:
             "mondrian partitioning" if self.algorithm == "mondrian"
             else f"{self.algorithm} search, metric {self.metric}")
         lines.append(f"anonymized {self.records:,} records ({what})")
+        people = self.people
+        if people:
+            lines.append(f"people: {people['people']:,} (person key {self.spec.person!r}); "
+                         "every class counted in people")
+            levels = [f"{q} varies within a person" for q in people["event_level"]]
+            levels += [f"{q} is one value a person" for q in people["person_level"]]
+            lines.append("quasi-identifiers: " + "; ".join(levels))
         if self.algorithm_reason:
             lines.append(f"{self.requested_algorithm or 'auto'}: {self.algorithm_reason}")
         if self.proven_optimal is not None and not self.applied_from:
@@ -173,9 +184,17 @@ class Result:
         share = 100 * self.suppressed / self.records if self.records else 0.0
         how = "removed" if self.suppressed_mode == "drop" else (
             "kept with * in every QI, sensitive values empty")
-        lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
-                     f"{100 * self.spec.max_suppression:g}%), {how}")
-        lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}")
+        if people:
+            gone = people["suppressed_people"]
+            lines.append(f"suppressed: {gone:,} people "
+                         f"({100 * gone / max(people['people'], 1):.2f}%, limit "
+                         f"{100 * self.spec.max_suppression:g}%), {self.suppressed:,} records "
+                         f"({share:.2f}%), {how}")
+        else:
+            lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
+                         f"{100 * self.spec.max_suppression:g}%), {how}")
+        unit = " people" if people else ""
+        lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}{unit}")
         if self.utility:
             lines.append("utility: " + ", ".join(
                 f"{k} {_fmt(v)}" for k, v in self.utility.items()))

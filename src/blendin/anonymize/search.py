@@ -20,12 +20,14 @@ from blendin.anonymize.solutions import plain
 from blendin.engines.kernels import FullDomainRecoder, MondrianRecoder
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
-from blendin.lattice import Checker
+from blendin.lattice import Checker, suppression_limit
 from blendin.metrics import utility_of_node
 from blendin.models import dp
-from blendin.plan import Plan, Recoding, plan_node, plan_part
+from blendin.people import PersonMask
+from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part
 from blendin.search import find
 from blendin.search.mondrian import mondrian, mondrian_utility
+from blendin.search.people import check_people, find_people, people_utility
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 
 
@@ -61,10 +63,20 @@ def full_domain_search(plan: Plan, *, algorithm: str, metric: str, suppressed: s
         levels = dp.find_dp(plan.sample, Checker(ft, plan.models, 1.0),
                             plan.sample.records_in_input)
         return full_domain_outcome(plan, levels)
-    solution = find(ft, plan.models, max_suppression=plan.max_suppression, metric=metric,
-                    algorithm=algorithm, policy=options.policy, weights=options.weights,
-                    progress=progress, time_limit=options.time_limit,
-                    max_checks=options.max_checks, seed=options.seed)
+    if plan.signatures is not None:
+        if options.recode_suppressed:
+            raise BlendinError("recode_suppressed does not work with event-level "
+                               f"quasi-identifiers ({', '.join(plan.people.event_level)})",
+                               fix="remove recode_suppressed (--recode-suppressed)")
+        solution = find_people(plan.signatures, plan.models,
+                               max_suppression=plan.max_suppression, metric=metric,
+                               algorithm=algorithm, weights=options.weights,
+                               progress=progress)
+    else:
+        solution = find(ft, plan.models, max_suppression=plan.max_suppression, metric=metric,
+                        algorithm=algorithm, policy=options.policy, weights=options.weights,
+                        progress=progress, time_limit=options.time_limit,
+                        max_checks=options.max_checks, seed=options.seed)
     levels = solution.levels
     if levels is None:
         raise BlendinError(
@@ -122,6 +134,9 @@ def full_domain_outcome(plan: Plan, levels: Sequence[int], *,
     The suppression limit is enforced here too, whoever chose the node (``saved``: a saved
     solution, whose failure on new data is the user's to know, not a bug).
     """
+    if plan.signatures is not None:
+        return people_outcome(plan, levels, nodes_checked=nodes_checked, solution=solution,
+                              saved=saved)
     ft = plan.ft
     recoding = plan_node(ft, levels, plan.models, identifiers=plan.removed,
                          missing=plan.missing, checked=getattr(solution, "check", None))
@@ -138,6 +153,41 @@ def full_domain_outcome(plan: Plan, levels: Sequence[int], *,
         solution = dataclasses.replace(solution, check=None)
     return Outcome(plan.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
                    solution, recoding.suppressed_records, recoding.class_sizes, utility)
+
+
+def people_outcome(plan: Plan, levels: Sequence[int], *, nodes_checked: int = 0,
+                   solution: Any = None, saved: bool = False) -> Outcome:
+    """Release the people of ``plan`` (event-level QIs) at ``levels``: every row recoded,
+    the rows of the people in violating classes suppressed, whole (search/people.py)."""
+    sigs = plan.signatures
+    limit = suppression_limit(plan.max_suppression, sigs.n_people)
+    result = check_people(sigs, plan.models, levels, limit)
+    levels = result.levels
+    if not result.acceptable:
+        share = 100 * result.n_suppressed / sigs.n_people
+        raise BlendinError(
+            f"at levels {_named(plan.ft, levels)}, {result.n_suppressed:,} people "
+            f"({share:.2f}%) are in classes that violate the models, more than the limit of "
+            f"{100 * plan.max_suppression:g}%; nothing was released",
+            fix="anonymize this data afresh (blendin anonymize), or raise max_suppression"
+            if saved else "this is a bug in blendin; please report it with the spec")
+    gone = result.suppressed_signatures()
+    generalized = plan.ft.generalized(levels)
+    radices = [len(h.labels[lv]) for h, lv in zip(plan.ft.hierarchies, levels)]
+    recoding = Recoding(tuple(plan.ft.qi_names), tuple(plan.ft.hierarchies), levels,
+                        ClassKeyer(radices, generalized), np.zeros(0, np.int64),
+                        result.n_suppressed, gone[sigs.of_tuple],
+                        result.sizes[~result.violating], plan.removed, plan.missing)
+    persons = PersonMask(plan.person, sigs.keys, gone[sigs.of_person], plan.missing)
+    utility = {k: plain(v) for k, v in people_utility(sigs, result,
+                                                      plan.search.weights).items()}
+    return Outcome(FullDomainRecoder(recoding, persons=persons), _named(plan.ft, levels),
+                   nodes_checked, solution, result.n_suppressed,
+                   recoding.class_sizes, utility)
+
+
+def _named(ft: FrequencyTable, levels: Sequence[int]) -> dict[str, int]:
+    return dict(zip(ft.qi_names, (int(v) for v in levels)))
 
 
 def within_limit(recoding: Recoding, ft: FrequencyTable, max_suppression: float,
@@ -165,6 +215,11 @@ def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
               progress: ProgressCallback | None) -> Outcome:
     """Multidimensional local recoding (search/mondrian.py): partition, label, measure."""
     ft = plan.ft
+    if plan.signatures is not None:
+        raise BlendinError(
+            "Mondrian does not work with event-level quasi-identifiers (values that vary "
+            f"within a person: {', '.join(plan.people.event_level)})",
+            fix='use algorithm = "optimal" (--algorithm optimal)')
     p = mondrian(ft, plan.models, relaxed=plan.search.relaxed, sets=plan.search.sets,
                  max_suppression=plan.max_suppression)
     # the partitions are found on the frequency table; releasing them is a per-batch lookup

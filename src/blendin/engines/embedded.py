@@ -137,11 +137,12 @@ class EmbeddedEngine:
                 row_columns: RowColumns | None = None, output: str | os.PathLike | None = None,
                 delimiter: str = ",", escape_formulas: bool = False,
                 labelled: Sequence[str] = (), progress: Reading | None = None,
-                shuffle: Shuffle | None = None, blank: Sequence[str] = ()
-                ) -> Iterator[Release]:
+                shuffle: Shuffle | None = None, blank: Sequence[str] = (),
+                hidden: Sequence[str] = ()) -> Iterator[Release]:
         """Recode every batch, regroup it for the checker and keep or write it
         (``progress`` as in :meth:`distinct`), the rows in a random order with ``shuffle``,
-        the ``blank`` columns (the sensitive ones) empty in suppressed records.
+        the ``blank`` columns (the sensitive ones) empty in suppressed records. The
+        ``hidden`` columns (a person key) are regrouped for the checker, never released.
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
@@ -158,7 +159,7 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         numbered = row_columns if row_columns is not None and row_columns.active else None
         made = (kept(marked, removed, drop) for marked, removed in self._recoded(
-            source, recoder, numbered, counter, labelled, progress, blank))
+            source, recoder, numbered, counter, labelled, progress, blank, hidden))
         if output is None:
             parts = list(made)
             table = pa.concat_tables(parts)
@@ -183,8 +184,8 @@ class EmbeddedEngine:
 
     def _recoded(self, source: Source, recoder: Recoder, numbered: RowColumns | None,
                  counter: DistinctCounter, labelled: Sequence[str],
-                 progress: Reading | None = None, blank: Sequence[str] = ()
-                 ) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 progress: Reading | None = None, blank: Sequence[str] = (),
+                 hidden: Sequence[str] = ()) -> Iterator[tuple[pa.Table, np.ndarray]]:
         # the QIs come as codes (released as labels); the source rows are numbered before
         # the recoder chooses the rows to release (a subset, a sample)
         for batch in self.batches(source, encoded=labelled, progress=progress):
@@ -193,7 +194,7 @@ class EmbeddedEngine:
             marked, removed = recoder(batch)
             marked = blanked(marked, removed, blank)  # as the checker is to see them
             counter.add(marked.select(counter.columns))
-            yield marked, removed
+            yield (marked.drop_columns(hidden) if hidden else marked), removed
 
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""

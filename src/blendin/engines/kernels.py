@@ -152,8 +152,12 @@ class FullDomainRecoder:
     (['f', 'f', '*'], [False, False, True])
     """
 
-    def __init__(self, recoding: Recoding, parts: Sequence[Recoding] = ()) -> None:
+    def __init__(self, recoding: Recoding, parts: Sequence[Recoding] = (), *,
+                 persons=None) -> None:
         self.recoding, self.parts = recoding, tuple(parts)
+        #: with a person key: ``persons(batch)`` marks the rows of suppressed people
+        #: (:class:`blendin.people.PersonMask`), who are removed whole
+        self.persons = persons
         stages = (recoding, *self.parts)
         # per QI: one dictionary holding the labels of every stage's level, and ``*``
         self.dictionaries, self.offsets, self.stars = [], [], []
@@ -184,6 +188,8 @@ class FullDomainRecoder:
                   for i, (name, h) in enumerate(zip(main.qi_names, main.hierarchies))]
         codes = generalized_codes(main.hierarchies, main.levels, ground, rows)
         removed = main.suppressed_rows(codes)
+        if self.persons is not None:
+            removed |= self.persons(table)
         for stage, part in enumerate(self.parts, start=1):
             if not removed.any():
                 break

@@ -1,0 +1,266 @@
+"""People, not rows: a person key makes every protective count count people.
+
+The search, the checker and the release are compared with a brute force written here in
+plain Python (sets of tuples per person), on random small tables of 1 to 6 rows a person.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import blendin as bl
+from blendin.errors import BlendinError
+from blendin.hierarchy.core import Hierarchy
+from blendin.models import DistinctLDiversity, KAnonymity
+
+VALUES = 6
+
+
+def _hierarchy() -> Hierarchy:
+    """v -> v // 2 -> *: three levels over 0..5."""
+    return Hierarchy.from_rows([[str(v), f"{v // 2}x", "*"] for v in range(VALUES)])
+
+
+def _general(value: int, level: int) -> str:
+    return [str(value), f"{value // 2}x", "*"][level]
+
+
+@st.composite
+def person_tables(draw):
+    """A visits table: 2-10 people with 1-6 rows each; each QI person-level or not."""
+    n_qis = draw(st.integers(1, 3))
+    event = [draw(st.booleans()) for _ in range(n_qis)]
+    rows = []
+    for person in range(draw(st.integers(2, 10))):
+        fixed = [draw(st.integers(0, VALUES - 1)) for _ in range(n_qis)]
+        dx = draw(st.sampled_from("ab"))
+        for _ in range(draw(st.integers(1, 6))):
+            row = {"pid": f"p{person}"}
+            for i in range(n_qis):
+                row[f"q{i}"] = (str(draw(st.integers(0, VALUES - 1))) if event[i]
+                                else str(fixed[i]))
+            # a person's diagnoses: mostly one, sometimes a second
+            row["dx"] = dx if draw(st.integers(0, 3)) else draw(st.sampled_from("abc"))
+            rows.append(row)
+    k = draw(st.integers(2, 3))
+    models = [KAnonymity(k)]
+    if draw(st.booleans()):
+        models.append(DistinctLDiversity("dx", 2))
+    share = draw(st.sampled_from([0.0, 0.2, 0.5]))
+    return pd.DataFrame(rows).sample(frac=1.0, random_state=0), n_qis, models, share
+
+
+def _brute(df: pd.DataFrame, qis: list[str], models, levels) -> tuple[int, list[int]]:
+    """People suppressed at ``levels`` and the kept classes' sizes, by sets in Python."""
+    signature, values = {}, {}
+    for pid, rows in df.groupby("pid"):
+        signature[pid] = frozenset(
+            tuple(_general(int(r[q]), lv) for q, lv in zip(qis, levels))
+            for _, r in rows.iterrows())
+        values[pid] = frozenset(rows["dx"])
+    classes = {}
+    for pid, sig in signature.items():
+        classes.setdefault(sig, []).append(pid)
+    suppressed, kept = 0, []
+    for people in classes.values():
+        bad = False
+        for m in models:
+            if isinstance(m, KAnonymity):
+                bad |= len(people) < m.k
+            else:
+                bad |= len({values[p] for p in people}) < m.l
+        if bad:
+            suppressed += len(people)
+        else:
+            kept.append(len(people))
+    return suppressed, kept
+
+
+def _spec(qis, models, share, **extra) -> bl.Spec:
+    return bl.Spec(quasi_identifiers={q: _hierarchy() for q in qis}, sensitive=["dx"],
+                   models=models, person="pid", max_suppression=share, **extra)
+
+
+@settings(max_examples=220, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(person_tables())
+def test_optimal_equals_brute_force(case):
+    """The node chosen is acceptable counted in people and has the least discernibility
+    (in people) of all acceptable nodes; the release drops exactly the suppressed people's
+    rows; the checker's counts agree with the brute force."""
+    df, n_qis, models, share = case
+    qis = [f"q{i}" for i in range(n_qis)]
+    n_people = df["pid"].nunique()
+    limit = math.floor(share * n_people + 1e-9)
+    best = None
+    for levels in itertools.product(range(3), repeat=n_qis):
+        suppressed, kept = _brute(df, qis, models, levels)
+        if suppressed <= limit:
+            figure = sum(s * s for s in kept) + n_people * suppressed
+            best = figure if best is None else min(best, figure)
+    spec = _spec(qis, models, share, metric="discernibility", algorithm="optimal")
+    if best is None:
+        with pytest.raises(BlendinError, match="no generalization|larger than|no class can"):
+            bl.anonymize(df, spec)
+        return
+    result = bl.anonymize(df, spec)
+    levels = tuple(result.levels[q] for q in qis)
+    suppressed, kept = _brute(df, qis, models, levels)
+    assert suppressed <= limit
+    assert result.utility["discernibility"] == best
+    assert result.people["suppressed_people"] == suppressed
+    assert result.check.people == n_people and result.check.records == len(df)
+    assert result.min_class_size == min(kept)
+    gone = set(df["pid"]) - _kept_people(df, qis, models, levels)
+    assert len(result.data) == int((~df["pid"].isin(gone)).sum())
+    assert "pid" not in result.data.columns
+
+
+def _kept_people(df, qis, models, levels) -> set[str]:
+    signature, values = {}, {}
+    for pid, rows in df.groupby("pid"):
+        signature[pid] = frozenset(
+            tuple(_general(int(r[q]), lv) for q, lv in zip(qis, levels))
+            for _, r in rows.iterrows())
+        values[pid] = frozenset(rows["dx"])
+    classes = {}
+    for pid, sig in signature.items():
+        classes.setdefault(sig, []).append(pid)
+    kept = set()
+    for people in classes.values():
+        ok = all(len(people) >= m.k if isinstance(m, KAnonymity)
+                 else len({values[p] for p in people}) >= m.l for m in models)
+        if ok:
+            kept |= set(people)
+    return kept
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(person_tables())
+def test_check_counts_people(case):
+    """check on the raw table: passed, classes and smallest class as the brute force says
+    at the ground level (nothing generalized, nothing suppressed)."""
+    df, n_qis, models, _ = case
+    qis = [f"q{i}" for i in range(n_qis)]
+    try:
+        report = bl.check(df, _spec(qis, models, 0.0))
+    except BlendinError as error:  # a model no table of these people can meet
+        assert "larger than" in str(error) or "no class can be" in str(error)
+        return
+    suppressed, kept = _brute(df, qis, models, (0,) * n_qis)
+    assert report.passed == (suppressed == 0)
+    assert report.people == df["pid"].nunique()
+    assert report.records == len(df)
+    assert report.violating_records == suppressed
+
+
+def visits() -> pd.DataFrame:
+    """The counterexample: patient p0 has five visits and is alone in their class."""
+    rows = [{"pid": "p0", "age": "34", "sex": "f", "dx": "flu"}] * 5
+    rows += [{"pid": f"p{i}", "age": "52", "sex": "m", "dx": "flu"} for i in range(1, 6)]
+    return pd.DataFrame(rows)
+
+
+def test_five_visits_are_one_person():
+    """k = 5 passes counted in rows (five rows of p0) and fails counted in people: p0 is
+    alone in their class, which is what an attacker who knows p0's age and sex sees."""
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(5)], sensitive=["dx"])
+    rows = bl.check(visits(), spec)
+    assert rows.passed and rows.min_class_size == 5
+    people = bl.check(visits(), bl.Spec(**{**spec.__dict__, "person": "pid"}))
+    assert not people.passed
+    assert people.min_class_size == 1 and people.people == 6 and people.records == 10
+    assert "1 people" in str(people)
+
+
+def test_person_is_released_whole_or_not_at_all():
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(5)], person="pid", max_suppression=0.2)
+    result = bl.anonymize(visits(), spec)
+    assert result.levels == {"age": 0, "sex": 0}
+    assert result.people["suppressed_people"] == 1 and result.suppressed == 5
+    assert len(result.data) == 5 and set(result.data["age"]) == {"52"}
+    assert "pid" not in result.data.columns
+    assert "people: 6" in result.summary()
+
+
+def test_event_level_qis_are_found_and_named():
+    df = pd.DataFrame({"pid": ["a", "a", "b", "b"], "ward": ["x", "y", "x", "y"],
+                       "sex": ["f", "f", "m", "m"]})
+    spec = bl.Spec(quasi_identifiers={"ward": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(2)], person="pid")
+    result = bl.anonymize(df, spec)
+    assert result.people["event_level"] == ["ward"]
+    assert result.people["person_level"] == ["sex"]
+    assert result.levels == {"ward": 0, "sex": 1}
+    assert sorted(result.data["ward"]) == ["x", "x", "y", "y"]
+
+
+def test_two_event_level_qis_compare_joint_tuples():
+    """{(x, 1), (y, 2)} and {(x, 2), (y, 1)} have the same values per column but are
+    different signatures: an attacker who knows one person's visits tells them apart."""
+    df = pd.DataFrame({"pid": ["a", "a", "b", "b"], "ward": ["x", "y", "x", "y"],
+                       "day": ["1", "2", "2", "1"]})
+    spec = bl.Spec(quasi_identifiers={"ward": bl.flat(), "day": bl.flat()},
+                   models=[KAnonymity(2)], person="pid")
+    report = bl.check(df, spec)
+    assert not report.passed and report.classes == 2
+    result = bl.anonymize(df, spec)
+    assert result.levels in ({"ward": 1, "day": 0}, {"ward": 0, "day": 1})
+
+
+def test_empty_person_key_is_refused_without_naming_a_key():
+    df = pd.DataFrame({"pid": ["secret-1", None, "secret-1"], "age": ["1", "2", "3"]})
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
+                   person="pid")
+    with pytest.raises(BlendinError, match="empty on 1 record") as caught:
+        bl.anonymize(df, spec)
+    assert "secret" not in str(caught.value)
+
+
+def test_check_of_a_release_without_the_key_says_how():
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
+                   person="pid")
+    with pytest.raises(BlendinError, match="no column 'pid', the person key"):
+        bl.check(pd.DataFrame({"age": ["1", "1"]}), spec)
+
+
+def test_heuristic_and_mondrian_refuse_event_level_qis():
+    df = pd.DataFrame({"pid": ["a", "a", "b", "b"], "ward": ["x", "y", "x", "y"]})
+    spec = bl.Spec(quasi_identifiers={"ward": bl.flat()}, models=[KAnonymity(2)],
+                   person="pid")
+    for algorithm in ("heuristic", "mondrian", "datafly"):
+        with pytest.raises(BlendinError, match="event-level"):
+            bl.anonymize(df, spec, algorithm=algorithm)
+
+
+def test_person_level_qis_work_with_every_algorithm():
+    rng = np.random.default_rng(3)
+    ages = rng.integers(20, 70, 40)
+    df = pd.DataFrame({"pid": np.repeat([f"p{i}" for i in range(40)], 3),
+                       "age": np.repeat(ages, 3), "sex": np.repeat(rng.choice(["f", "m"], 40), 3)})
+    spec = bl.Spec(quasi_identifiers={"age": bl.intervals(5, 10, 20), "sex": bl.flat()},
+                   models=[KAnonymity(4)], person="pid", max_suppression=0.1)
+    for algorithm in ("optimal", "heuristic", "binary", "datafly", "mondrian"):
+        result = bl.anonymize(df, spec, algorithm=algorithm)
+        assert result.check.passed and result.check.people == 40
+        assert result.min_class_size >= 4
+        assert result.records == 120
+
+
+def test_spec_round_trip_and_roles():
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
+                   person="pid")
+    text = spec.to_toml()
+    assert 'person = "pid"' in text
+    assert spec.roles()["pid"] == "person key"
+    with pytest.raises(BlendinError, match="both"):
+        bl.Spec(quasi_identifiers={"pid": bl.flat()}, models=[KAnonymity(2)],
+                person="pid").validate()
