@@ -7,6 +7,7 @@ plain Python (sets of tuples per person), on random small tables of 1 to 6 rows 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -220,7 +221,7 @@ def test_empty_person_key_is_refused_without_naming_a_key():
     df = pd.DataFrame({"pid": ["secret-1", None, "secret-1"], "age": ["1", "2", "3"]})
     spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
                    person="pid")
-    with pytest.raises(BlendinError, match="empty on 1 record") as caught:
+    with pytest.raises(BlendinError, match="empty on row 2") as caught:
         bl.anonymize(df, spec)
     assert "secret" not in str(caught.value)
 
@@ -264,3 +265,48 @@ def test_spec_round_trip_and_roles():
     with pytest.raises(BlendinError, match="both"):
         bl.Spec(quasi_identifiers={"pid": bl.flat()}, models=[KAnonymity(2)],
                 person="pid").validate()
+
+
+SPEC_TOML = """[attributes]
+sensitive = ["dx"]
+[quasi_identifiers]
+age = { flat = true }
+sex = { flat = true }
+[[privacy]]
+model = "k-anonymity"
+k = 5
+[anonymization]
+max_suppression = 0.2
+"""
+
+
+def test_cli_counts_people(tmp_path):
+    """--person on check, anonymize and risk; the key never reaches the release, and a
+    key with a gap is exit code 2 without a traceback."""
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    data, spec, out = tmp_path / "visits.csv", tmp_path / "s.toml", tmp_path / "out.csv"
+    visits().to_csv(data, index=False)
+    spec.write_text(SPEC_TOML)
+    rows = CliRunner().invoke(main, ["check", str(data), "--spec", str(spec)])
+    assert rows.exit_code == 0, rows.output
+    people = CliRunner().invoke(main, ["check", str(data), "--spec", str(spec),
+                                       "--person", "pid", "--json"])
+    assert people.exit_code == 1
+    report = json.loads(people.output)
+    assert report["people"] == 6 and report["min_class_size"] == 1
+    made = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
+                                     str(out), "--person", "pid", "--json"])
+    assert made.exit_code == 0, made.output
+    payload = json.loads(made.output)
+    assert payload["people"]["suppressed_people"] == 1 and payload["suppressed"] == 5
+    assert "pid" not in out.read_text().splitlines()[0]
+    risk = CliRunner().invoke(main, ["risk", str(data), "--qi", "age,sex", "--person", "pid"])
+    assert risk.exit_code == 0 and "people             6 (10 records" in risk.output
+    gap = tmp_path / "gap.csv"
+    gap.write_text("pid,age,sex,dx\np1,3,f,a\n,3,f,a\n")
+    bad = CliRunner().invoke(main, ["check", str(gap), "--spec", str(spec), "--person", "pid"])
+    assert bad.exit_code == 2 and "empty on row 2 (1 record" in bad.output
+    assert "Traceback" not in bad.output

@@ -38,7 +38,7 @@ from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
-from blendin.people import per_person
+from blendin.people import per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import check_summary
@@ -267,6 +267,8 @@ def check(
     with file_pass(progress, f"checking {short_name(source)}") as told:
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
+    if spec.person is not None:
+        require_keys(distinct, spec.person, "", lambda: engine.batches(source, [spec.person]))
     missing = _missing_values(distinct, list(spec.quasi_identifiers), spec.missing)
     distinct = merge_spellings(_sensitive_missing(distinct, list(spec.sensitive), spec.missing),
                                list(spec.sensitive), spec.normalize, COUNT)

@@ -71,6 +71,35 @@ def person_codes(column: pa.ChunkedArray | pa.Array, name: str, missing: str = "
     return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
 
 
+def require_keys(distinct: pa.Table, person: str, missing: str, rows) -> None:
+    """Refuse a person key that is empty on some record, naming the first such row (1 =
+    the first data row), never a key: ``rows()`` gives the person column's batches, read
+    again only on that error path.
+
+    >>> require_keys(pa.table({"id": ["a", None]}), "id", "", lambda: [pa.table(
+    ...     {"id": ["a", "a", None]})])
+    Traceback (most recent call last):
+    ...
+    blendin.errors.BlendinError: the person key 'id' is empty on row 3 (1 record(s) in all)...
+    """
+    text = as_text(distinct.column(person), missing)
+    if not pc.any(pc.or_kleene(pc.is_null(text), pc.equal(text, missing))).as_py():
+        return
+    seen, first, empty = 0, None, 0
+    for batch in rows():
+        column = as_text(batch.column(person), missing)
+        gaps = np.flatnonzero(pc.or_kleene(pc.is_null(column), pc.equal(column, missing))
+                              .to_numpy(zero_copy_only=False))
+        if first is None and len(gaps):
+            first = seen + int(gaps[0]) + 1
+        empty += len(gaps)
+        seen += batch.num_rows
+    raise BlendinError(
+        f"the person key {person!r} is empty on row {first} ({empty:,} record(s) in all): "
+        "every record must name its person",
+        fix=f"fill in {person!r} on every row, or drop those rows")
+
+
 def person_level(person: np.ndarray, n_people: int, column: pa.ChunkedArray) -> bool:
     """Whether ``column`` holds one value per person (over distinct rows ``person``)."""
     values = pc.dictionary_encode(as_text(column).combine_chunks()).indices.to_numpy()

@@ -43,8 +43,12 @@ from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
 from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
+from blendin.people import per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.summaries import risk_summary
+
+#: the column that carries a person's joint set of event tuples (a class splits on it)
+_SIGNATURE = "__blendin_signature__"
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,10 @@ class RiskReport:
     homogeneity: dict[str, Homogeneity] = field(default_factory=dict)
     #: class sizes, one per class (what every figure is computed from)
     sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    #: the person key: ``records``, ``suppressed`` and the class sizes then count people,
+    #: ``rows`` the table's records
+    person: str | None = None
+    rows: int | None = None
 
     def __repr__(self) -> str:
         return risk_summary(self).text()
@@ -108,7 +116,9 @@ class RiskReport:
         """The report as aligned text lines."""
         n = max(self.records, 1)
         rows = [
-            f"records            {self.records}"
+            f"records            {self.records}" if self.person is None else
+            f"people             {self.records} ({self.rows} records; person key "
+            f"{self.person!r})"
             + (f" (+{self.suppressed} suppressed, not at risk)" if self.suppressed else ""),
             f"quasi-identifiers  {', '.join(self.quasi_identifiers)}",
             f"classes            {self.classes} (smallest {_smallest(self.sizes)})",
@@ -160,6 +170,7 @@ def risk(
     query: str | None = None,
     schema: str | None = None,
     password_env: str | None = None,
+    person: str | None = None,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -170,6 +181,9 @@ def risk(
     suppressed: they are counted apart and are not at risk. ``progress=True`` (or a
     :class:`~blendin.progress.Progress`) shows a bar while a file is read. A table in a
     database (``data`` its URL, ``table`` or ``query`` its rows) is grouped there.
+    ``person`` (or the spec's person key) names the column of each record's person: every
+    figure then counts people, a class holding the people of equal signatures
+    (docs/people.md).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -178,6 +192,7 @@ def risk(
     (2, 0.3333333333333333, 0.667)
     """
     names, sensitive = _columns(qi, spec, sensitive)
+    person = person if person is not None else getattr(spec, "person", None)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
                            fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
@@ -186,11 +201,23 @@ def risk(
     # a file is read in batches; a Spark DataFrame stays on Spark, a table in its database
     engine = engine_for(data)
     source = engine.source(data)
-    _check_columns(source.columns, [*names, *sensitive])
+    _check_columns(source.columns, [*([person] if person else []), *names, *sensitive])
+    if person is not None and engine.name != "embedded":
+        raise BlendinError(f"the person key works on the embedded engine only, not on "
+                           f"{engine.name}", fix="measure a file or a DataFrame, or leave out "
+                           "the person key (--person)")
     with file_pass(progress, f"reading {short_name(source)}") as told:
-        tuples = engine.distinct(source, list(dict.fromkeys([*names, *sensitive])), missing,
-                                 progress=told)
-    sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive)
+        tuples = engine.distinct(source, list(dict.fromkeys(
+            [*([person] if person else []), *names, *sensitive])), missing, progress=told)
+    rows, joint = None, ()
+    if person is not None:  # one row a person; people of equal signatures are a class
+        require_keys(tuples, person, missing, lambda: engine.batches(source, [person]))
+        rows = int(pc.sum(tuples.column(COUNT)).as_py() or 0)
+        tuples, _, signature = per_person(tuples, person, names, sensitive, missing)
+        if signature is not None:
+            joint = (_SIGNATURE,)
+            tuples = tuples.append_column(_SIGNATURE, pa.array(signature))
+    sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive, joint)
     n = int(sizes.sum())
     if n == 0:
         raise BlendinError("every record is suppressed: there is no risk to measure",
@@ -213,6 +240,8 @@ def risk(
         population_uniqueness(sizes, n / fraction),
         homogeneity={s: _homogeneity(s, sizes, distinct[s]) for s in sensitive},
         sizes=sizes,
+        person=person,
+        rows=rows,
     )
     return report
 
@@ -242,10 +271,12 @@ def _check_columns(columns: Sequence[str], wanted: Sequence[str]) -> None:
 
 
 def class_sizes_of_tuples(
-    tuples: pa.Table, qi: Sequence[str], sensitive: Sequence[str] = ()
+    tuples: pa.Table, qi: Sequence[str], sensitive: Sequence[str] = (),
+    joint: Sequence[str] = (),
 ) -> tuple[np.ndarray, dict[str, np.ndarray], int]:
     """:func:`class_sizes` from an engine's distinct text tuples with their counts (column
-    ``COUNT``), so that the rows themselves are never held.
+    ``COUNT``), so that the rows themselves are never held; the ``joint`` columns (a
+    person's signature) split the classes further.
 
     >>> from blendin.frequency import COUNT
     >>> t = pa.table({"a": ["1", "2", "*"], "s": ["x", "y", "x"], COUNT: [2, 1, 1]})
@@ -260,7 +291,7 @@ def class_sizes_of_tuples(
     counts = tuples.column(COUNT)
     suppressed = int(pc.sum(pc.filter(counts, starred)).as_py() or 0)
     kept = tuples.filter(pc.invert(starred))
-    grouped = kept.group_by(list(qi)).aggregate(
+    grouped = kept.group_by([*qi, *joint]).aggregate(
         [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive])
     sizes = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
     distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)

@@ -208,12 +208,15 @@ def risk_summary(report) -> Summary:
     """The highest re-identification risk first, then the other figures."""
     smallest = int(report.sizes.min()) if len(report.sizes) else 0
     verdict = (f"highest risk {_pct(report.prosecutor.highest)} (a class of "
-               f"{_count(smallest)}), {_pct(report.prosecutor.records_at_risk)} of records "
+               f"{_count(smallest)}), {_pct(report.prosecutor.records_at_risk)} of "
+               f"{'people' if getattr(report, 'person', None) else 'records'} "
                f"above {report.threshold:g}")
     n = report.records
     rows = [
-        ("records", _count(n) + (f" (+{_count(report.suppressed)} suppressed)"
-                                 if report.suppressed else "")),
+        ("people" if getattr(report, "person", None) else "records",
+         _count(n) + (f" (+{_count(report.suppressed)} suppressed)" if report.suppressed
+                      else "") + (f", {_count(report.rows)} records"
+                                  if getattr(report, "person", None) else "")),
         ("quasi-identifiers", ", ".join(report.quasi_identifiers)),
         ("classes", f"{_count(report.classes)}, smallest {_count(smallest)}"),
         ("sample uniques", _share(report.sample_uniques, n)),

@@ -23,7 +23,7 @@ from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
-from blendin.people import PeopleSummary, Signatures, per_person
+from blendin.people import PeopleSummary, Signatures, per_person, require_keys
 from blendin.plan import Plan
 from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
@@ -96,6 +96,8 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         distinct = presence.bind_population(spec.models, distinct, hierarchies, subset)
     people = signatures = None
     if spec.person is not None:
+        require_keys(distinct, spec.person, spec.missing,
+                     lambda: engine.batches(source, [spec.person]))
         reduced, people, _ = per_person(distinct, spec.person, qis, list(spec.sensitive),
                                         spec.missing)
         refuse_sets(spec, people)

@@ -151,6 +151,11 @@ def anonymize(
                 raise BlendinError(f"the input already has a column {added!r}, the name "
                                    "asked for an added column",
                                    fix="give the added column another name")
+        if plan.signatures is not None and group_column is not None:
+            raise BlendinError(
+                "--group-column numbers each row's class, and with event-level "
+                f"quasi-identifiers ({', '.join(plan.people.event_level)}) a class is a set "
+                "of people, not of rows", fix="leave out --group-column (group_column=)")
         run = ALGORITHMS.get(algorithm, full_domain_search)
         outcome = run(plan, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)

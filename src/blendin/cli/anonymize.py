@@ -233,6 +233,10 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
 @click.option("--population", default=None, type=float,
               help="Size of the population the data was drawn from: the report adds the "
               "population-based risk (journalist, population uniques).")
+@click.option("--person", default=None, metavar="COLUMN",
+              help="The column naming each record's person (a patient id; overrides the "
+              "spec's [attributes] person): classes count people, a person is released "
+              "whole or not at all, and the column is never released.")
 @with_options(_COMMON)
 def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: str | None,
                       solution: str | None, report: str | None, policy: str | None,
@@ -247,7 +251,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       shuffle_seed: int | None, engine: str, spark_master: str | None,
                       spark_conf: tuple[str, ...], table: str | None, query: str | None,
                       schema: str | None, password_env: str | None,
-                      output_table: str | None, dry_run: bool) -> None:
+                      output_table: str | None, dry_run: bool, person: str | None) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -269,6 +273,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     With --engine spark the rows are read, recoded and checked on Spark (DATA may be an
     hdfs:// or s3a:// path) and -o is written as a folder of part files, renamed into place
     only after the check.
+
+    With a person key (--person patient_id, or person = "patient_id" under [attributes])
+    a table of several rows per person is protected person by person: every class counts
+    people, and a person's rows are released or suppressed together.
 
     In a database (DATA postgresql://USER@HOST:PORT/DB, duckdb:///FILE or FILE.duckdb,
     with --table or --query) the rows never leave it: the database groups them, the search
@@ -311,6 +319,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         spec.delimiter = delimiter
     if encoding is not None:
         spec.encoding = encoding
+    if person is not None:
+        spec.person = person
+        spec.validate()
     _normalize(spec, normalize)
     for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets),
                        ("time_limit", time_limit), ("max_checks", max_checks), ("seed", seed),

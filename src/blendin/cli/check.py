@@ -16,6 +16,9 @@ from blendin.cli.database import database_options, table_options
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML) whose privacy models must hold.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--person", default=None, metavar="COLUMN",
+              help="The column naming each record's person (overrides the spec's [attributes] "
+              "person): classes count people, not rows.")
 @click.option("--show-values", is_flag=True,
               help="Also show the sensitive values of the problem classes.")
 @click.option("--delimiter", default=None,
@@ -37,12 +40,13 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
                   delimiter: str | None, encoding: str | None,
                   population: str | None, strict: bool, normalize: str | None,
                   table: str | None, query: str | None, schema: str | None,
-                  password_env: str | None) -> None:
+                  password_env: str | None, person: str | None) -> None:
     """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
     compared as text, and rows whose quasi-identifiers are all * count as suppressed.
     Exit code 0 when every model holds, 1 when one is violated, 2 for bad input.
+    With a person key (--person or the spec's) the classes count people, not rows.
 
     A table in a database (DATA a URL, with --table or --query) is checked there: only
     its grouped rows are read.
@@ -57,6 +61,9 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
 
     rows = table_options(data, table, query, schema, password_env)
     spec = Spec.from_toml(spec_path)
+    if person is not None:
+        spec.person = person
+        spec.validate()
     if normalize is not None:
         spec.normalize = text_steps(normalize, option="--normalize")
     with Progress() as bars:  # in a terminal, while a large file is read

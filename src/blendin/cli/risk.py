@@ -24,6 +24,9 @@ from blendin.cli.database import database_options, table_options
               help="Size of the population the table was drawn from.")
 @click.option("--sampling-fraction", default=None, type=float,
               help="Share of the population in the table (instead of --population).")
+@click.option("--person", default=None, metavar="COLUMN",
+              help="The column naming each record's person: every figure counts people, "
+              "not rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
@@ -31,7 +34,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  threshold: float, population: float | None,
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
                  encoding: str, table: str | None, query: str | None, schema: str | None,
-                 password_env: str | None) -> None:
+                 password_env: str | None, person: str | None) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
     estimated population uniques.
@@ -60,7 +63,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
         report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
                       population=population, sampling_fraction=sampling_fraction,
                       missing=spec.missing if spec is not None else "", progress=bars,
-                      **rows)
+                      person=person, **rows)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=float))
     else:
