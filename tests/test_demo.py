@@ -93,3 +93,25 @@ def test_cli_errors_are_one_line(tmp_path):
     assert "'dob' not in the external table" in result.output
     result = runner.invoke(main, ["risk", str(data), "--qi", "zip,age"])
     assert result.exit_code == 2 and "'age'" in result.output
+
+
+def test_visits_counted_in_rows_hide_lone_patients(demo):
+    """The release counted in rows has classes of 5 rows or more, yet some patients are
+    the only person in theirs (counted here with Python sets); the release counted in
+    people has 5 people in every class, and drops every row of a suppressed patient."""
+    story = demo.visits
+    rows = story.by_rows.data
+    released = rows[rows[list(QUASI_IDENTIFIERS)].ne("*").any(axis=1)]
+    assert released.groupby(list(QUASI_IDENTIFIERS)).size().min() >= 5
+    patient = story.table["patient_id"].to_numpy()
+    classes = {}
+    for values, row in zip(released[list(QUASI_IDENTIFIERS)].itertuples(index=False),
+                           released["row"]):
+        classes.setdefault(tuple(values), set()).add(patient[row])
+    assert story.alone == sum(len(people) == 1 for people in classes.values())
+    assert story.alone > 0 and not story.check_rows.passed
+    people = story.by_people
+    assert people.check.passed and people.min_class_size >= 5
+    assert "patient_id" not in people.data.columns
+    kept_rows = len(story.table) - people.suppressed
+    assert len(people.data) == kept_rows

@@ -9,6 +9,9 @@
 4. Anonymize: 5-anonymity and distinct 2-diversity on the diagnosis, with a small
    suppression limit.
 5. Attack again: nobody is singled out, no diagnosis is learned with certainty.
+6. The longitudinal case: the same patients' visits (1 to 8 rows each). Counted in rows,
+   5-anonymity holds while patients with five visits or more sit alone in their class;
+   with the person key, every class holds five people.
 
 :func:`run_demo` returns every table and figure; ``blendin demo`` prints them.
 """
@@ -21,11 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from blendin.anonymize import anonymize
 from blendin.attack import AttackReport, attack
+from blendin.check import check
 from blendin.datasets import linking_tables
 from blendin.hierarchy.builders import flat
 from blendin.hierarchy.dates import dates
@@ -80,6 +85,7 @@ class Demo:
     risk_before: RiskReport
     risk_after: RiskReport
     seconds: float
+    visits: Visits | None = None
 
     def table(self) -> list[str]:
         """The before/after comparison as aligned text lines."""
@@ -120,6 +126,53 @@ class Demo:
         lines = [f"{'':<{width}}  {'de-identified':>16}  {'anonymized':>16}"]
         lines += [f"{r[0]:<{width}}  {r[1]:>16}  {r[2]:>16}" for r in rows]
         return lines
+
+
+@dataclass(eq=False)
+class Visits:
+    """The longitudinal case: one release of the visits counted in rows, one in people.
+
+    ``alone`` counts the patients who are the only person in their class of the release
+    counted in rows (an attacker who knows their QIs finds them, however many rows the
+    class has); ``by_rows`` and ``by_people`` are the two Results, ``check_rows`` the
+    checker's verdict on the first release counted in people.
+    """
+
+    table: pd.DataFrame
+    by_rows: Any
+    by_people: Any
+    check_rows: Any
+    alone: int
+
+
+def visits_story(hospital: pd.DataFrame, seed: int = 0) -> Visits:
+    """The hospital's patients with 1 to 8 visits each, released counted in rows and then
+    counted in people (the same spec, with the person key ``patient_id``)."""
+    table = patient_visits(hospital, seed)
+    spec = demo_spec(max_suppression=0.05)
+    by_rows = anonymize(table, spec, shuffle_seed=seed, keep_order=True,
+                        original_row="row", index_base=0)
+    release = _as_pandas(by_rows.data)
+    # the key, joined back through the source row (for the check; never released)
+    keyed = release.assign(patient_id=table["patient_id"].to_numpy()[release["row"]])
+    people_spec = demo_spec(max_suppression=0.05)
+    people_spec.person = "patient_id"
+    check_rows = check(keyed.drop(columns=["row"]), people_spec)
+    kept = keyed[keyed[list(QUASI_IDENTIFIERS)].ne("*").any(axis=1)]
+    alone = int((kept.groupby(list(QUASI_IDENTIFIERS))["patient_id"].nunique() == 1).sum())
+    by_people = anonymize(table, people_spec, shuffle_seed=seed)
+    return Visits(table, by_rows, by_people, check_rows, alone)
+
+
+def patient_visits(hospital: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Each patient's visits: 1 to 8 rows (most have one or two), a diagnosis each."""
+    rng = np.random.default_rng([seed, 3])
+    count = np.minimum(rng.geometric(0.45, len(hospital)), 8)
+    rows = hospital.loc[hospital.index.repeat(count)].reset_index(drop=True)
+    rows.insert(0, "patient_id", np.repeat(np.arange(1, len(hospital) + 1), count))
+    again = rng.random(len(rows)) < 0.3  # some visits are for something else
+    rows.loc[again, "diagnosis"] = rng.permutation(rows["diagnosis"].to_numpy())[again]
+    return rows
 
 
 def _uniques(report: RiskReport) -> str:
@@ -169,8 +222,17 @@ def run_demo(
         f"{after.learned['diagnosis']} diagnoses learned with certainty")
     risk_after = risk(release, list(QUASI_IDENTIFIERS), sensitive=["diagnosis"],
                       population=population)
+    story = visits_story(hospital, seed)
+    rows, people = story.by_rows, story.by_people
+    say(f"the same patients' visits: {len(story.table)} rows of {len(hospital)} patients; "
+        f"counted in rows, 5-anonymity holds (smallest class {rows.min_class_size} rows) "
+        f"while {story.alone} patients are alone in their class "
+        f"({story.check_rows.models[0].violating_classes} classes of fewer than 5 people)")
+    say(f"counted in people (person key patient_id): levels {_levels(people)}, smallest "
+        f"class {people.min_class_size} people, {people.people['suppressed_people']} "
+        "patients suppressed")
     demo = Demo(seed, population, hospital, voter_list, deidentified, release, spec, result,
-                before, after, risk_before, risk_after, time.perf_counter() - start)
+                before, after, risk_before, risk_after, time.perf_counter() - start, story)
     if out is not None:
         for path in write_demo(demo, out):
             say(f"wrote {path}")
