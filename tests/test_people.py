@@ -310,3 +310,12 @@ def test_cli_counts_people(tmp_path):
     bad = CliRunner().invoke(main, ["check", str(gap), "--spec", str(spec), "--person", "pid"])
     assert bad.exit_code == 2 and "empty on row 2 (1 record" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_report_shows_people_and_records(tmp_path):
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(5)], person="pid", max_suppression=0.2)
+    result = bl.anonymize(visits(), spec)
+    page = result.report(tmp_path / "r.html", original=visits()).read_text()
+    assert "People in the input" in page and "People suppressed" in page
+    assert "at most 1 people" in page  # floor(0.2 * 6 people), not of the 10 records

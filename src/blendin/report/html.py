@@ -277,8 +277,9 @@ def _risk(table: pa.Table, spec, threshold: float,
     qis = list(spec.quasi_identifiers)
     if not table.num_rows or not class_sizes(table, qis, (), spec.missing)[0].sum():
         return None
+    person = spec.person if spec.person in table.column_names else None  # the input's
     return risk(table, qis, sensitive=list(spec.sensitive), threshold=threshold,
-                missing=spec.missing, population=population)
+                missing=spec.missing, population=population, person=person)
 
 
 def _count(n: int) -> str:
@@ -334,9 +335,25 @@ def _released(result) -> list[dict[str, str]]:
              "" if _minimized(result) else "this release did not minimize a metric"),
         _row("time", "Time", f"{result.seconds:.3f} s"),
     ]
+    people = getattr(result, "people", None)
+    if people:  # the classes and the limit count people
+        gone = people["suppressed_people"]
+        rows[1:1] = [
+            _row("people", "People in the input", _count(people["people"]),
+                 f"person key {result.spec.person!r}: every class counts people, and a "
+                 "person is released whole or not at all"),
+            _row("people_suppressed", "People suppressed", _count(gone),
+                 f"{_pct(gone / people['people'] if people['people'] else 0.0)} of the "
+                 "people, the limit's share"),
+        ]
+        most = math.floor(limit * people["people"] + 1e-9)
+        counted = {"smallest": "people", "limit": f"at most {_count(most)} people",
+                   "classes": "groups of people with the same quasi-identifier values"}
+        rows = [{**r, "note": counted[r["key"]]} if r["key"] in counted else r for r in rows]
     if result.levels and result.applied_from is None:
-        rows.insert(8, _row("nodes", "Nodes checked", _count(result.nodes_checked),
-                            _lattice_note(result)))
+        rows.insert(10 if people else 8, _row("nodes", "Nodes checked",
+                                              _count(result.nodes_checked),
+                                              _lattice_note(result)))
     if result.algorithm == "mondrian" and result.classes != _classes(result):
         rows.insert(5, _row("groups", "Mondrian groups", _count(result.classes),
                             "groups with the same released values count as one class"))
