@@ -58,30 +58,28 @@ def person_tables(draw):
     return pd.DataFrame(rows).sample(frac=1.0, random_state=0), n_qis, models, share
 
 
-def _brute(df: pd.DataFrame, qis: list[str], models, levels) -> tuple[int, list[int]]:
-    """People suppressed at ``levels`` and the kept classes' sizes, by sets in Python."""
-    signature, values = {}, {}
+def _classes(df: pd.DataFrame, qis: list[str], levels):
+    """People by signature (a frozenset of generalized tuples), and each one's set of
+    diagnoses, by sets in Python."""
+    classes, values = {}, {}
     for pid, rows in df.groupby("pid"):
-        signature[pid] = frozenset(
-            tuple(_general(int(r[q]), lv) for q, lv in zip(qis, levels))
-            for _, r in rows.iterrows())
+        signature = frozenset(tuple(_general(int(r[q]), lv) for q, lv in zip(qis, levels))
+                              for _, r in rows.iterrows())
+        classes.setdefault(signature, []).append(pid)
         values[pid] = frozenset(rows["dx"])
-    classes = {}
-    for pid, sig in signature.items():
-        classes.setdefault(sig, []).append(pid)
-    suppressed, kept = 0, []
-    for people in classes.values():
-        bad = False
-        for m in models:
-            if isinstance(m, KAnonymity):
-                bad |= len(people) < m.k
-            else:
-                bad |= len({values[p] for p in people}) < m.l
-        if bad:
-            suppressed += len(people)
-        else:
-            kept.append(len(people))
-    return suppressed, kept
+    return classes, values
+
+
+def _holds(people, values, models) -> bool:
+    return all(len(people) >= m.k if isinstance(m, KAnonymity)
+               else len({values[p] for p in people}) >= m.l for m in models)
+
+
+def _brute(df: pd.DataFrame, qis: list[str], models, levels) -> tuple[int, list[int]]:
+    """People suppressed at ``levels`` and the kept classes' sizes."""
+    classes, values = _classes(df, qis, levels)
+    kept = [len(p) for p in classes.values() if _holds(p, values, models)]
+    return df["pid"].nunique() - sum(kept), kept
 
 
 def _spec(qis, models, share, **extra) -> bl.Spec:
@@ -124,22 +122,9 @@ def test_optimal_equals_brute_force(case):
 
 
 def _kept_people(df, qis, models, levels) -> set[str]:
-    signature, values = {}, {}
-    for pid, rows in df.groupby("pid"):
-        signature[pid] = frozenset(
-            tuple(_general(int(r[q]), lv) for q, lv in zip(qis, levels))
-            for _, r in rows.iterrows())
-        values[pid] = frozenset(rows["dx"])
-    classes = {}
-    for pid, sig in signature.items():
-        classes.setdefault(sig, []).append(pid)
-    kept = set()
-    for people in classes.values():
-        ok = all(len(people) >= m.k if isinstance(m, KAnonymity)
-                 else len({values[p] for p in people}) >= m.l for m in models)
-        if ok:
-            kept |= set(people)
-    return kept
+    classes, values = _classes(df, qis, levels)
+    return {p for people in classes.values() if _holds(people, values, models)
+            for p in people}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
