@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -155,8 +156,7 @@ def visits_story(hospital: pd.DataFrame, seed: int = 0) -> Visits:
     release = _as_pandas(by_rows.data)
     # the key, joined back through the source row (for the check; never released)
     keyed = release.assign(patient_id=table["patient_id"].to_numpy()[release["row"]])
-    people_spec = demo_spec(max_suppression=0.05)
-    people_spec.person = "patient_id"
+    people_spec = dataclasses.replace(spec, person="patient_id")
     check_rows = check(keyed.drop(columns=["row"]), people_spec)
     kept = keyed[keyed[list(QUASI_IDENTIFIERS)].ne("*").any(axis=1)]
     alone = int((kept.groupby(list(QUASI_IDENTIFIERS))["patient_id"].nunique() == 1).sum())

@@ -214,8 +214,10 @@ class Signatures:
 
     @classmethod
     def of(cls, distinct: pa.Table, person: str, hierarchies: Mapping[str, Hierarchy],
-           sensitive: Sequence[str], missing: str = "") -> Signatures:
-        """From the distinct (person, QI, sensitive) texts of a table."""
+           sensitive: Sequence[str], missing: str = "",
+           persons: pa.Table | None = None) -> Signatures:
+        """From the distinct (person, QI, sensitive) texts of a table; ``persons`` is its
+        :func:`per_person` table, whose sensitive texts are then not made again."""
         names = tuple(hierarchies)
         owner, keys = person_codes(distinct.column(person), person, missing)
         n_people = len(keys)
@@ -224,8 +226,9 @@ class Signatures:
         qi_set = set_ids(owner, key, n_people)
         labels, value_of_person = {}, []
         for name in sensitive:
-            texts = pc.dictionary_encode(each_persons_text(owner, n_people,
-                                                           distinct.column(name), missing))
+            texts = pc.dictionary_encode(
+                persons.column(name).combine_chunks() if persons is not None
+                else each_persons_text(owner, n_people, distinct.column(name), missing))
             labels[name] = np.asarray(texts.dictionary.to_pylist(), dtype=object)
             value_of_person.append(texts.indices.to_numpy().astype(np.int64))
         whole = combine_keys([qi_set, *value_of_person],

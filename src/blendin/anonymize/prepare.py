@@ -104,7 +104,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         warnings += people_warnings(people)
         if people.event_level:
             signatures = Signatures.of(distinct, spec.person, hierarchies,
-                                       list(spec.sensitive), spec.missing)
+                                       list(spec.sensitive), spec.missing, persons=reduced)
         distinct = reduced
     if signatures is not None:
         ft, n, domains = signatures.ft, signatures.n_people, signatures.domains

@@ -118,7 +118,7 @@ def _recoded_outcome(plan: Plan, levels: tuple[int, ...], *, metric: str,
                                    identifiers=plan.removed, missing=plan.missing))
         left &= ~part.tuples
     metrics, sizes = parts_utility(ft, [first, *parts], weights=options.weights)
-    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    named = _named(ft, levels)
     described = [{"levels": dict(zip(ft.qi_names, (int(v) for v in p.levels))),
                   "records": p.records(ft)} for p in parts]
     return Outcome(FullDomainRecoder(main, recodings), named, nodes_checked, solution,
@@ -141,7 +141,7 @@ def full_domain_outcome(plan: Plan, levels: Sequence[int], *,
     recoding = plan_node(ft, levels, plan.models, identifiers=plan.removed,
                          missing=plan.missing, checked=getattr(solution, "check", None))
     within_limit(recoding, ft, plan.max_suppression, saved)
-    named = dict(zip(ft.qi_names, (int(v) for v in levels)))
+    named = _named(ft, levels)
     found = getattr(solution, "utility", None)
     if not found or tuple(solution.levels) != tuple(recoding.levels) or (
             solution.n_suppressed != recoding.suppressed_records):
