@@ -304,3 +304,4 @@ def test_report_shows_people_and_records(tmp_path):
     page = result.report(tmp_path / "r.html", original=visits()).read_text()
     assert "People in the input" in page and "People suppressed" in page
     assert "at most 1 people" in page  # floor(0.2 * 6 people), not of the 10 records
+    assert "<strong>Person key</strong>" in page and "<code>pid</code>" in page

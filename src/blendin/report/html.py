@@ -175,6 +175,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "warnings": list(getattr(result, "warnings", [])),
         "released": _released(result),
         "identifiers": list(spec.identifiers),
+        "person": spec.person,
         "quasi_identifiers": _qi_rows(result, release, mondrian),
         "sensitive": list(spec.sensitive),
         "insensitive": _other_columns(release, spec),
@@ -340,11 +341,10 @@ def _released(result) -> list[dict[str, str]]:
         gone = people["suppressed_people"]
         rows[1:1] = [
             _row("people", "People in the input", _count(people["people"]),
-                 f"person key {result.spec.person!r}: every class counts people, and a "
-                 "person is released whole or not at all"),
+                 "classes count people; a person is released whole or not at all"),
             _row("people_suppressed", "People suppressed", _count(gone),
                  f"{_pct(gone / people['people'] if people['people'] else 0.0)} of the "
-                 "people, the limit's share"),
+                 "people"),
         ]
         most = math.floor(limit * people["people"] + 1e-9)
         counted = {"smallest": "people", "limit": f"at most {_count(most)} people",
