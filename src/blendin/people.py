@@ -61,7 +61,7 @@ def person_codes(column: pa.ChunkedArray | pa.Array, name: str, missing: str = "
     """Each row's person (0, 1, ...) and the person keys, as text (person ``i`` is key
     ``i``); an empty key is an error naming how many records have one."""
     text = as_text(column, missing)
-    empty = pc.sum(pc.or_kleene(pc.is_null(text), pc.equal(text, missing or ""))).as_py()
+    empty = pc.sum(_empty(text, missing)).as_py()
     if empty:
         raise BlendinError(
             f"the person key {name!r} is empty on {empty:,} record(s): every record must "
@@ -69,6 +69,12 @@ def person_codes(column: pa.ChunkedArray | pa.Array, name: str, missing: str = "
     encoded = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray)
                                    else text)
     return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
+
+
+def _empty(column, missing: str):
+    """True where a person key is empty: null, or read as the ``missing`` label."""
+    text = as_text(column, missing)
+    return pc.or_kleene(pc.is_null(text), pc.equal(text, missing))
 
 
 def require_keys(distinct: pa.Table, person: str, missing: str, rows) -> None:
@@ -82,13 +88,11 @@ def require_keys(distinct: pa.Table, person: str, missing: str, rows) -> None:
     ...
     blendin.errors.BlendinError: the person key 'id' is empty on row 3 (1 record(s) in all)...
     """
-    text = as_text(distinct.column(person), missing)
-    if not pc.any(pc.or_kleene(pc.is_null(text), pc.equal(text, missing))).as_py():
+    if not pc.any(_empty(distinct.column(person), missing)).as_py():
         return
     seen, first, empty = 0, None, 0
     for batch in rows():
-        column = as_text(batch.column(person), missing)
-        gaps = np.flatnonzero(pc.or_kleene(pc.is_null(column), pc.equal(column, missing))
+        gaps = np.flatnonzero(_empty(batch.column(person), missing)
                               .to_numpy(zero_copy_only=False))
         if first is None and len(gaps):
             first = seen + int(gaps[0]) + 1
@@ -162,7 +166,11 @@ def per_person(distinct: pa.Table, person: str, qis: Sequence[str], sensitive: S
     levels = {q: person_level(owner, n_people, distinct.column(q))
               for q in [*qis, *sensitive]}
     event = tuple(q for q in qis if not levels[q])
-    columns = {name: each_persons_text(owner, n_people, distinct.column(name), missing)
+    first = first_seen(owner, n_people)  # a row of each person
+    # a person-level column's value is that of any of the person's rows
+    columns = {name: as_text(distinct.column(name), missing).take(pa.array(first))
+               if levels[name] else
+               each_persons_text(owner, n_people, distinct.column(name), missing)
                for name in [*qis, *sensitive]}
     signature = None
     if len(event) > 1:
