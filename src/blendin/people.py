@@ -104,11 +104,16 @@ def require_keys(distinct: pa.Table, person: str, missing: str, rows) -> None:
         fix=f"fill in {person!r} on every row, or drop those rows")
 
 
-def person_level(person: np.ndarray, n_people: int, column: pa.ChunkedArray) -> bool:
-    """Whether ``column`` holds one value per person (over distinct rows ``person``)."""
+def person_level(person: np.ndarray, first: np.ndarray, column: pa.ChunkedArray) -> bool:
+    """Whether ``column`` holds one value per person: every row's value is that of the
+    person's ``first`` row (rows belong to ``person``; a gather, no hashing of pairs).
+
+    >>> column = pa.chunked_array([["f", "m", "f"]])
+    >>> person_level(np.array([0, 1, 0]), np.array([0, 1]), column)
+    True
+    """
     values = pc.dictionary_encode(as_text(column).combine_chunks()).indices.to_numpy()
-    pairs = np.unique(person * (int(values.max(initial=0)) + 1) + values)
-    return len(pairs) == n_people
+    return bool(np.array_equal(values, values[first][person]))
 
 
 def each_persons_text(person: np.ndarray, n_people: int, column, missing: str = ""
@@ -163,10 +168,9 @@ def per_person(distinct: pa.Table, person: str, qis: Sequence[str], sensitive: S
     owner, keys = person_codes(distinct.column(person), person, missing)
     n_people = len(keys)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
-    levels = {q: person_level(owner, n_people, distinct.column(q))
-              for q in [*qis, *sensitive]}
-    event = tuple(q for q in qis if not levels[q])
     first = first_seen(owner, n_people)  # a row of each person
+    levels = {q: person_level(owner, first, distinct.column(q)) for q in [*qis, *sensitive]}
+    event = tuple(q for q in qis if not levels[q])
     # a person-level column's value is that of any of the person's rows
     columns = {name: as_text(distinct.column(name), missing).take(pa.array(first))
                if levels[name] else
