@@ -37,6 +37,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "input": ("delimiter", "encoding", "missing", "normalize"),
     "attributes": ("identifiers", "sensitive", "insensitive", "person"),
     "quasi_identifiers": None,
+    "tables": None,
     "privacy": None,
     "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
                       "relaxed", "sets", "time_limit", "max_checks", "seed",
@@ -70,6 +71,9 @@ class Spec:
     #: the column naming each record's person (a patient id): with it every count that
     #: protects people counts people, not rows (docs/people.md); never released
     person: str | None = None
+    #: related tables released together (docs/people.md): each table's name and the column
+    #: holding the person key in it; the first is the person table (one row a person)
+    tables: dict[str, str] = field(default_factory=dict)
     models: list[PrivacyModel] = field(default_factory=list)
     max_suppression: float = 0.0
     algorithm: str = "auto"
@@ -154,7 +158,8 @@ class Spec:
     def _role_lists(self) -> list[tuple[str, list[str]]]:
         return [
             ("identifier", list(self.identifiers)),
-            ("person key", [self.person] if self.person else []),
+            ("person key", list(dict.fromkeys([*([self.person] if self.person else []),
+                                               *self.tables.values()]))),
             ("quasi-identifier", list(self.quasi_identifiers)),
             ("sensitive", list(self.sensitive)),
             ("insensitive", list(self.insensitive)),
@@ -209,6 +214,8 @@ class Spec:
             sensitive=_names(attrs, "sensitive"),
             insensitive=_names(attrs, "insensitive"),
             person=_text(attrs, "person", None, "attributes"),
+            tables=_tables(_section(table, "tables"), _text(attrs, "person", None,
+                                                                "attributes")),
             max_suppression=_number(anon, "max_suppression", 0.0),
             algorithm=_text(anon, "algorithm", "auto", "anonymization"),
             metric=_text(anon, "metric", "loss", "anonymization"),
@@ -293,6 +300,8 @@ class Spec:
             attrs["person"] = self.person
         if attrs:
             doc["attributes"] = attrs
+        if self.tables:
+            doc["tables"] = {name: {"person": key} for name, key in self.tables.items()}
         if self.quasi_identifiers:
             doc["quasi_identifiers"] = {
                 name: _builder_toml(name, h, self.base_dir)
@@ -334,6 +343,7 @@ class Spec:
             raise BlendinError(f"person must be one column name, got {self.person!r}",
                                fix='write person = "patient_id" under [attributes] '
                                    "(--person patient_id)")
+        self._check_tables()
         for key in SECTIONS["attributes"]:
             if key == "person":
                 continue
@@ -352,6 +362,22 @@ class Spec:
         self._check_limits()
         self._check_input()
         return self
+
+    def _check_tables(self) -> None:
+        if not self.tables:
+            return
+        if not isinstance(self.tables, Mapping) or not all(
+                isinstance(k, str) and k and isinstance(v, str) and v
+                for k, v in self.tables.items()):
+            raise BlendinError(f"tables must map each table's name to its person key column, "
+                               f"got {self.tables!r}",
+                               fix='write [tables.patients] person = "patient_id", one '
+                                   "section a table")
+        if len(self.tables) < 2:
+            raise BlendinError(
+                f"[tables] names one table ({next(iter(self.tables))!r}); related tables are "
+                "two or more", fix="name each table ([tables.visits] person = \"...\"), or "
+                "give one table with [attributes] person = \"...\"")
 
     def _check_input(self) -> None:
         import codecs
@@ -423,9 +449,13 @@ class Spec:
                     f"[anonymization] weights names {name!r}, which is not a quasi-identifier"
                     f"{_did_you_mean(name, list(self.quasi_identifiers))}",
                     fix="give weights only to the columns in [quasi_identifiers]")
-            if not weight > 0:
-                raise BlendinError(f"[anonymization] weight of {name!r} must be > 0, got "
+            if not weight >= 0:  # 0: the column does not count in the utility
+                raise BlendinError(f"[anonymization] weight of {name!r} must be >= 0, got "
                                    f"{weight!r}", fix=f"e.g. {name} = 1")
+        if self.weights and len(self.weights) == len(self.quasi_identifiers) and not any(
+                self.weights.values()):
+            raise BlendinError("[anonymization] every weight is 0",
+                               fix="give at least one quasi-identifier a weight above 0")
 
     def _check_budget(self) -> None:
         limit, checks, seed = self.time_limit, self.max_checks, self.seed
@@ -674,6 +704,23 @@ def _flag(section: Mapping, key: str) -> bool:
         raise BlendinError(f"[anonymization] {key} must be true or false, got {value!r}",
                            fix=f"write {key} = true")
     return value
+
+
+def _tables(section: Mapping, person: str | None) -> dict[str, str]:
+    """``[tables.NAME] person = "KEY"`` sections: each table's key column (by default the
+    ``[attributes] person``)."""
+    tables = {}
+    for name, entry in section.items():
+        where = f"[tables.{name}]"
+        _expect(entry, dict, where, 'a section such as person = "patient_id"')
+        _check_keys(entry, ("person",), where)
+        key = _text(entry, "person", person, f"tables.{name}")
+        if key is None:
+            raise BlendinError(f"{where} names no person key column",
+                               fix=f'write person = "patient_id" under {where}, or once '
+                                   "under [attributes]")
+        tables[str(name)] = key
+    return tables
 
 
 def _weights(section: Mapping) -> dict[str, float]:

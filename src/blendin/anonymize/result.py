@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin import report as reports  # the HTML report's heavy parts load on first use
+from blendin.anonymize.related import check_folder, table_paths, write_tables
 from blendin.anonymize.solutions import model_dict, plain, solution_dict
 from blendin.engines import is_spark
 from blendin.engines.spark import SparkEngine
@@ -85,6 +86,12 @@ class Result:
     #: with a person key: the people, those suppressed, the QIs by level (``classes``,
     #: ``min_class_size`` count people; ``records`` and ``suppressed`` count rows)
     people: dict | None = None
+    #: related tables: each released table (its key a random person number; ``data`` is
+    #: then their stack, as checked) and each input table's rows
+    tables: dict[str, Any] | None = None
+    records_by_table: dict[str, int] | None = None
+    #: the stack's column naming each row's table (a quasi-identifier never generalized)
+    table_column: str | None = None
 
     @property
     def table(self) -> pa.Table:
@@ -147,6 +154,7 @@ class Result:
             "recovered": self.recovered,
             "warnings": list(self.warnings),
             "people": dict(self.people) if self.people else None,
+            "tables": dict(self.records_by_table) if self.records_by_table else None,
         }
 
     @property
@@ -160,10 +168,20 @@ class Result:
         what = "re-applied the saved solution" if self.applied_from else (
             "mondrian partitioning" if self.algorithm == "mondrian"
             else f"{self.algorithm} search, metric {self.metric}")
-        lines.append(f"anonymized {self.records:,} records ({what})")
+        lines.append(f"anonymized {self.records:,} records ({what})" if not
+                     self.records_by_table else f"anonymized related tables as one stack of "
+                     f"{self.records:,} rows ({what})")
+        if self.records_by_table:
+            counts = ", ".join(f"{name} {rows:,} rows ({len(self.tables[name]):,} released)"
+                               for name, rows in self.records_by_table.items())
+            lines.append(f"related tables: {counts}; checked together as one stack (its "
+                         f"column {self.table_column!r}, never generalized, names each "
+                         "row's table)")
         people = self.people
         if people:
-            lines.append(f"people: {people['people']:,} (person key {self.spec.person!r}); "
+            key = ("the tables' keys" if self.records_by_table
+                   else f"person key {self.spec.person!r}")
+            lines.append(f"people: {people['people']:,} ({key}); "
                          "every class counted in people")
             levels = [f"{q} varies within a person" for q in people["event_level"]]
             levels += [f"{q} is one value a person" for q in people["person_level"]]
@@ -248,6 +266,9 @@ class Result:
         text (never a formula); ``escape_formulas`` guards a CSV the same way (see
         :func:`blendin.io.write_table`).
         """
+        if self.tables is not None:  # related tables: a folder, one CSV file a table
+            return write_related(self, path, delimiter or self.spec.delimiter or ",",
+                                 escape_formulas)
         if self.written is not None and Path(path).resolve() == self.written.resolve():
             return self.written  # streamed there after the check
         delimiter = delimiter or self.spec.delimiter or ","
@@ -262,3 +283,13 @@ class Result:
                            escape_formulas=escape_formulas)
 
 
+
+
+def write_related(result: Result, folder: str | os.PathLike, delimiter: str,
+                  escape_formulas: bool) -> Path:
+    """Write each released table of ``result`` to ``folder`` as NAME.csv, all together."""
+    tables = {name: to_arrow(t) for name, t in result.tables.items()}
+    paths = table_paths(folder, list(tables), {}, suffix=".csv")
+    check_folder(folder, paths, {}, result.spec)
+    write_tables(tables, paths, delimiter=delimiter, escape_formulas=escape_formulas)
+    return Path(folder)

@@ -5,8 +5,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Mapping
+from pathlib import Path
 
 from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
+from blendin.anonymize.related import (
+    check_folder,
+    like_inputs,
+    read_tables,
+    stack,
+    table_paths,
+    write_tables,
+)
 from blendin.anonymize.release import (
     check_output,
     released_result,
@@ -113,6 +123,20 @@ def anonymize(
     """
     start = time.perf_counter()
     spec = as_spec(spec)
+    if isinstance(data, Mapping):
+        return _related(data, spec, output=output, suppressed=suppressed, engine=engine,
+                        group_column=group_column, original_row=original_row,
+                        keep_order=keep_order, shuffle_seed=shuffle_seed,
+                        output_delimiter=output_delimiter, escape_formulas=escape_formulas,
+                        database=table or query or output_table, algorithm=algorithm,
+                        metric=metric, progress=progress, time_limit=time_limit,
+                        max_checks=max_checks, seed=seed, recode_suppressed=recode_suppressed,
+                        strict=strict, start=start)
+    if spec.tables:
+        raise BlendinError(
+            f"the spec names related tables ({', '.join(spec.tables)}) and one table was "
+            "given", fix="give each table: --input NAME=FILE for each (a dict of "
+                         "DataFrames in Python)")
     data, output = in_database(data, output, table=table, query=query, schema=schema,
                                output_table=output_table, password_env=password_env)
     if isinstance(data, TableRef) and engine is None:
@@ -181,3 +205,39 @@ def anonymize(
     return written(result, output, output_delimiter, escape_formulas)
 
 
+
+
+def _related(data: Mapping, spec: Spec, *, output, suppressed: str, engine,
+             group_column, original_row, keep_order: bool, shuffle_seed, output_delimiter,
+             escape_formulas: bool, database, start: float, **search) -> Result:
+    """Related tables (``data`` maps each table's name to it): released as one stack
+    (:mod:`blendin.anonymize.related`), then split; ``output`` is the folder they go to."""
+    for given, option in ((suppressed != "drop", "suppressed='keep' (--suppressed keep)"),
+                          (group_column, "--group-column (group_column=)"),
+                          (original_row, "--original-row (original_row=)"),
+                          (keep_order, "--keep-order (keep_order=)"),
+                          (engine not in (None, "embedded"), "another engine (--engine)"),
+                          (database, "a table in a database (--table, --query)")):
+        if given:
+            raise BlendinError(f"related tables are released without {option}: a person "
+                               "is removed from every table, and each table's rows are "
+                               "shuffled", fix=f"leave out {option}")
+    tables = read_tables(data, spec)
+    paths = None
+    if output is not None:
+        paths = table_paths(output, list(tables), data)
+        check_folder(output, paths, data, spec)
+    stacked = stack(tables, spec)
+    result = anonymize(stacked.table, stacked.spec(spec), shuffle_seed=shuffle_seed,
+                       **search)
+    released = stacked.split(result.table, seed=shuffle_seed)
+    result.data = result.table.drop_columns([stacked.link])  # the key is never released
+    result.tables = like_inputs(released, data)
+    result.records_by_table = {name: t.num_rows for name, t in tables.items()}
+    result.table_column = stacked.tag
+    if paths is not None:
+        write_tables(released, paths, delimiter=output_delimiter or spec.delimiter or ",",
+                     escape_formulas=escape_formulas)
+        result.written = Path(output)
+    result.seconds = time.perf_counter() - start
+    return result

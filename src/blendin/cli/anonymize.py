@@ -173,7 +173,11 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
 
 
 @main.command("anonymize")
-@click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
+@click.argument("data", type=click.Path(path_type=str), required=False)  # Spark: folders too
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help="Related tables instead of DATA, one a time (--input patients=p.csv "
+              "--input visits=v.csv), as the spec's [tables] name them: released together "
+              "into the folder -o names, one file a table.")
 @database_options
 @click.option("--dry-run", is_flag=True,
               help="DATA in a database: search, release and check as usual, then roll it "
@@ -251,7 +255,8 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       shuffle_seed: int | None, engine: str, spark_master: str | None,
                       spark_conf: tuple[str, ...], table: str | None, query: str | None,
                       schema: str | None, password_env: str | None,
-                      output_table: str | None, dry_run: bool, person: str | None) -> None:
+                      output_table: str | None, dry_run: bool, person: str | None,
+                      inputs: tuple[str, ...]) -> None:
     """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
@@ -283,7 +288,15 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     runs here, and the release is made there as --output-table (in the database -o names),
     or read out into -o FILE.
 
+    Related tables that share a person key (the spec's [tables]: a person table, one
+    row a person, and event tables) are given with --input NAME=FILE each and released
+    together into the folder -o names: each column at one level wherever it appears, a
+    person suppressed from every table, the key replaced by a random person number.
+
     Example: blendin anonymize patients.csv --spec release.toml -o release.csv
+
+    Example: blendin anonymize --input patients=patients.csv --input visits=visits.csv
+    --spec release.toml -o release/
 
     Example: blendin anonymize postgresql://me@db/hospital --table patients --spec s.toml
     -o postgresql://me@db/hospital --output-table patients_release
@@ -293,6 +306,24 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.progress import Progress
     from blendin.spec import Spec
 
+    if inputs or data is None:
+        _related_command(data, inputs, spec_path, output=output, force=force,
+                         settings={"time_limit": time_limit, "max_checks": max_checks,
+                                   "seed": seed, "delimiter": delimiter,
+                                   "encoding": encoding},
+                         shown=dict(algorithm=algorithm, metric=metric,
+                                    suppressed=suppressed, shuffle_seed=shuffle_seed,
+                                    output_delimiter=output_delimiter,
+                                    escape_formulas=escape_formulas, strict=strict),
+                         refused={"--save-solution": solution, "--report": report,
+                                  "--person": person, "--table": table, "--query": query,
+                                  "--output-table": output_table,
+                                  "--group-column": group_column,
+                                  "--original-row": original_row,
+                                  "--engine spark": engine == "spark" or None,
+                                  "--keep-order": keep_order or None},
+                         as_json=as_json, quiet=quiet)
+        return
     rows = table_options(data, table, query, schema, password_env)
     _output_table(output, output_table)
     if rows:  # the SQL engine: the options are its own
@@ -353,6 +384,54 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                           escape_formulas=escape_formulas,
                           report_options=report_options)
     _say(result, *written, as_json=as_json, quiet=quiet)
+
+
+def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, *,
+                     output: str, force: bool, settings: dict, shown: dict, refused: dict,
+                     as_json: bool, quiet: bool) -> None:
+    """``--input NAME=FILE ...``: related tables, released together into a folder."""
+    # loaded when the command runs, so that blendin --help stays instant
+    from blendin.anonymize import anonymize
+    from blendin.progress import Progress
+    from blendin.spec import Spec
+
+    if data is not None:
+        raise BlendinError("give DATA or --input NAME=FILE (related tables), not both",
+                           fix="leave out DATA, or the --input options")
+    if not inputs:
+        raise BlendinError("no data to anonymize",
+                           fix="give DATA (a file), or --input NAME=FILE for each related "
+                               "table")
+    for flag, value in refused.items():
+        if value is not None:
+            raise BlendinError(f"{flag} does not work with related tables (--input) yet",
+                               fix=f"leave out {flag}")
+    tables = {}
+    for item in inputs:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path:
+            raise BlendinError(f"--input {item!r} is not NAME=FILE",
+                               fix="pass e.g. --input patients=patients.csv")
+        if name.strip() in tables:
+            raise BlendinError(f"--input names table {name.strip()!r} twice",
+                               fix="give each table once")
+        if not Path(path).is_file():
+            raise BlendinError(f"--input {item!r}: no file {path!r}",
+                               fix="check the path")
+        tables[name.strip()] = path
+    spec = Spec.from_toml(spec_path)
+    for key, value in settings.items():
+        if value is not None:
+            setattr(spec, key, value)
+    check_paths({"--spec": spec_path, **{f"--input {n}": p for n, p in tables.items()},
+                 **spec.files_read()}, {}, force=force)
+    if Path(output).exists() and any(Path(output).iterdir()) and not force:
+        raise BlendinError(f"-o {output!r} is a folder that already holds files",
+                           fix="pass --force to replace the tables' files in it, or give "
+                               "a new folder")
+    with Progress(enabled=not quiet) as progress:
+        result = anonymize(tables, spec, progress=progress, output=output, **shown)
+    _say(result, output, None, None, as_json=as_json, quiet=quiet)
 
 
 def _sql_engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...],
