@@ -305,3 +305,34 @@ def test_report_shows_people_and_records(tmp_path):
     assert "People in the input" in page and "People suppressed" in page
     assert "at most 1 people" in page  # floor(0.2 * 6 people), not of the 10 records
     assert "<strong>Person key</strong>" in page and "<code>pid</code>" in page
+
+
+def test_k_map_against_a_population_table_counts_people(tmp_path):
+    """Person-level QIs: the visits with a key release exactly as one row a person does,
+    k-map counting the population table's people; event-level QIs are refused."""
+    from blendin.models import KMap
+
+    rng = np.random.default_rng(5)
+    ages = rng.integers(20, 40, 30).astype(str)
+    population = pd.DataFrame({"age": np.concatenate([ages, rng.integers(20, 40, 60).astype(
+        str)]), "ward": "x"})
+    population.to_csv(tmp_path / "people.csv", index=False)
+    repeats = rng.integers(1, 5, 30)
+    df = pd.DataFrame({"pid": np.repeat([f"p{i}" for i in range(30)], repeats),
+                       "age": np.repeat(ages, repeats),
+                       "ward": rng.choice(["x", "y"], int(repeats.sum()))})
+    model = KMap(4, population=str(tmp_path / "people.csv"))
+    age = bl.intervals(2, 4, 8)
+    spec = bl.Spec(quasi_identifiers={"age": age}, models=[model], person="pid",
+                   max_suppression=0.1)
+    by_person = bl.anonymize(df, spec, shuffle_seed=1)
+    one_row = bl.anonymize(pd.DataFrame({"age": ages}), bl.Spec(
+        quasi_identifiers={"age": age}, models=[KMap(4, population=str(
+            tmp_path / "people.csv"))], max_suppression=0.1))
+    assert by_person.levels == one_row.levels
+    assert by_person.people["suppressed_people"] == one_row.suppressed
+    assert by_person.check.passed and by_person.check.people == 30 - one_row.suppressed
+    event = bl.Spec(quasi_identifiers={"age": age, "ward": bl.flat()}, models=[model],
+                    person="pid", max_suppression=0.1)
+    with pytest.raises(BlendinError, match="ward varies within a person"):
+        bl.anonymize(df, event)

@@ -101,6 +101,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         reduced, people, _ = per_person(distinct, spec.person, qis, list(spec.sensitive),
                                         spec.missing)
         refuse_sets(spec, people)
+        refuse_population(spec, people)
         warnings += people_warnings(people)
         if people.event_level:
             signatures = Signatures.of(distinct, spec.person, hierarchies,
@@ -129,10 +130,22 @@ def refuse_with_person(spec: Spec, engine, sample, subset: str | None) -> None:
     if sample is not None:
         raise BlendinError(f"{key} cannot be used with differential privacy, which samples "
                            "rows, not people", fix="remove the person key or the DP model")
-    if subset is not None or any(m.needs_population for m in spec.models):
-        raise BlendinError(f"{key} cannot be used with a model that counts a population "
-                           "(delta-presence, k-map against a table) yet",
-                           fix="remove the person key or that model")
+    if subset is not None:
+        raise BlendinError(f"{key} cannot be used with delta-presence over a subset column "
+                           "yet (it marks rows, not people)",
+                           fix="remove the person key, or give delta-presence a population "
+                               "table (population = \"people.csv\")")
+
+
+def refuse_population(spec: Spec, people: PeopleSummary) -> None:
+    """A population table holds one row a person: its people are matched on person-level
+    values only."""
+    counting = [m.key for m in spec.models if m.needs_population]
+    if counting and people.event_level:
+        raise BlendinError(
+            f"{', '.join(counting)} counts the people of a population table, one row a "
+            f"person, and {', '.join(people.event_level)} varies within a person",
+            fix="make those quasi-identifiers one value a person, or remove the model")
 
 
 def refuse_sets(spec: Spec, people: PeopleSummary) -> None:
