@@ -305,6 +305,10 @@ def test_report_shows_people_and_records(tmp_path):
     assert "People in the input" in page and "People suppressed" in page
     assert "at most 1 people" in page  # floor(0.2 * 6 people), not of the 10 records
     assert "<strong>Person key</strong>" in page and "<code>pid</code>" in page
+    voters = pd.DataFrame({"age": ["34", "52"], "sex": ["f", "m"]})
+    page = result.report(tmp_path / "a.html", original=visits(),
+                         external=voters).read_text()
+    assert "on the input a match is a person" in page  # p0's five visits: one match
 
 
 def test_k_map_against_a_population_table_counts_people(tmp_path):
@@ -336,3 +340,34 @@ def test_k_map_against_a_population_table_counts_people(tmp_path):
                     person="pid", max_suppression=0.1)
     with pytest.raises(BlendinError, match="ward varies within a person"):
         bl.anonymize(df, event)
+
+
+def test_the_attack_counts_people_with_a_person_column(tmp_path):
+    """Counted in records, a patient with three visits hides among three matches; counted
+    in people, they are re-identified."""
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    release = pd.DataFrame({"pid": ["a", "a", "a", "b", "c"], "age": ["30-39"] * 3 + [
+        "40", "40"], "dx": ["flu", "flu", "gout", "flu", "flu"]})
+    voters = pd.DataFrame({"name": ["Ann", "Bob"], "age": [34, 40]})
+    rows = bl.attack(release, voters, on="age", k=3)
+    people = bl.attack(release, voters, on="age", k=3, person="pid")
+    assert rows.matches.tolist() == [3, 2] and rows.reidentified == 0
+    assert people.matches.tolist() == [1, 2] and people.reidentified == 1
+    assert (people.release, people.unit, people.records_reidentified) == (3, "people", 1)
+    assert "pid" not in people.learned and "release people" in "\n".join(people.lines())
+    brute = [len({p for p, a in zip(release.pid, release.age)
+                  if (a == "40" and v == 40) or (a == "30-39" and 30 <= v <= 39)})
+             for v in voters.age]
+    assert people.matches.tolist() == brute
+    varies = release.assign(age=["30-39", "40", "30-39", "40", "40"])
+    with pytest.raises(BlendinError, match="vary within a person"):
+        bl.attack(varies, voters, on="age", person="pid")
+    release.to_csv(tmp_path / "r.csv", index=False)
+    voters.to_csv(tmp_path / "v.csv", index=False)
+    run = CliRunner().invoke(main, ["attack", str(tmp_path / "r.csv"), "--external",
+                                    str(tmp_path / "v.csv"), "--on", "age", "--k", "3",
+                                    "--person", "pid"])
+    assert run.exit_code == 0 and "release people 3" in run.output, run.output

@@ -27,13 +27,14 @@ import pyarrow.compute as pc
 
 from blendin.codes import as_text, combine_keys
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
 from blendin.hierarchy.dates import Dates
 from blendin.hierarchy.dates import parse_dates as as_days
 from blendin.hierarchy.registry import as_builder
 from blendin.io import Source, to_arrow
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 from blendin.normalize import normalize_text, text_steps
+from blendin.people import person_codes
 from blendin.summaries import attack_summary
 
 #: cells of the (release tuples × external tuples) matrix handled at once
@@ -68,6 +69,9 @@ class AttackReport:
     #: normalizations applied to the join values (``case``, ``space``, ``unicode``,
     #: ``zip-width``)
     normalized: tuple[str, ...] = ()
+    #: what ``release``, ``matches`` and ``records_reidentified`` count: ``"records"``, or
+    #: ``"people"`` when the release names each record's person (``person=``)
+    unit: str = "records"
 
     @property
     def reidentified_share(self) -> float:
@@ -105,12 +109,13 @@ class AttackReport:
 
         rows = [
             f"join on            {', '.join(f'{c} ({self.kinds[c]})' for c in self.on)}",
-            f"external people    {self.external}; release records {self.release}",
+            f"external people    {self.external}; release {self.unit} {self.release}",
             row("match no record", self.no_match),
             row("match exactly 1 (re-identified)", self.reidentified),
             row(f"match 2..{self.k - 1}", self.ambiguous) if self.k > 2 else None,
             row(f"match {self.k} or more", self.hidden),
-            f"release records singled out            {self.records_reidentified:>8}  "
+            f"release {self.unit} singled out{' ' * (14 - len(self.unit))}"
+            f"{self.records_reidentified:>8}  "
             f"({100 * self.reidentified_share:.1f}% of the release)",
         ]
         if self.correct is not None:
@@ -136,6 +141,7 @@ def attack(
     missing: str = "",
     spec=None,
     normalize: Sequence[str] | str = (),
+    person: str | None = None,
 ) -> AttackReport:
     """Link ``external`` (identified people) to ``release`` on the columns ``on``.
 
@@ -162,7 +168,10 @@ def attack(
     ``truth`` names a column present in both tables that identifies the person (used only
     to score the attack, never to match). ``kinds`` fixes how an external column is read
     (``"numeric"``, ``"date"``, ``"categorical"``; guessed otherwise); ``hierarchies`` let
-    hierarchy labels (``Married``) cover their ground values.
+    hierarchy labels (``Married``) cover their ground values. ``person`` names a release
+    column that tells whose each record is (a person key, or the person number of related
+    tables): people are then counted, not records (a patient with five visits is one match,
+    and re-identified when they alone match); the join columns must hold one value a person.
 
     >>> import pandas as pd
     >>> release = pd.DataFrame({"age": ["30-39", "30-39", "40"], "dx": ["flu", "flu", "gout"]})
@@ -189,7 +198,11 @@ def attack(
                            f"(the join is on {', '.join(on)})",
                            fix="give --kind for join columns only, or add the column to --on")
     normalize = _normalizations(normalize)
-    sensitive = _sensitive_columns(rel, ext, on, sensitive, truth, spec, missing)
+    sensitive = [s for s in _sensitive_columns(rel, ext, on, sensitive, truth, spec, missing)
+                 if s != person]  # whose a record is: not a value to learn
+    if person is not None and person in on:
+        raise BlendinError(f"the person column {person!r} is a join column",
+                           fix="join on the quasi-identifiers only (--on)")
     if truth is not None:
         for table, what in ((rel, "release"), (ext, "external table")):
             if truth not in table.column_names:
@@ -220,6 +233,10 @@ def attack(
     _check_can_match(on, compat, rel_labels, ext_values, kinds, hierarchies, normalize, missing)
     rel_tuple, rel_first, rel_counts, rel_keys = _tuples(rel_codes, [len(rel_labels[c])
                                                                     for c in on])
+    released = rel.num_rows
+    if person is not None:  # matches count people: each person's one tuple
+        rel_counts, released = _people_per_tuple(rel, person, on, rel_tuple, len(rel_counts),
+                                                 missing)
     ext_tuple, _, ext_counts, ext_keys = _tuples(ext_codes, [len(ext_values[c]) for c in on])
     histograms, dictionaries = {}, {}
     for s in sensitive:
@@ -248,7 +265,8 @@ def attack(
         kinds=kinds,
         k=k,
         external=ext.num_rows,
-        release=rel.num_rows,
+        release=released,
+        unit="records" if person is None else "people",
         no_match=int(no_match.sum()),
         reidentified=int(single.sum()),
         ambiguous=int(((per_row >= 2) & (per_row < k)).sum()),
@@ -259,6 +277,24 @@ def attack(
         matches=per_row,
         learned_values={s: _values(dictionaries[s], v[ext_tuple]) for s, v in learned.items()},
     )
+
+
+def _people_per_tuple(rel: pa.Table, person: str, on: Sequence[str], rel_tuple: np.ndarray,
+                      n_tuples: int, missing: str) -> tuple[np.ndarray, int]:
+    """The people of each release tuple, and of the release; each person must have one
+    tuple (the join columns one value a person)."""
+    if person not in rel.column_names:
+        raise BlendinError(f"the release has no column {person!r} to count people by",
+                           fix="name the column that tells whose each record is (--person), "
+                               "or leave it out to count records")
+    owner, keys = person_codes(rel.column(person), person, missing)
+    first = first_seen(owner, len(keys))
+    if not np.array_equal(rel_tuple, rel_tuple[first][owner]):
+        raise BlendinError(
+            f"the join columns ({', '.join(on)}) vary within a person, so a person is not "
+            "one match", fix="join on columns that hold one value a person (--on), or "
+                             "leave out --person to count records")
+    return np.bincount(rel_tuple[first], minlength=n_tuples).astype(np.int64), len(keys)
 
 
 def _read(data) -> pa.Table:

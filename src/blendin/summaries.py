@@ -243,7 +243,7 @@ def attack_summary(report) -> Summary:
     verdict = f"{_count(report.reidentified)} of {_count(n)} people re-identified"
     rows = [
         ("join on", ", ".join(report.on)),
-        ("release", f"{_count(report.release)} records, "
+        ("release", f"{_count(report.release)} {report.unit}, "
                     f"{_share(report.records_reidentified, report.release)} singled out"),
         ("no match", _share(report.no_match, n)),
         ("1 match", _share(report.reidentified, n)),

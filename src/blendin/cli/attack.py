@@ -45,10 +45,14 @@ from blendin.outputs import check_paths
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter of both files (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
+@click.option("--person", default=None, metavar="COLUMN",
+              help="The release's column telling whose each record is (a person key, or "
+              "the person number of related tables): count people, not records.")
 def attack_command(release: str, external: str, on: str | None, sensitive: str | None,
                    truth: str | None, k: int, kinds: tuple[str, ...], spec_path: str | None,
                    normalize: str, output: str | None, escape_formulas: bool, force: bool,
-                   as_json: bool, delimiter: str | None, encoding: str) -> None:
+                   as_json: bool, delimiter: str | None, encoding: str,
+                   person: str | None) -> None:
     """Link the identified EXTERNAL table to RELEASE on quasi-identifiers and report how
     many people match exactly one record (re-identified), 2..k-1 records, k or more, and
     which sensitive values are learned with certainty.
@@ -59,6 +63,9 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     each join column whose values are written unlike the release's, even in a part of the
     rows (case, spaces, Unicode forms, lost leading zeros; format when most people match
     nothing), and the --normalize that fixes it.
+
+    With --person the release's records are counted by person: a patient with five
+    visits is one match.
 
     Example: blendin attack release.csv --external voters.csv --on dob,sex,zip
     """
@@ -76,7 +83,7 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     rel = Source(release, delimiter=delimiter, encoding=encoding).read_all()
     ext = Source(external, delimiter=delimiter, encoding=encoding).read_all()
     report = attack(rel, ext, on, k=k, sensitive=sensitive, truth=truth,
-                    kinds=_kinds(kinds), spec=spec, normalize=normalize)
+                    kinds=_kinds(kinds), spec=spec, normalize=normalize, person=person)
     if output is not None:
         from blendin.io import write_table
 

@@ -208,14 +208,16 @@ def _passed(report) -> bool:
 
 
 def _input_table(original, spec, records: int) -> pa.Table | None:
-    """The input's QI and sensitive columns, read as the release was (spec's delimiter)."""
+    """The input's person key, QI and sensitive columns, read as the release was (the
+    spec's delimiter)."""
     if original is None:
         return None
 
     source = original if hasattr(original, "read_all") else Source(
         original, delimiter=spec.delimiter, encoding=spec.encoding)
 
-    columns = list(dict.fromkeys([*spec.quasi_identifiers, *spec.sensitive]))
+    columns = list(dict.fromkeys([*([spec.person] if spec.person else []),
+                                  *spec.quasi_identifiers, *spec.sensitive]))
     spec.validate_columns(source.columns)
 
     subset = subset_column(spec.models, source.columns)
@@ -622,10 +624,22 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
                    hierarchies=hierarchies, missing=spec.missing)
     before = None
     if before_table is not None:
+        person = _person_of(result, before_table, join)
         before = attack(before_table, ext, join, k=max(k, 2), sensitive=sensitive,
-                        missing=spec.missing)
+                        missing=spec.missing, person=person)
     return {"on": join, "people": _count(ext.num_rows), "k": k,
             "rows": _attack_rows(before, after, sensitive)}
+
+
+def _person_of(result, table: pa.Table, join: Sequence[str]) -> str | None:
+    """The input's person key, where the attack on it counts people: the join columns hold
+    one value a person."""
+    people = result.people
+    key = result.spec.person
+    if (people and key in table.column_names
+            and set(join) <= set(people["person_level"])):
+        return key
+    return None
 
 
 def _join_columns(on, spec, ext: pa.Table) -> list[str]:
@@ -655,9 +669,12 @@ def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]
         return f"{_count(count)} ({_pct(count / r.external if r.external else 0.0)})"
 
     k = after.k
+    unit = ("; on the input a match is a person (its person key), not a record"
+            if before is not None and before.unit == "people" else "")
     rows = [
         both("reidentified", "People re-identified", lambda r: people(r.reidentified, r),
-             "their quasi-identifiers match exactly one record: that record is theirs"),
+             "their quasi-identifiers match exactly one record: that record is theirs"
+             + unit),
         both("singled-out", "Records singled out",
              lambda r: f"{_count(r.records_reidentified)} ({_pct(r.reidentified_share)})",
              "records some person matches alone (share of the table attacked)"),
