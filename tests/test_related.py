@@ -261,3 +261,38 @@ def test_an_event_table_may_have_a_column_named_as_the_person_tables_key():
     kept = result.tables["visits"]
     assert set(kept["id"]) <= {"v1", "v2", "v3", "v4", "v5"}
     assert result.people["people"] == 6
+
+
+def _people_rows(tables, keys=TABLES):
+    """Each person's rows in every table, as a sorted tuple: the release up to the person
+    numbers and the row order."""
+    people = {}
+    for name, key in keys.items():
+        for row in tables[name].astype(str).itertuples(index=False):
+            values = row._asdict()
+            person = values.pop(key)
+            people.setdefault(person, []).append((name, tuple(sorted(values.items()))))
+    return sorted(tuple(sorted(rows)) for rows in people.values())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables=cohorts(), k=st.integers(2, 3))
+def test_files_are_streamed_to_the_same_release(tables, k, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("streamed")
+    for name, table in tables.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+    spec = spec_of(k, 0.5)
+    try:
+        in_memory = bl.anonymize(tables, spec, shuffle_seed=4)
+    except BlendinError:
+        return
+    streamed = bl.anonymize({n: str(folder / f"{n}.csv") for n in TABLES}, spec,
+                            output=folder / "out", shuffle_seed=4)
+    assert streamed.tables is None and streamed.written == folder / "out"
+    assert streamed.levels == in_memory.levels
+    assert streamed.people == in_memory.people
+    assert streamed.released_by_table == in_memory.released_by_table
+    read = {n: pd.read_csv(folder / "out" / f"{n}.csv", dtype=str, keep_default_na=False)
+            for n in TABLES}
+    assert _people_rows(read) == _people_rows(in_memory.tables)
+    assert not [p for p in folder.iterdir() if p.name.startswith(".blendin")]

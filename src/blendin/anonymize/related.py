@@ -10,10 +10,13 @@ came from (a quasi-identifier of its own that is never generalized: an attacker 
 a person's rows sees which table each is in); the person table's own row joins the stack
 for people with no event row, and for everyone when a column of the person table appears
 in an event table too (a person's own value must count). A person's signature is then
-their person-level values plus the set of their tuples in each table; a cell of a column
-that a row's table lacks is a missing value. The stack's release is split back into the
-tables, each with its own columns, and the key replaced by a random person number (the same
-in every table, drawn afresh each run) so that the released tables still join.
+their person-level values plus the set of their tuples in each table. The stack's release
+is split back into the tables, each with its own columns, and the key replaced by a random
+person number (the same in every table, drawn afresh each run) so that the released
+tables still join.
+
+The stack is made and split batch by batch: files in, files out, only the person table
+is held in memory (:func:`stack_batches`, :func:`split_batches`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +34,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.codes import as_text
+from blendin.engines.embedded import BatchWriter
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import Hierarchy, first_seen
-from blendin.io import Source, from_arrow, to_arrow, write_table
+from blendin.io import Source, atomic_path, from_arrow
 from blendin.outputs import check_paths, together
 from blendin.people import _empty
 from blendin.spec import Spec
@@ -41,23 +46,41 @@ from blendin.spec import Spec
 TABLE = "table"
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class Stack:
     """Related tables as one table to search, release and check (see the module)."""
 
-    table: pa.Table
     #: the tables' names, the person table first; each one's key column and columns
     names: tuple[str, ...]
     keys: Mapping[str, str]
     columns: Mapping[str, tuple[str, ...]]
+    #: the person table, and its keys as text (person ``i`` is row ``i``)
+    people: pa.Table
+    people_keys: pa.Array
     #: the stack's person key (counted, never released), its released copy (for the
     #: split) and the table column
     key: str
     link: str
     tag: str
+    #: the stack's columns and types; the value a row gets in a QI its table lacks
+    schema: pa.Schema
+    fillers: Mapping[str, object]
     #: every person has their person table's row in the stack (a column is in the person
     #: table and an event table both); else only those without event rows
     person_rows: bool = False
+    #: the people with event rows (filled as the stack is made)
+    with_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    #: each table's rows, counted as the stack is made
+    records: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> str:
+        return self.names[0]
+
+    def table_schema(self, name: str) -> pa.Schema:
+        """The columns and types of table ``name`` as released (its key: a number)."""
+        return pa.schema([(c, pa.int64() if c == self.keys[name] else self.schema.field(c).type)
+                          for c in self.columns[name]])
 
     def spec(self, spec: Spec) -> Spec:
         """``spec`` for the stack: its key counts people, its table column is a
@@ -68,37 +91,8 @@ class Stack:
             quasi_identifiers={**spec.quasi_identifiers, self.tag: tags},
             weights={**spec.weights, self.tag: 0.0})
 
-    def split(self, release: pa.Table, seed: int | None = None) -> dict[str, pa.Table]:
-        """The stack's (verified) release as the tables, each with its own columns in its
-        own order, the key replaced by a random person number 1, 2, ... shared by all."""
-        keys = as_text(release.column(self.link))
-        people = pc.unique(keys)
-        rng = np.random.default_rng(secrets.randbits(63) if seed is None else seed)
-        number = pa.array(rng.permutation(len(people)) + 1)
-        pseudonym = number.take(pc.index_in(keys, value_set=people))
-        tags = release.column(self.tag)
-        tables = {}
-        for name in self.names:
-            rows = pc.equal(tags, name)
-            if name == self.names[0] and not self.person_rows:
-                rows = _first_of_each(pseudonym)  # every row carries the person's columns
-            part = release.filter(rows)
-            numbers = pseudonym.filter(rows)
-            tables[name] = pa.table({
-                column: numbers if column == self.keys[name] else part.column(column)
-                for column in self.columns[name]})
-        return tables
 
-
-def _first_of_each(numbers: pa.Array) -> pa.Array:
-    """True on the first row of each person number."""
-    values = np.asarray(numbers.to_numpy(zero_copy_only=False))
-    first = np.zeros(len(values), bool)
-    first[np.unique(values, return_index=True)[1]] = True
-    return pa.array(first)
-
-
-def read_tables(data: Mapping, spec: Spec) -> dict[str, pa.Table]:
+def sources(data: Mapping, spec: Spec) -> dict[str, Source]:
     """The related tables ``data`` names (DataFrames, Arrow tables or file paths), checked
     against the spec's ``[tables]``, in its order."""
     if not spec.tables:
@@ -111,67 +105,180 @@ def read_tables(data: Mapping, spec: Spec) -> dict[str, pa.Table]:
             raise BlendinError(f"the spec names no table {name!r}",
                                fix=f"name the inputs {', '.join(spec.tables)} as the "
                                    "spec's [tables] do (--input NAME=FILE)")
-    tables = {}
+    found = {}
     for name in spec.tables:
         if name not in data:
             raise BlendinError(f"no input for the spec's table {name!r}",
                                fix=f"give --input {name}=FILE (a {name!r} key of the dict)")
-        given = data[name]
-        if isinstance(given, str | os.PathLike):
-            given = Source(given, delimiter=spec.delimiter, encoding=spec.encoding)
-        tables[name] = to_arrow(given)
-    return tables
+        found[name] = Source(data[name], delimiter=spec.delimiter, encoding=spec.encoding)
+    return found
 
 
-def stack(tables: Mapping[str, pa.Table], spec: Spec) -> Stack:
-    """The related ``tables`` (the spec's ``[tables]``, person table first) as one stack,
-    after checking their keys: present in every row, once a person in the person table,
-    and naming a person of the person table in every event row."""
+def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
+    """How the related ``tables`` (the spec's ``[tables]``, person table first) stack, after
+    checking the person table's keys: each present and on one row only."""
     names = tuple(spec.tables)
     keys = dict(spec.tables)
     for name in names:
-        _has_columns(name, tables[name], [keys[name]], "the person key ([tables] person)")
+        _has_columns(name, tables[name].columns, [keys[name]],
+                     "the person key ([tables] person)")
     _has_roles(tables, spec)
-    owner, *events = names
-    people = _person_keys(tables[owner], owner, keys[owner], spec.missing)
-    taken = {c for t in tables.values() for c in t.column_names}
+    owner = names[0]
+    people = tables[owner].read_all()
+    people_keys = _person_keys(people, owner, keys[owner], spec.missing)
+    taken = {c for t in tables.values() for c in t.columns}
     tag = _free_name(TABLE, taken)
     key = _free_name("person", taken | {tag})  # a table may have a column named as a key
     link = _free_name("link", taken | {tag, key})
-    own = [c for c in tables[owner].column_names if c != keys[owner]]
-    parts, with_rows = [], np.zeros(len(people), bool)
-    shared = any(set(own) & set(tables[e].column_names) - {keys[e]} for e in events)
-    for name in events:
-        table = tables[name]
-        at = _event_owners(table, name, keys[name], people, owner, spec.missing)
-        with_rows[at] = True
-        mine = [c for c in table.column_names if c != keys[name]]
-        joined = {c: tables[owner].column(c).take(pa.array(at)) for c in own if c not in mine}
-        parts.append(pa.table({key: people.take(pa.array(at)),
-                               tag: pa.array([name] * table.num_rows, pa.string()),
-                               **{c: table.column(c) for c in mine}, **joined}))
-    alone = np.ones(len(people), bool) if shared else ~with_rows
-    if alone.any():
-        rows = tables[owner].filter(pa.array(alone))
-        parts.insert(0, pa.table({key: as_text(rows.column(keys[owner])),
-                                  tag: pa.array([owner] * rows.num_rows, pa.string()),
-                                  **{c: rows.column(c) for c in own}}))
-    columns = {name: tuple(tables[name].column_names) for name in names}
-    whole = _concat(_filled(parts, tables, list(spec.quasi_identifiers)))
-    return Stack(whole.append_column(link, whole.column(key)), names, keys, columns, key,
-                 link, tag, bool(shared))
-
-
-def _has_columns(table: str, data: pa.Table, names: Sequence[str], role: str) -> None:
+    own = [c for c in people.column_names if c != keys[owner]]
+    shared = any(set(own) & (set(tables[e].columns) - {keys[e]}) for e in names[1:])
+    types: dict[str, set] = {}
     for name in names:
-        if name not in data.column_names:
+        for column, kind in tables[name].types().items():
+            if column != keys[name]:
+                types.setdefault(column, set()).add(kind)
+    schema = pa.schema([(key, pa.string()), (tag, pa.string()),
+                        *((c, k.pop() if len(k) == 1 else pa.string())
+                          for c, k in types.items()), (link, pa.string())])
+    columns = {name: tuple(tables[name].columns) for name in names}
+    fillers = {q: _first_value(tables, q, schema.field(q).type)
+               for q in spec.quasi_identifiers}
+    return Stack(names, keys, columns, people, people_keys, key, link, tag, schema, fillers,
+                 bool(shared), np.zeros(len(people_keys), bool))
+
+
+def stack_batches(stacked: Stack, tables: Mapping[str, Source],
+                  missing: str = "") -> Iterator[pa.Table]:
+    """The stack, batch by batch: each event table's rows with their person's columns,
+    then the person table's rows that join it."""
+    owner, people = stacked.owner, stacked.people
+    own = [c for c in people.column_names if c != stacked.keys[owner]]
+    for name in stacked.names[1:]:
+        seen = 0
+        for batch in tables[name].batches():
+            batch = pa.Table.from_batches([batch])
+            at = _event_owners(batch, name, stacked.keys[name], stacked.people_keys, owner,
+                               missing, seen)
+            seen += batch.num_rows
+            stacked.with_rows[at] = True
+            mine = [c for c in batch.column_names if c != stacked.keys[name]]
+            rows = pa.array(at)
+            joined = {c: people.column(c).take(rows) for c in own if c not in mine}
+            yield _conform(stacked, name, stacked.people_keys.take(rows),
+                           {**{c: batch.column(c) for c in mine}, **joined})
+        stacked.records[name] = seen
+    stacked.records[owner] = people.num_rows
+    alone = (np.ones(len(stacked.with_rows), bool) if stacked.person_rows
+             else ~stacked.with_rows)
+    if alone.any():
+        rows = people.filter(pa.array(alone))
+        yield _conform(stacked, owner, as_text(rows.column(stacked.keys[owner]), missing),
+                       {c: rows.column(c) for c in own})
+
+
+def _conform(stacked: Stack, name: str, keys, columns: Mapping) -> pa.Table:
+    """A part of the stack in its schema: a QI the table lacks holds the column's filler
+    (the same in every row of the table, it tells none of them apart, and every hierarchy
+    covers it); any other column it lacks is empty."""
+    n = len(keys)
+    made = {stacked.key: keys, stacked.tag: pa.array([name] * n, pa.string())}
+    for column in stacked.schema:
+        if column.name in made:
+            continue
+        if column.name == stacked.link:
+            made[column.name] = keys
+        elif column.name in columns:
+            made[column.name] = columns[column.name]
+        elif column.name in stacked.fillers:
+            made[column.name] = pa.array([stacked.fillers[column.name]] * n, column.type)
+        else:
+            made[column.name] = pa.nulls(n, column.type)
+    return pa.table({c.name: pc.cast(made[c.name], c.type) if
+                     made[c.name].type != c.type else made[c.name] for c in stacked.schema})
+
+
+def numbers(stacked: Stack, released: Iterable[pa.Table], seed: int | None) -> np.ndarray:
+    """Each person's random number (1, 2, ... over the people released; 0 for the others),
+    from a first pass over the released stack."""
+    kept = np.zeros(len(stacked.people_keys), bool)
+    for part in released:
+        kept[_index(stacked, part)] = True
+    rng = np.random.default_rng(secrets.randbits(63) if seed is None else seed)
+    number = np.zeros(len(kept), np.int64)
+    number[kept] = rng.permutation(int(kept.sum())) + 1
+    return number
+
+
+def split_batches(stacked: Stack, released: Iterable[pa.Table], number: np.ndarray
+                  ) -> Iterator[tuple[str, pa.Table]]:
+    """The released stack as the tables, batch by batch: ``(name, rows)``, each table's
+    rows with its own columns in its own order and the key replaced by ``number``."""
+    seen = np.zeros(len(number), bool)
+    for part in released:
+        at = _index(stacked, part)
+        tags = part.column(stacked.tag)
+        for name in stacked.names:
+            if name == stacked.owner and not stacked.person_rows:
+                # a row of each person not yet written: every row carries their columns
+                fresh = np.zeros(len(at), bool)
+                fresh[np.unique(at, return_index=True)[1]] = True
+                fresh &= ~seen[at]
+                seen[at[fresh]] = True
+                rows = pa.array(fresh)
+            else:
+                rows = pc.equal(tags, name)
+            chosen = part.filter(rows)
+            mine = pa.array(number[at[np.asarray(rows.to_numpy(zero_copy_only=False),
+                                                  bool)]])
+            yield name, pa.table({
+                column: mine if column == stacked.keys[name] else chosen.column(column)
+                for column in stacked.columns[name]})
+
+
+def like_inputs(parts: Iterable[tuple[str, pa.Table]], stacked: Stack, data: Mapping
+                ) -> dict:
+    """The released tables gathered, each as the kind of table its input was (a file's:
+    pyarrow)."""
+    gathered: dict[str, list[pa.Table]] = {name: [] for name in stacked.names}
+    for name, rows in parts:
+        gathered[name].append(rows)
+    tables = {}
+    for name, pieces in gathered.items():
+        table = (pa.concat_tables(pieces, promote_options="permissive") if pieces
+                 else stacked.table_schema(name).empty_table())
+        given = data[name]
+        tables[name] = (table if isinstance(given, str | os.PathLike)
+                        else from_arrow(table, given))
+    return tables
+
+
+def _index(stacked: Stack, part: pa.Table) -> np.ndarray:
+    """Each released row's person (their row in the person table)."""
+    found = pc.index_in(as_text(part.column(stacked.link)), value_set=stacked.people_keys)
+    return found.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _first_value(tables: Mapping[str, Source], column: str, kind: pa.DataType):
+    """The first value of ``column`` in the first table that has it (None if empty)."""
+    for source in tables.values():
+        if column in source.columns:
+            for batch in source.batches([column]):
+                given = pc.drop_null(batch.column(0))
+                if len(given):
+                    return pc.cast(given[:1], kind)[0].as_py()
+    return None
+
+
+def _has_columns(table: str, names: Sequence[str], wanted: Sequence[str], role: str) -> None:
+    for name in wanted:
+        if name not in names:
             raise BlendinError(f"table {table!r} has no column {name!r} ({role})",
-                               fix=f"the columns are: {preview(data.column_names, 12)}")
+                               fix=f"the columns are: {preview(list(names), 12)}")
 
 
-def _has_roles(tables: Mapping[str, pa.Table], spec: Spec) -> None:
+def _has_roles(tables: Mapping[str, Source], spec: Spec) -> None:
     """Every column the spec names is in some table."""
-    present = {c for t in tables.values() for c in t.column_names}
+    present = {c for t in tables.values() for c in t.columns}
     for role, names in spec._role_lists():
         for name in names:
             if role != "person key" and name not in present:
@@ -188,80 +295,43 @@ def _person_keys(table: pa.Table, name: str, key: str, missing: str) -> pa.Array
         codes = encoded.indices.to_numpy()
         first = first_seen(codes, len(encoded.dictionary))[codes]
         again = int(np.flatnonzero(first != np.arange(len(codes)))[0])
-        first = int(first[again])
         raise BlendinError(
             f"table {name!r}, the person table, has two rows of one person (rows "
-            f"{first + 1} and {again + 1}, column {key!r}): it holds one row a person",
-            fix=f"keep one row a person in {name!r}, or list another table first in "
-                "[tables] (the first is the person table)")
+            f"{int(first[again]) + 1} and {again + 1}, column {key!r}): it holds one row a "
+            "person", fix=f"keep one row a person in {name!r}, or list another table first "
+                          "in [tables] (the first is the person table)")
     return text
 
 
-def _no_empty(text: pa.Array, table: str, key: str, missing: str) -> None:
+def _no_empty(text: pa.Array, table: str, key: str, missing: str, seen: int = 0) -> None:
     empty = np.flatnonzero(_empty(text, missing).to_numpy(zero_copy_only=False))
     if len(empty):
         raise BlendinError(
-            f"the person key {key!r} of table {table!r} is empty on row {empty[0] + 1} "
-            f"({len(empty):,} row(s) in all): every row must name its person",
+            f"the person key {key!r} of table {table!r} is empty on row "
+            f"{seen + empty[0] + 1}: every row must name its person",
             fix=f"fill in {key!r} on every row of {table!r}, or drop those rows")
 
 
 def _event_owners(table: pa.Table, name: str, key: str, people: pa.Array, owner: str,
-                  missing: str) -> np.ndarray:
-    """Each event row's person (their row in the person table)."""
+                  missing: str, seen: int = 0) -> np.ndarray:
+    """Each event row's person (their row in the person table); ``seen`` rows of the
+    table came before."""
     text = as_text(table.column(key), missing).combine_chunks()
-    _no_empty(text, name, key, missing)
+    _no_empty(text, name, key, missing, seen)
     at = pc.index_in(text, value_set=people)
     if at.null_count:
         row = int(np.flatnonzero(at.is_null().to_numpy(zero_copy_only=False))[0])
         raise BlendinError(
-            f"row {row + 1} of table {name!r} names a person who is not in {owner!r}, the "
-            f"person table ({at.null_count:,} row(s) in all)",
+            f"row {seen + row + 1} of table {name!r} names a person who is not in "
+            f"{owner!r}, the person table",
             fix=f"add those people to {owner!r}, or drop their rows from {name!r}")
     return at.to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def _filled(parts: Sequence[pa.Table], tables: Mapping[str, pa.Table],
-            qis: Sequence[str]) -> list[pa.Table]:
-    """Each part with the quasi-identifiers its table lacks, as one value of the column
-    (the first the data has): the same in every row of the part, it tells none of them
-    apart, and every hierarchy covers it. (Absent sensitive values stay empty.)"""
-    fillers = {}
-    for qi in qis:
-        column = next(t.column(qi) for t in tables.values() if qi in t.column_names)
-        given = pc.drop_null(column)
-        fillers[qi] = given[0] if len(given) else column[0]
-    return [_with(part, fillers) for part in parts]
-
-
-def _with(part: pa.Table, fillers: Mapping[str, pa.Scalar]) -> pa.Table:
-    for qi, value in fillers.items():
-        if qi not in part.column_names:
-            part = part.append_column(qi, pa.array([value.as_py()] * part.num_rows,
-                                                   value.type))
-    return part
 
 
 def _free_name(name: str, taken: set[str]) -> str:
     while name in taken:
         name += "_"
     return name
-
-
-def _concat(parts: Sequence[pa.Table]) -> pa.Table:
-    """The parts as one table (a column a part lacks is null there); a column of
-    different types in different tables is read as text."""
-    try:
-        return pa.concat_tables(parts, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return pa.concat_tables([pa.table({c: as_text(t.column(c)) for c in t.column_names})
-                                 for t in parts], promote_options="permissive")
-
-
-def like_inputs(tables: Mapping[str, pa.Table], data: Mapping) -> dict:
-    """Each released table as the kind of table its input was (a file's: pyarrow)."""
-    return {name: table if isinstance(data[name], str | os.PathLike)
-            else from_arrow(table, data[name]) for name, table in tables.items()}
 
 
 def table_paths(folder: str | os.PathLike, names: Sequence[str], data: Mapping,
@@ -297,12 +367,23 @@ def check_folder(folder: str | os.PathLike, paths: Mapping[str, Path], data: Map
                          for name, path in paths.items()}, force=force)
 
 
-def write_tables(tables: Mapping[str, pa.Table], paths: Mapping[str, Path], *,
-                 delimiter: str = ",", escape_formulas: bool = False) -> dict[str, Path]:
-    """Write every table to its path; all take their names together, or none."""
+def write_tables(parts: Iterable[tuple[str, pa.Table]], paths: Mapping[str, Path],
+                 schemas: Mapping[str, pa.Schema], *, delimiter: str = ",",
+                 escape_formulas: bool = False) -> dict[str, int]:
+    """Write each ``(name, rows)`` part to its table's path as it comes (a table with no
+    row gets its header, from ``schemas``); every file takes its name once all are
+    written, or none does. Returns the rows of each table."""
     for path in paths.values():
         path.parent.mkdir(parents=True, exist_ok=True)
-    with together():
-        return {name: write_table(tables[name], paths[name], delimiter=delimiter,
-                                  escape_formulas=escape_formulas)
-                for name in tables}
+    with together(), ExitStack() as files:
+        writers = {}
+        for name, path in paths.items():
+            temp = files.enter_context(atomic_path(path))
+            writers[name] = files.enter_context(BatchWriter(
+                temp, path, delimiter=delimiter, escape_formulas=escape_formulas))
+        for name, rows in parts:
+            writers[name].write(rows)
+        for name, writer in writers.items():
+            if writer.writer is None:
+                writer.write(schemas[name].empty_table())
+        return {name: writer.rows for name, writer in writers.items()}

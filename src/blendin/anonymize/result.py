@@ -90,6 +90,7 @@ class Result:
     #: then their stack, as checked) and each input table's rows
     tables: dict[str, Any] | None = None
     records_by_table: dict[str, int] | None = None
+    released_by_table: dict[str, int] | None = None
     #: the stack's column naming each row's table (a quasi-identifier never generalized)
     table_column: str | None = None
 
@@ -154,7 +155,9 @@ class Result:
             "recovered": self.recovered,
             "warnings": list(self.warnings),
             "people": dict(self.people) if self.people else None,
-            "tables": dict(self.records_by_table) if self.records_by_table else None,
+            "tables": {name: {"records": rows, "released": self.released_by_table[name]}
+                       for name, rows in self.records_by_table.items()}
+            if self.records_by_table else None,
         }
 
     @property
@@ -172,7 +175,8 @@ class Result:
                      self.records_by_table else f"anonymized related tables as one stack of "
                      f"{self.records:,} rows ({what})")
         if self.records_by_table:
-            counts = ", ".join(f"{name} {rows:,} rows ({len(self.tables[name]):,} released)"
+            counts = ", ".join(f"{name} {rows:,} rows ({self.released_by_table[name]:,} "
+                               "released)"
                                for name, rows in self.records_by_table.items())
             lines.append(f"related tables: {counts}; checked together as one stack (its "
                          f"column {self.table_column!r}, never generalized, names each "
@@ -266,7 +270,7 @@ class Result:
         text (never a formula); ``escape_formulas`` guards a CSV the same way (see
         :func:`blendin.io.write_table`).
         """
-        if self.tables is not None:  # related tables: a folder, one CSV file a table
+        if self.records_by_table:  # related tables: a folder, one CSV file a table
             return write_related(self, path, delimiter or self.spec.delimiter or ",",
                                  escape_formulas)
         if self.written is not None and Path(path).resolve() == self.written.resolve():
@@ -288,8 +292,15 @@ class Result:
 def write_related(result: Result, folder: str | os.PathLike, delimiter: str,
                   escape_formulas: bool) -> Path:
     """Write each released table of ``result`` to ``folder`` as NAME.csv, all together."""
+    if result.tables is None:  # streamed there
+        if Path(folder).resolve() == Path(result.written).resolve():
+            return result.written
+        raise BlendinError(f"the related tables were written to {str(result.written)!r} "
+                           "as they were made, and are not held in memory",
+                           fix="copy that folder, or anonymize again with output= elsewhere")
     tables = {name: to_arrow(t) for name, t in result.tables.items()}
     paths = table_paths(folder, list(tables), {}, suffix=".csv")
     check_folder(folder, paths, {}, result.spec)
-    write_tables(tables, paths, delimiter=delimiter, escape_formulas=escape_formulas)
+    write_tables(tables.items(), paths, {n: t.schema for n, t in tables.items()},
+                 delimiter=delimiter, escape_formulas=escape_formulas)
     return Path(folder)

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+import pyarrow as pa
 
 from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
 from blendin.anonymize.related import (
     check_folder,
     like_inputs,
-    read_tables,
+    numbers,
+    sources,
+    split_batches,
     stack,
+    stack_batches,
     table_paths,
     write_tables,
 )
@@ -27,9 +33,11 @@ from blendin.anonymize.release import (
 )
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
+from blendin.engines.embedded import BatchWriter
 from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
 from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
 from blendin.errors import BlendinError
+from blendin.io import Source, to_arrow
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec
 
@@ -211,7 +219,9 @@ def _related(data: Mapping, spec: Spec, *, output, suppressed: str, engine,
              group_column, original_row, keep_order: bool, shuffle_seed, output_delimiter,
              escape_formulas: bool, database, start: float, **search) -> Result:
     """Related tables (``data`` maps each table's name to it): released as one stack
-    (:mod:`blendin.anonymize.related`), then split; ``output`` is the folder they go to."""
+    (:mod:`blendin.anonymize.related`), then split; ``output`` is the folder they go to.
+    Files in and a folder out are streamed: the stack and its release lie in a temporary
+    folder beside the output while the run lasts."""
     for given, option in ((suppressed != "drop", "suppressed='keep' (--suppressed keep)"),
                           (group_column, "--group-column (group_column=)"),
                           (original_row, "--original-row (original_row=)"),
@@ -222,22 +232,46 @@ def _related(data: Mapping, spec: Spec, *, output, suppressed: str, engine,
             raise BlendinError(f"related tables are released without {option}: a person "
                                "is removed from every table, and each table's rows are "
                                "shuffled", fix=f"leave out {option}")
-    tables = read_tables(data, spec)
+    tables = sources(data, spec)
     paths = None
     if output is not None:
         paths = table_paths(output, list(tables), data)
         check_folder(output, paths, data, spec)
     stacked = stack(tables, spec)
-    result = anonymize(stacked.table, stacked.spec(spec), shuffle_seed=shuffle_seed,
-                       **search)
-    released = stacked.split(result.table, seed=shuffle_seed)
-    result.data = result.table.drop_columns([stacked.link])  # the key is never released
-    result.tables = like_inputs(released, data)
-    result.records_by_table = {name: t.num_rows for name, t in tables.items()}
+    schemas = {name: stacked.table_schema(name) for name in stacked.names}
+    writing = {"delimiter": output_delimiter or spec.delimiter or ",",
+               "escape_formulas": escape_formulas}
+    if paths is not None and all(isinstance(v, str | os.PathLike) for v in data.values()):
+        with tempfile.TemporaryDirectory(dir=Path(output).absolute().parent,
+                                         prefix=".blendin-stack-") as temp:
+            whole, released = Path(temp) / "stack.parquet", Path(temp) / "release.parquet"
+            with BatchWriter(str(whole), whole) as writer:
+                for part in stack_batches(stacked, tables, spec.missing):
+                    writer.write(part)
+            result = anonymize(str(whole), stacked.spec(spec), output=released,
+                               shuffle_seed=shuffle_seed, **search)
+            rows = Source(released)
+
+            def parts():
+                return (pa.Table.from_batches([b]) for b in rows.batches())
+
+            number = numbers(stacked, parts(), shuffle_seed)
+            result.released_by_table = write_tables(
+                split_batches(stacked, parts(), number), paths, schemas, **writing)
+        result.data, result.written = None, Path(output)
+    else:
+        whole = pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+        result = anonymize(whole, stacked.spec(spec), shuffle_seed=shuffle_seed, **search)
+        release = result.table
+        number = numbers(stacked, [release], shuffle_seed)
+        result.tables = like_inputs(split_batches(stacked, [release], number), stacked, data)
+        result.released_by_table = {n: len(t) for n, t in result.tables.items()}
+        result.data = release.drop_columns([stacked.link])  # the key is never released
+        if paths is not None:
+            write_tables(((n, to_arrow(t)) for n, t in result.tables.items()), paths, schemas,
+                         **writing)
+            result.written = Path(output)
+    result.records_by_table = {name: stacked.records[name] for name in stacked.names}
     result.table_column = stacked.tag
-    if paths is not None:
-        write_tables(released, paths, delimiter=output_delimiter or spec.delimiter or ",",
-                     escape_formulas=escape_formulas)
-        result.written = Path(output)
     result.seconds = time.perf_counter() - start
     return result
