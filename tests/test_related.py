@@ -296,3 +296,39 @@ def test_files_are_streamed_to_the_same_release(tables, k, tmp_path_factory):
             for n in TABLES}
     assert _people_rows(read) == _people_rows(in_memory.tables)
     assert not [p for p in folder.iterdir() if p.name.startswith(".blendin")]
+
+
+def test_check_runs_on_the_released_tables_together(tmp_path: Path):
+    result = bl.anonymize(_cohort(), spec_of(2, 0.5), shuffle_seed=5)
+    report = bl.check(result.tables, spec_of(2, 0.5))
+    assert report.passed and report.people == len(result.tables["patients"])
+    assert report.tables == {n: len(t) for n, t in result.tables.items()}
+    raw = bl.check(_cohort(), spec_of(2, 0.5))  # the input: people alone in their class
+    assert not raw.passed and raw.people == 6
+    # one visit more for a released person breaks their class
+    grown = dict(result.tables)
+    extra = grown["visits"].iloc[:1].assign(ward="c")
+    grown["visits"] = pd.concat([grown["visits"], extra], ignore_index=True)
+    assert not bl.check(grown, spec_of(2, 0.5)).passed or extra.ward.iloc[0] in set(
+        result.tables["visits"][result.tables["visits"].pid == extra.pid.iloc[0]].ward)
+    result.write(tmp_path / "out")
+    run = CliRunner().invoke(main, ["check", *(f"--input={n}={tmp_path}/out/{n}.csv"
+                                               for n in TABLES), "--spec",
+                                    str(_spec_file(tmp_path))])
+    assert run.exit_code == 0, run.output
+    assert "tables             patients" in run.output and "PASSED" in run.output
+    with pytest.raises(BlendinError, match="one table was given"):
+        bl.check(result.tables["visits"], spec_of(2, 0.5))
+
+
+def _spec_file(folder: Path) -> Path:
+    path = folder / "s.toml"
+    path.write_text(
+        '[attributes]\nsensitive = ["dx"]\n'
+        '[tables.patients]\nperson = "id"\n[tables.visits]\nperson = "pid"\n'
+        '[tables.scripts]\nperson = "pid"\n'
+        '[quasi_identifiers]\nsex = { flat = true }\nward = { flat = true }\n'
+        'drug = { flat = true }\nage = { flat = true }\n'
+        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
+        '[anonymization]\nmax_suppression = 0.5\n')
+    return path

@@ -40,6 +40,7 @@ from blendin.models.presence import population_source, subset_column, subset_row
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
+from blendin.related import sources, stack, stack_batches
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import check_summary
 
@@ -103,6 +104,8 @@ class CheckReport:
     #: per QI, the records read as missing: holding the spec's missing label, and holding
     #: an empty value (counted apart from the label, as a reader sees it)
     missing: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: related tables: each table's rows (the check ran on their stack)
+    tables: dict[str, int] | None = None
     #: with a person key: the people, those suppressed, the QIs that vary within a person;
     #: class sizes and violating counts are then people (docs/people.md)
     people: int | None = None
@@ -164,6 +167,10 @@ class CheckReport:
             if self.event_level:
                 lines.append("  vary in a person   " + ", ".join(self.event_level)
                              + " (a class holds people with the same set of values)")
+        if self.tables:
+            lines.insert(1, "  tables             " + ", ".join(
+                f"{name} {rows:,} rows" for name, rows in self.tables.items())
+                + " (checked as one stack, its column 'table' naming each row's)")
         if self.identifiers_present:
             lines.append("  identifier column(s) still present: "
                          + ", ".join(self.identifiers_present) + " (remove them)")
@@ -253,6 +260,20 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
+    if isinstance(data, Mapping):  # related tables: checked as one stack
+        spec = replace(spec, delimiter=delimiter or spec.delimiter,
+                       encoding=encoding or spec.encoding)
+        tables = sources(data, spec)
+        stacked = stack(tables, spec)
+        whole = pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+        report = check(whole, stacked.spec(spec), show_values=show_values,
+                       population=population, strict=strict)
+        report.tables = {name: stacked.records[name] for name in stacked.names}
+        return report
+    if spec.tables:
+        raise BlendinError(
+            f"the spec names related tables ({', '.join(spec.tables)}) and one table was "
+            "given", fix="give each table: --input NAME=FILE for each (a dict in Python)")
 
     keep_freed_memory()
     data, _ = in_database(data, table=table, query=query, schema=schema,

@@ -212,8 +212,10 @@ class Source:
         encoding: str | None = "utf-8",
         block_size: int = BLOCK_SIZE,
         kind: str | None = None,
+        empty_ok: bool = False,
     ) -> None:
         self.delimiter = _delimiter_option(delimiter)
+        self.empty_ok = empty_ok  # a table of no rows is one (a related table may be)
         self.encoding = encoding or "utf-8"
         self.block_size = block_size
         self.path: Path | None = None
@@ -233,7 +235,7 @@ class Source:
                 self._shared = _codes_of(data)
             self.columns = list(self._table.column_names)
             _check_unique(self.columns)
-            if self._table.num_rows == 0:
+            if self._table.num_rows == 0 and not empty_ok:
                 raise _no_rows("the table")
 
     @property
@@ -279,7 +281,7 @@ class Source:
             rows += batch.num_rows
             if batch.num_rows:
                 yield batch
-        if rows == 0:
+        if rows == 0 and not self.empty_ok:
             raise _no_rows(self.name)
 
     def keep_codes(self, name: str, codes: pa.ChunkedArray, missing: str = "") -> None:

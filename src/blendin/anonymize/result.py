@@ -12,7 +12,6 @@ import numpy as np
 import pyarrow as pa
 
 from blendin import report as reports  # the HTML report's heavy parts load on first use
-from blendin.anonymize.related import check_folder, table_paths, write_tables
 from blendin.anonymize.solutions import model_dict, plain, solution_dict
 from blendin.engines import is_spark
 from blendin.engines.spark import SparkEngine
@@ -21,6 +20,7 @@ from blendin.excel import class_ids, class_styler
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, file_kind, to_arrow, write_table, write_text
 from blendin.outputs import pending_location
+from blendin.related import check_folder, table_paths, write_tables
 from blendin.spec import Spec
 from blendin.summaries import fully_generalized, minimal_nodes, result_summary, summary_notes
 

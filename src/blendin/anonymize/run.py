@@ -12,17 +12,6 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
-from blendin.anonymize.related import (
-    check_folder,
-    like_inputs,
-    numbers,
-    sources,
-    split_batches,
-    stack,
-    stack_batches,
-    table_paths,
-    write_tables,
-)
 from blendin.anonymize.release import (
     check_output,
     released_result,
@@ -39,6 +28,17 @@ from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow
 from blendin.progress import Progress, progress_callback
+from blendin.related import (
+    check_folder,
+    like_inputs,
+    numbers,
+    sources,
+    split_batches,
+    stack,
+    stack_batches,
+    table_paths,
+    write_tables,
+)
 from blendin.spec import Spec
 
 

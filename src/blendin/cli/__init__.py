@@ -40,6 +40,38 @@ def with_options(options: list):
     return add
 
 
+#: the option that names related tables, one a time (anonymize, check)
+INPUT_HELP = ("Related tables instead of DATA, one a time (--input patients=p.csv --input "
+              "visits=v.csv), as the spec's [tables] name them.")
+
+
+def related_inputs(data: str | None, inputs: tuple[str, ...]) -> dict[str, str]:
+    """``--input NAME=FILE`` options as {name: path}; refused beside DATA, or malformed."""
+    from pathlib import Path
+
+    if data is not None:
+        raise BlendinError("give DATA or --input NAME=FILE (related tables), not both",
+                           fix="leave out DATA, or the --input options")
+    if not inputs:
+        raise BlendinError("no data given",
+                           fix="give DATA (a file), or --input NAME=FILE for each related "
+                               "table")
+    tables: dict[str, str] = {}
+    for item in inputs:
+        name, sep, path = item.partition("=")
+        name = name.strip()
+        if not sep or not name or not path:
+            raise BlendinError(f"--input {item!r} is not NAME=FILE",
+                               fix="pass e.g. --input patients=patients.csv")
+        if name in tables:
+            raise BlendinError(f"--input names table {name!r} twice",
+                               fix="give each table once")
+        if not Path(path).is_file():
+            raise BlendinError(f"--input {item!r}: no file {path!r}", fix="check the path")
+        tables[name] = path
+    return tables
+
+
 def _stop(signum: int, frame) -> None:
     """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed."""
     raise SystemExit(128 + signum)

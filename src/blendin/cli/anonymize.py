@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from blendin.cli import main, with_options
+from blendin.cli import INPUT_HELP, main, related_inputs, with_options
 from blendin.cli.database import database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
@@ -175,9 +175,8 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
 @main.command("anonymize")
 @click.argument("data", type=click.Path(path_type=str), required=False)  # Spark: folders too
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
-              help="Related tables instead of DATA, one a time (--input patients=p.csv "
-              "--input visits=v.csv), as the spec's [tables] name them: released together "
-              "into the folder -o names, one file a table.")
+              help=INPUT_HELP + " Released together into the folder -o names, one file a "
+              "table.")
 @database_options
 @click.option("--dry-run", is_flag=True,
               help="DATA in a database: search, release and check as usual, then roll it "
@@ -395,30 +394,11 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
     from blendin.progress import Progress
     from blendin.spec import Spec
 
-    if data is not None:
-        raise BlendinError("give DATA or --input NAME=FILE (related tables), not both",
-                           fix="leave out DATA, or the --input options")
-    if not inputs:
-        raise BlendinError("no data to anonymize",
-                           fix="give DATA (a file), or --input NAME=FILE for each related "
-                               "table")
+    tables = related_inputs(data, inputs)
     for flag, value in refused.items():
         if value is not None:
             raise BlendinError(f"{flag} does not work with related tables (--input) yet",
                                fix=f"leave out {flag}")
-    tables = {}
-    for item in inputs:
-        name, sep, path = item.partition("=")
-        if not sep or not name.strip() or not path:
-            raise BlendinError(f"--input {item!r} is not NAME=FILE",
-                               fix="pass e.g. --input patients=patients.csv")
-        if name.strip() in tables:
-            raise BlendinError(f"--input names table {name.strip()!r} twice",
-                               fix="give each table once")
-        if not Path(path).is_file():
-            raise BlendinError(f"--input {item!r}: no file {path!r}",
-                               fix="check the path")
-        tables[name.strip()] = path
     spec = Spec.from_toml(spec_path)
     for key, value in settings.items():
         if value is not None:

@@ -6,12 +6,14 @@ import sys
 
 import click
 
-from blendin.cli import main
+from blendin.cli import INPUT_HELP, main, related_inputs
 from blendin.cli.database import database_options, table_options
 
 
 @main.command("check")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(dir_okay=False, path_type=str), required=False)
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help=INPUT_HELP + " Checked together, counted in people.")
 @database_options
 @click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
               help="The release spec (TOML) whose privacy models must hold.")
@@ -40,7 +42,8 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
                   delimiter: str | None, encoding: str | None,
                   population: str | None, strict: bool, normalize: str | None,
                   table: str | None, query: str | None, schema: str | None,
-                  password_env: str | None, person: str | None) -> None:
+                  password_env: str | None, person: str | None,
+                  inputs: tuple[str, ...]) -> None:
     """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
@@ -51,7 +54,14 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     A table in a database (DATA a URL, with --table or --query) is checked there: only
     its grouped rows are read.
 
+    Related tables (the spec's [tables]; released ones carry a person number in their
+    key column) are given with --input NAME=FILE each and checked together: a class holds
+    the people with equal values in every table.
+
     Example: blendin check release.csv --spec release.toml --json
+
+    Example: blendin check --input patients=out/patients.csv --input visits=out/visits.csv
+    --spec release.toml
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.check import check
@@ -59,7 +69,8 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     from blendin.progress import Progress
     from blendin.spec import Spec
 
-    rows = table_options(data, table, query, schema, password_env)
+    related = related_inputs(data, inputs) if inputs or data is None else None
+    rows = {} if related else table_options(data, table, query, schema, password_env)
     spec = Spec.from_toml(spec_path)
     if person is not None:
         spec.person = person
@@ -67,7 +78,7 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     if normalize is not None:
         spec.normalize = text_steps(normalize, option="--normalize")
     with Progress() as bars:  # in a terminal, while a large file is read
-        report = check(data, spec, show_values=show_values, delimiter=delimiter,
+        report = check(related or data, spec, show_values=show_values, delimiter=delimiter,
                        encoding=encoding, population=population, progress=bars,
                        strict=strict, **rows)
     click.echo(report.to_json() if as_json else str(report))

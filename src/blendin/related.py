@@ -110,8 +110,14 @@ def sources(data: Mapping, spec: Spec) -> dict[str, Source]:
         if name not in data:
             raise BlendinError(f"no input for the spec's table {name!r}",
                                fix=f"give --input {name}=FILE (a {name!r} key of the dict)")
-        found[name] = Source(data[name], delimiter=spec.delimiter, encoding=spec.encoding)
+        found[name] = Source(data[name], delimiter=spec.delimiter, encoding=spec.encoding,
+                             empty_ok=name != spec_owner(spec))
     return found
+
+
+def spec_owner(spec: Spec) -> str:
+    """The person table: the first of the spec's ``[tables]``."""
+    return next(iter(spec.tables))
 
 
 def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
