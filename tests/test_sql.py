@@ -489,3 +489,53 @@ def test_a_full_domain_node_is_mapped_column_by_column(db):
     assert "_column0" in made["optimal", False] and "_tuples" not in made["optimal", False]
     assert "_tuples" in made["mondrian", False] and "_column0" not in made["mondrian", False]
     assert "_tuples" in made["optimal", True]
+
+
+def visits_table(people: int = 60, seed: int = 3) -> pd.DataFrame:
+    """A visits table: person-level age and sex, an event-level ward, 1 to 3 rows a
+    person."""
+    rng = np.random.default_rng(seed)
+    count = rng.integers(1, 4, people)
+    rows = int(count.sum())
+    return pd.DataFrame({"pid": np.repeat([f"p{i}" for i in range(people)], count),
+                         "age": np.repeat(rng.integers(20, 60, people), count),
+                         "sex": np.repeat(rng.choice(["f", "m"], people), count),
+                         "ward": rng.choice(["a", "b"], rows),
+                         "dx": rng.choice(["flu", "cold", "gout"], rows)})
+
+
+@pytest.mark.parametrize("event", [False, True])
+@pytest.mark.parametrize("suppressed", ["drop", "keep"])
+def test_a_person_key_counts_people_in_the_database_as_embedded(db, event, suppressed):
+    from blendin.hierarchy.intervals import intervals
+
+    df = visits_table()
+    db.put("visits", df)
+    qis = {"age": intervals(10, 20), "sex": Hierarchy.from_rows([["f", "*"], ["m", "*"]])}
+    if event:
+        qis["ward"] = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    spec = Spec(quasi_identifiers=qis, sensitive=["dx"], models=[KAnonymity(3)],
+                person="pid", max_suppression=0.3)
+    ours = anonymize(db.url, spec, table="visits", suppressed=suppressed)
+    theirs = anonymize(df, spec, suppressed=suppressed)
+    assert ours.levels == theirs.levels and ours.people == theirs.people
+    assert ours.check.people == 60 and ours.check.passed
+    assert "pid" not in ours.table.column_names
+    assert multiset(ours.data) == multiset(theirs.data)
+    assert check(db.url, spec, table="visits").to_dict() == check(df, spec).to_dict()
+    assert risk(db.url, list(qis), table="visits", person="pid").to_dict() == risk(
+        df, list(qis), person="pid").to_dict()
+
+
+def test_a_person_keys_release_table_holds_no_key(db):
+    df = visits_table(seed=4)
+    db.put("visits", df)
+    spec = Spec(quasi_identifiers={"sex": Hierarchy.from_rows([["f", "*"], ["m", "*"]]),
+                                   "ward": Hierarchy.from_rows([["a", "*"], ["b", "*"]])},
+                models=[KAnonymity(3)], person="pid", max_suppression=0.3)
+    ours = anonymize(db.url, spec, table="visits", output=db.url, output_table="released")
+    released = db.read("released")
+    assert list(released.columns) == ["age", "sex", "ward", "dx"]  # the source's order
+    assert len(released) == ours.check.records - ours.check.suppressed
+    assert multiset(released[["sex", "ward"]]) == multiset(
+        anonymize(df, spec).data[["sex", "ward"]])

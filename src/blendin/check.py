@@ -38,7 +38,7 @@ from blendin.io import Source, source_with_columns
 from blendin.models import PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
-from blendin.people import per_person, require_keys
+from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import sources, stack, stack_batches
 from blendin.spec import Spec, overlooked_warnings
@@ -289,7 +289,7 @@ def check(
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
     if spec.person is not None:
-        require_keys(distinct, spec.person, "", lambda: engine.batches(source, [spec.person]))
+        require_keys(distinct, spec.person, "", lambda: source.batches([spec.person]))
     missing = _missing_values(distinct, list(spec.quasi_identifiers), spec.missing)
     distinct = merge_spellings(_sensitive_missing(distinct, list(spec.sensitive), spec.missing),
                                list(spec.sensitive), spec.normalize, COUNT)
@@ -319,9 +319,10 @@ def _has_person(spec: Spec, columns: Sequence[str], engine: str) -> None:
             "anonymize checks its release with the key before writing it)",
             fix="check the table with its key column, or leave out the person key "
                 "(--person) to count records")
-    if engine != "embedded":
-        raise BlendinError(f"the person key works on the embedded engine only, not on {engine}",
-                           fix="check a file or a DataFrame, or leave out the person key")
+    if engine not in PERSON_ENGINES:
+        raise BlendinError(f"the person key works on the embedded and SQL engines, not on "
+                           f"{engine}", fix="check a file, a DataFrame or a table in a "
+                                            "database, or leave out the person key")
 
 
 def _missing_values(distinct: pa.Table, qis: Sequence[str], label: str

@@ -32,6 +32,8 @@ from blendin.hierarchy.core import Hierarchy, first_seen
 
 #: how a person's several values of one column are joined into one text
 JOINER = "; "
+#: the engines that count people (Spark does not yet)
+PERSON_ENGINES = ("embedded", "sql")
 
 
 def set_ids(owner: np.ndarray, key: np.ndarray, n_owners: int) -> np.ndarray:

@@ -43,7 +43,7 @@ from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
 from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
-from blendin.people import per_person, require_keys
+from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.summaries import risk_summary
 
@@ -202,16 +202,16 @@ def risk(
     engine = engine_for(data)
     source = engine.source(data)
     _check_columns(source.columns, [*([person] if person else []), *names, *sensitive])
-    if person is not None and engine.name != "embedded":
-        raise BlendinError(f"the person key works on the embedded engine only, not on "
-                           f"{engine.name}", fix="measure a file or a DataFrame, or leave out "
-                           "the person key (--person)")
+    if person is not None and engine.name not in PERSON_ENGINES:
+        raise BlendinError(f"the person key works on the embedded and SQL engines, not on "
+                           f"{engine.name}", fix="measure a file, a DataFrame or a table in a "
+                           "database, or leave out the person key (--person)")
     with file_pass(progress, f"reading {short_name(source)}") as told:
         tuples = engine.distinct(source, list(dict.fromkeys(
             [*([person] if person else []), *names, *sensitive])), missing, progress=told)
     rows, joint = None, ()
     if person is not None:  # one row a person; people of equal signatures are a class
-        require_keys(tuples, person, missing, lambda: engine.batches(source, [person]))
+        require_keys(tuples, person, missing, lambda: source.batches([person]))
         rows = int(pc.sum(tuples.column(COUNT)).as_py() or 0)
         tuples, _, signature = per_person(tuples, person, names, sensitive, missing)
         if signature is not None:

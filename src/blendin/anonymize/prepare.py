@@ -23,7 +23,13 @@ from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
-from blendin.people import PeopleSummary, Signatures, per_person, require_keys
+from blendin.people import (
+    PERSON_ENGINES,
+    PeopleSummary,
+    Signatures,
+    per_person,
+    require_keys,
+)
 from blendin.plan import Plan
 from blendin.progress import Progress, file_pass, short_name
 from blendin.spec import Spec, overlooked_warnings
@@ -97,7 +103,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     people = signatures = None
     if spec.person is not None:
         require_keys(distinct, spec.person, spec.missing,
-                     lambda: engine.batches(source, [spec.person]))
+                     lambda: source.batches([spec.person]))
         reduced, people, _ = per_person(distinct, spec.person, qis, list(spec.sensitive),
                                         spec.missing)
         refuse_sets(spec, people)
@@ -123,10 +129,10 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
 def refuse_with_person(spec: Spec, engine, sample, subset: str | None) -> None:
     """What a person key does not work with yet, refused before any work."""
     key = f"the person key {spec.person!r}"
-    if engine.name != "embedded":
-        raise BlendinError(f"{key} works on the embedded engine only, not on {engine.name}",
-                           fix="anonymize a file or a DataFrame (the default engine), or "
-                               "leave out the person key (--person)")
+    if engine.name not in PERSON_ENGINES:
+        raise BlendinError(f"{key} works on the embedded and SQL engines, not on "
+                           f"{engine.name}", fix="anonymize a file, a DataFrame or a table in "
+                           "a database, or leave out the person key (--person)")
     if sample is not None:
         raise BlendinError(f"{key} cannot be used with differential privacy, which samples "
                            "rows, not people", fix="remove the person key or the DP model")

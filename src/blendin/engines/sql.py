@@ -312,10 +312,11 @@ class SqlEngine:
                 missing: str = "", suppressed: str = "drop", row_columns=None,
                 output=None, delimiter: str = ",", escape_formulas: bool = False,
                 labelled: Sequence[str] = (), progress=None, shuffle: Shuffle | None = None,
-                blank: Sequence[str] = ()) -> Iterator[Release]:
+                blank: Sequence[str] = (), hidden: Sequence[str] = ()) -> Iterator[Release]:
         """Make the release in the database, regroup it there for the checker, and hand
         it back (``output`` None), write it to a file (a path) or give it its name (a
-        :class:`TableRef` in the same database) once the block ends without error."""
+        :class:`TableRef` in the same database) once the block ends without error. The
+        ``hidden`` columns (a person key) are regrouped for the checker, then dropped."""
         if row_columns is not None and row_columns.active:
             raise BlendinError("the SQL engine does not add class or row number columns",
                                fix="leave out --group-column and --original-row, or read "
@@ -325,7 +326,8 @@ class SqlEngine:
         if target is not None:
             check_target(source.ref, target, self.replace)
         run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
-        plan = _ReleasePlan(source, recoder, run, missing, suppressed, blank, shuffle)
+        plan = _ReleasePlan(source, recoder, run, missing, suppressed, blank, shuffle,
+                            hidden)
         told = progress or (lambda share: None)
         # one transaction: the release gets its name only after the checker passed; any
         # error, or a killed process, rolls back every table made (a dry run, everything)
@@ -336,6 +338,7 @@ class SqlEngine:
                 released = db.table(f"{run}_release", target.schema)
             plan.make(released, told)
             regrouped = plan.regrouped(released, check_columns)
+            plan.hide(released)
             told(0.9)
             everything = f"SELECT * FROM {released}"
             if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
@@ -471,14 +474,24 @@ class _ReleasePlan:
     """The statements of one release, in the source's database; ``run`` names its tables."""
 
     def __init__(self, source: SqlSource, recoder, run: str, missing: str, suppressed: str,
-                 blank: Sequence[str], shuffle: Shuffle | None) -> None:
+                 blank: Sequence[str], shuffle: Shuffle | None,
+                 hidden: Sequence[str] = ()) -> None:
         self.source, self.db, self.run = source, source.db, run
         #: delta-presence's subset column, or differential privacy's sample: only their
         #: rows are released
         self.subset = getattr(recoder, "subset", None)
         self.sample = getattr(recoder, "sample", None) is not None
         self.recoder = getattr(recoder, "recoder", recoder)
-        self.missing, self.drop = missing, suppressed == "drop"
+        #: with event-level QIs: the people to suppress, whole (a PersonMask), found by
+        #: their keys; the recoder then labels the values only
+        self.persons = getattr(self.recoder, "persons", None)
+        if self.persons is not None:
+            self.recoder = FullDomainRecoder(self.recoder.recoding, self.recoder.parts)
+        self.missing, self.hidden = missing, list(hidden)
+        #: with hidden columns (a person key) the suppressed rows stay, marked, until the
+        #: checker has counted their people; then they go (:meth:`hide`)
+        self.marked = suppressed == "drop" and bool(self.hidden)
+        self.drop = suppressed == "drop" and not self.marked
         self.blank, self.shuffle = set(blank), shuffle
         self.temporary: list[str] = [source.temporary] if source.temporary else []
         marked, _ = self.recoder(pa.schema(list(source.types().items())).empty_table())
@@ -525,6 +538,11 @@ class _ReleasePlan:
         chosen = self.chosen()
         joins, removed, labels = (self.by_columns() if self.per_column()
                                   else self.by_tuples(chosen))
+        if self.persons is not None:  # a person's rows go together, by their key
+            joins, removed = joins + self.people(), f"(p.{q(ID)} IS NOT NULL)"
+            if not self.drop:
+                labels = [f"CASE WHEN {removed} THEN '{SUPPRESSED}' ELSE {label} END"
+                          for label in labels]
         told(0.2)
         shown = []
         for name in self.columns:
@@ -534,6 +552,8 @@ class _ReleasePlan:
                 shown.append(f"CASE WHEN {removed} THEN NULL ELSE s.{q(name)} END AS {q(name)}")
             else:
                 shown.append(f"s.{q(name)}")
+        if self.marked:
+            shown.append(f"{removed} AS {q(REMOVED)}")
         conditions = [chosen] * bool(chosen) + [f"NOT {removed}"] * self.drop
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         order = ""
@@ -545,6 +565,19 @@ class _ReleasePlan:
         db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(shown)} "
                    f"FROM {self.source.relation}{joins}{where}{order}")
         told(0.7)
+
+    def people(self) -> str:
+        """A join that finds the rows of the people to suppress: their keys (as the
+        database spells them, :func:`key_of`) loaded as a small table."""
+        db, q, mask = self.db, self.db.quote, self.persons
+        gone = mask.keys.filter(pa.array(mask.suppressed))
+        domain = self.source.domains[mask.column]
+        text = as_text(domain.column("value"), self.missing)
+        keys = domain.column("key").cast(pa.string()).filter(pc.is_in(text, value_set=gone))
+        table = self.temp("people")
+        db.load(table, pa.table({KEY: keys, ID: pa.array([True] * len(keys), pa.bool_())}))
+        db.execute(f"ANALYZE {q(table)}")
+        return f" LEFT JOIN {q(table)} AS p ON {key_of(db, mask.column, 's.')} = p.{q(KEY)}"
 
     def per_column(self) -> bool:
         """Whether the recoder is one full-domain node whose class keys fit in int64, on a
@@ -662,6 +695,17 @@ class _ReleasePlan:
         extra = pa.table({**{c: pa.array([SUPPRESSED if c in self.qis else self.missing])
                              for c in columns}, COUNT: pa.array([gone], pa.int64())})
         return pa.concat_tables([grouped, extra.select(grouped.column_names)])
+
+    def hide(self, released: str) -> None:
+        """After the check: the marked suppressed rows removed, the hidden columns (and
+        the mark) dropped from the release."""
+        db, q = self.db, self.db.quote
+        if self.marked:
+            db.execute(f"DELETE FROM {released} WHERE {q(REMOVED)}")
+            self.rows = int(db.scalar(f"SELECT count(*) FROM {released}"))
+        for name in [*self.hidden, *([REMOVED] if self.marked else [])]:
+            db.execute(f"ALTER TABLE {released} DROP COLUMN {q(name)}")
+        self.columns = [c for c in self.columns if c not in self.hidden]
 
     def drop_temporary(self) -> None:
         for name in self.temporary:
