@@ -371,3 +371,34 @@ def test_the_attack_counts_people_with_a_person_column(tmp_path):
                                     str(tmp_path / "v.csv"), "--on", "age", "--k", "3",
                                     "--person", "pid"])
     assert run.exit_code == 0 and "release people 3" in run.output, run.output
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_group_and_row_columns_with_event_level_qis(tmp_path, streamed):
+    """A row's class is its person's: every row of a person has one group, people of equal
+    signatures share it, and the source row points back to the person's own row."""
+    rng = np.random.default_rng(8)
+    count = rng.integers(1, 4, 40)
+    df = pd.DataFrame({"pid": np.repeat([f"p{i}" for i in range(40)], count),
+                       "sex": np.repeat(rng.choice(["f", "m"], 40), count),
+                       "ward": rng.choice(["a", "b"], int(count.sum()))})
+    spec = bl.Spec(quasi_identifiers={"sex": bl.flat(), "ward": bl.flat()},
+                   models=[KAnonymity(3)], person="pid", max_suppression=0.3)
+    data = df
+    output = None
+    if streamed:
+        df.to_csv(tmp_path / "v.csv", index=False)
+        data, output = str(tmp_path / "v.csv"), tmp_path / "out.csv"
+    result = bl.anonymize(data, spec, group_column="group", original_row="row",
+                          output=output, shuffle_seed=2)
+    out = result.table.to_pandas()
+    out["pid"] = df.pid.to_numpy()[out.row.astype(int).to_numpy() - 1]
+    assert out.groupby("pid").group.nunique().max() == 1  # one group a person
+    signature = out.groupby("pid").apply(
+        lambda rows: (rows.sex.iloc[0], frozenset(rows.ward)), include_groups=False)
+    group = out.groupby("pid").group.first().astype(int)
+    assert (signature.groupby(group).nunique() == 1).all()  # a group: one signature
+    assert (group.groupby(signature).nunique() == 1).all()  # a signature: one group
+    assert group.value_counts().min() >= 3
+    assert sorted(group.unique()) == list(range(1, group.nunique() + 1))
+    assert "__blendin_person_class__" not in out.columns

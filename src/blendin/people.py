@@ -285,14 +285,24 @@ class PersonMask:
     """
 
     def __init__(self, column: str, keys: pa.Array, suppressed: np.ndarray,
-                 missing: str = "") -> None:
+                 missing: str = "", classes: np.ndarray | None = None) -> None:
         self.column, self.keys, self.suppressed = column, keys, suppressed
         self.missing = missing
+        #: each person's class (for --group-column: a row's class is its person's)
+        self.classes = classes
 
     def __call__(self, table: pa.Table) -> np.ndarray:
+        return self.suppressed[self._people(table)]
+
+    def class_of(self, table: pa.Table) -> np.ndarray:
+        """Each row's person's class (-1 where the person is suppressed)."""
+        people = self._people(table)
+        return np.where(self.suppressed[people], -1, self.classes[people])
+
+    def _people(self, table: pa.Table) -> np.ndarray:
         text = as_text(table.column(self.column), self.missing)
         at = pc.index_in(text, value_set=self.keys)
         if at.null_count:
             raise BlendinError(f"a record's person key ({self.column!r}) changed while it was "
                                "released", fix="release a table that does not change")
-        return self.suppressed[at.to_numpy(zero_copy_only=False)]
+        return at.to_numpy(zero_copy_only=False)

@@ -183,16 +183,13 @@ def anonymize(
                 raise BlendinError(f"the input already has a column {added!r}, the name "
                                    "asked for an added column",
                                    fix="give the added column another name")
-        if plan.signatures is not None and group_column is not None:
-            raise BlendinError(
-                "--group-column numbers each row's class, and with event-level "
-                f"quasi-identifiers ({', '.join(plan.people.event_level)}) a class is a set "
-                "of people, not of rows", fix="leave out --group-column (group_column=)")
         run = ALGORITHMS.get(algorithm, full_domain_search)
         outcome = run(plan, algorithm=algorithm, metric=metric, suppressed=suppressed,
                       progress=callback)
         if bars is not None:
             bars.close()  # the search's bar, before the release's
+        if group_column is not None and plan.signatures is not None:
+            outcome.recoder.number_people = True  # a row's class is its person's
         rows = RowColumns(list(plan.qis), group_column=group_column,
                           original_row=original_row, index_base=index_base)
         release, report = verify(plan, outcome, suppressed, rows=rows,

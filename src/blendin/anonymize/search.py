@@ -178,7 +178,8 @@ def people_outcome(plan: Plan, levels: Sequence[int], *, nodes_checked: int = 0,
                         ClassKeyer(radices, generalized), np.zeros(0, np.int64),
                         result.n_suppressed, gone[sigs.of_tuple],
                         result.sizes[~result.violating], plan.removed, plan.missing)
-    persons = PersonMask(plan.person, sigs.keys, gone[sigs.of_person], plan.missing)
+    persons = PersonMask(plan.person, sigs.keys, gone[sigs.of_person], plan.missing,
+                         classes=result.class_of[sigs.of_person])
     utility = {k: plain(v) for k, v in people_utility(sigs, result,
                                                       plan.search.weights).items()}
     return Outcome(FullDomainRecoder(recoding, persons=persons), _named(plan.ft, levels),

@@ -158,6 +158,9 @@ class FullDomainRecoder:
         #: with a person key: ``persons(batch)`` marks the rows of suppressed people
         #: (:class:`blendin.people.PersonMask`), who are removed whole
         self.persons = persons
+        #: each row also gets its person's class, in the hidden PERSON_CLASS column (for
+        #: RowColumns: with event-level QIs a class is of people, not of equal labels)
+        self.number_people = False
         stages = (recoding, *self.parts)
         # per QI: one dictionary holding the labels of every stage's level, and ``*``
         self.dictionaries, self.offsets, self.stars = [], [], []
@@ -205,8 +208,11 @@ class FullDomainRecoder:
         shown = {name: labelled(codes[:, i], d)
                  for i, (name, d) in enumerate(zip(main.qi_names, self.dictionaries))}
         names = [n for n in table.column_names if n not in main.identifiers]
-        return pa.table([shown[n] if n in shown else table.column(n) for n in names],
-                        names=names), removed
+        marked = pa.table([shown[n] if n in shown else table.column(n) for n in names],
+                          names=names)
+        if self.number_people:
+            marked = marked.append_column(PERSON_CLASS, pa.array(self.persons.class_of(table)))
+        return marked, removed
 
 
 def blanked(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa.Table:
@@ -360,6 +366,8 @@ class Shuffle:
 #: the hidden column that carries each row's number in the source through a release (the
 #: rows released may be a subset or a sample, and are shuffled)
 SOURCE_ROW = "__blendin_source_row__"
+#: the hidden column that carries each row's person's class (see FullDomainRecoder)
+PERSON_CLASS = "__blendin_person_class__"
 
 
 class RowColumns:
@@ -395,6 +403,8 @@ class RowColumns:
         # texts' codes (class i + 1 in row i)
         self.vocabularies = [_Vocabulary() for _ in self.qis]
         self.known = np.zeros((0, len(self.qis)), np.int32)
+        #: the people's classes numbered so far (class -> number), for people_ids
+        self.people_numbers: dict[int, int] = {}
         #: source rows numbered so far
         self.read = 0
 
@@ -421,6 +431,10 @@ class RowColumns:
             np.arange(first, first + table.num_rows, dtype=np.int64)))
 
     def __call__(self, table: pa.Table) -> pa.Table:
+        people = None
+        if PERSON_CLASS in table.column_names:  # each row's person's class
+            people = table.column(PERSON_CLASS).to_numpy()
+            table = table.drop_columns([PERSON_CLASS])
         for name in (self.group_column, self.original_row):
             if name is not None and name in table.column_names:
                 raise BlendinError(f"the release already has a column {name!r}",
@@ -429,7 +443,7 @@ class RowColumns:
         if hidden is not None:
             table = table.drop_columns([SOURCE_ROW])
         if self.group_column is not None:
-            ids = self.class_ids(table)
+            ids = self.class_ids(table) if people is None else self.people_ids(people)
             table = table.append_column(self.group_column,
                                         pa.array(ids - 1 + self.base, mask=ids <= 0))
         if self.original_row is not None:
@@ -438,6 +452,19 @@ class RowColumns:
                                    fix="this is a bug in blendin; please report it")
             table = table.append_column(self.original_row, pc.add(hidden, self.base))
         return table
+
+    def people_ids(self, classes: np.ndarray) -> np.ndarray:
+        """Each row's class, 1, 2, ... in order of first appearance (0 when suppressed),
+        from its person's class (-1 when suppressed)."""
+        ids = np.zeros(len(classes), np.int64)
+        shown = classes >= 0
+        values, first, inverse = np.unique(classes[shown], return_index=True,
+                                           return_inverse=True)
+        for value in values[np.argsort(first)]:  # each class once, in order of appearance
+            self.people_numbers.setdefault(int(value), len(self.people_numbers) + 1)
+        ids[shown] = np.array([self.people_numbers[int(v)] for v in values],
+                              np.int64)[inverse.reshape(-1)]
+        return ids
 
     def class_ids(self, table: pa.Table) -> np.ndarray:
         """Class of every row, 1, 2, ... (0 when suppressed), the classes not met before
