@@ -539,3 +539,62 @@ def test_a_person_keys_release_table_holds_no_key(db):
     assert len(released) == ours.check.records - ours.check.suppressed
     assert multiset(released[["sex", "ward"]]) == multiset(
         anonymize(df, spec).data[["sex", "ward"]])
+
+
+def related_tables():
+    sys.path.insert(0, os.path.dirname(__file__))
+    from test_related import _cohort
+
+    return _cohort()
+
+
+def test_related_tables_in_the_database_as_in_memory(db, tmp_path):
+    from test_related import TABLES, _people_rows, spec_of
+
+    tables = related_tables()
+    for name, frame in tables.items():
+        db.put(name, frame)
+    spec = spec_of(2, 0.5)
+    ours = anonymize(db.url, spec, output=db.url, output_table="{table}_release",
+                     shuffle_seed=3)
+    theirs = anonymize(tables, spec, shuffle_seed=3)
+    assert ours.levels == theirs.levels and ours.people == theirs.people
+    assert ours.released_by_table == theirs.released_by_table
+    released = {n: db.read(f"{n}_release") for n in TABLES}
+    assert _people_rows(released) == _people_rows(theirs.tables)
+    assert not [t for t in db.tables() if t.startswith("__blendin")]
+    folder = anonymize(db.url, spec, output=tmp_path / "out", shuffle_seed=3)
+    files = {n: pd.read_csv(tmp_path / "out" / f"{n}.csv", dtype=str,
+                            keep_default_na=False) for n in TABLES}
+    assert folder.written == tmp_path / "out"
+    assert _people_rows(files) == _people_rows(theirs.tables)
+    with pytest.raises(BlendinError, match="already has a table"):
+        anonymize(db.url, spec, output=db.url, output_table="{table}_release")
+    with pytest.raises(BlendinError, match="put {table} in the name"):
+        anonymize(db.url, spec, output=db.url, output_table="release")
+
+
+def test_related_tables_in_the_database_are_checked_first(db):
+    from test_related import spec_of
+
+    tables = related_tables()
+    tables["visits"].loc[0, "pid"] = "zz"
+    tables["patients"].loc[3, "id"] = "a"
+    for name, frame in tables.items():
+        db.put(name, frame)
+    with pytest.raises(BlendinError, match="has 1 people on two rows or more"):
+        anonymize(db.url, spec_of(2, 0.5), output=db.url, output_table="{table}_r")
+    assert "visits_r" not in db.tables()
+
+
+def test_related_tables_in_the_database_from_the_cli(db, tmp_path):
+    from click.testing import CliRunner
+    from test_related import _spec_file
+
+    for name, frame in related_tables().items():
+        db.put(name, frame)
+    run = CliRunner().invoke(main, ["anonymize", db.url, "--spec", str(_spec_file(tmp_path)),
+                                    "-o", db.url, "--output-table", "{table}_out"])
+    assert run.exit_code == 0, run.output
+    assert "related tables: patients 6 rows" in run.output
+    assert {"patients_out", "visits_out", "scripts_out"} <= set(db.tables())

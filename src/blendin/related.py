@@ -54,20 +54,23 @@ class Stack:
     names: tuple[str, ...]
     keys: Mapping[str, str]
     columns: Mapping[str, tuple[str, ...]]
-    #: the person table, and its keys as text (person ``i`` is row ``i``)
-    people: pa.Table
-    people_keys: pa.Array
     #: the stack's person key (counted, never released), its released copy (for the
     #: split) and the table column
     key: str
     link: str
     tag: str
-    #: the stack's columns and types; the value a row gets in a QI its table lacks
+    #: the stack's columns and types
     schema: pa.Schema
-    fillers: Mapping[str, object]
     #: every person has their person table's row in the stack (a column is in the person
     #: table and an event table both); else only those without event rows
     person_rows: bool = False
+    #: each table's value in the table column (its name; its position in a database)
+    tags: tuple[str, ...] = ()
+    #: in memory: the person table, its keys as text (person ``i`` is row ``i``), and the
+    #: value a row gets in a QI its table lacks
+    people: pa.Table | None = None
+    people_keys: pa.Array | None = None
+    fillers: Mapping[str, object] = field(default_factory=dict)
     #: the people with event rows (filled as the stack is made)
     with_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     #: each table's rows, counted as the stack is made
@@ -85,7 +88,7 @@ class Stack:
     def spec(self, spec: Spec) -> Spec:
         """``spec`` for the stack: its key counts people, its table column is a
         quasi-identifier that keeps its value at every node and costs nothing."""
-        tags = Hierarchy.from_rows([[name] for name in self.names])
+        tags = Hierarchy.from_rows([[tag] for tag in self.tags])
         return dataclasses.replace(
             spec, tables={}, person=self.key,
             quasi_identifiers={**spec.quasi_identifiers, self.tag: tags},
@@ -120,24 +123,22 @@ def spec_owner(spec: Spec) -> str:
     return next(iter(spec.tables))
 
 
-def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
-    """How the related ``tables`` (the spec's ``[tables]``, person table first) stack, after
-    checking the person table's keys: each present and on one row only."""
+def layout(tables: Mapping, spec: Spec, tags: Sequence[str] | None = None) -> Stack:
+    """How the related ``tables`` (the spec's ``[tables]``, person table first; sources
+    with ``columns`` and ``types()``, in memory or in a database) stack: the names of its
+    own columns, and the type of each column (text where the tables disagree)."""
     names = tuple(spec.tables)
     keys = dict(spec.tables)
     for name in names:
         _has_columns(name, tables[name].columns, [keys[name]],
                      "the person key ([tables] person)")
     _has_roles(tables, spec)
-    owner = names[0]
-    people = tables[owner].read_all()
-    people_keys = _person_keys(people, owner, keys[owner], spec.missing)
     taken = {c for t in tables.values() for c in t.columns}
     tag = _free_name(TABLE, taken)
     key = _free_name("person", taken | {tag})  # a table may have a column named as a key
     link = _free_name("link", taken | {tag, key})
-    own = [c for c in people.column_names if c != keys[owner]]
-    shared = any(set(own) & (set(tables[e].columns) - {keys[e]}) for e in names[1:])
+    own = set(tables[names[0]].columns) - {keys[names[0]]}
+    shared = any(own & (set(tables[e].columns) - {keys[e]}) for e in names[1:])
     types: dict[str, set] = {}
     for name in names:
         for column, kind in tables[name].types().items():
@@ -147,10 +148,22 @@ def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
                         *((c, k.pop() if len(k) == 1 else pa.string())
                           for c, k in types.items()), (link, pa.string())])
     columns = {name: tuple(tables[name].columns) for name in names}
-    fillers = {q: _first_value(tables, q, schema.field(q).type)
-               for q in spec.quasi_identifiers}
-    return Stack(names, keys, columns, people, people_keys, key, link, tag, schema, fillers,
-                 bool(shared), np.zeros(len(people_keys), bool))
+    return Stack(names, keys, columns, key, link, tag, schema, bool(shared),
+                 tuple(tags or names))
+
+
+def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
+    """:func:`layout`, and the person table read into memory after checking its keys:
+    each present and on one row only."""
+    stacked = layout(tables, spec)
+    people = tables[stacked.owner].read_all()
+    stacked.people = people
+    stacked.people_keys = _person_keys(people, stacked.owner, stacked.keys[stacked.owner],
+                                       spec.missing)
+    stacked.fillers = {q: _first_value(tables, q, stacked.schema.field(q).type)
+                       for q in spec.quasi_identifiers}
+    stacked.with_rows = np.zeros(len(stacked.people_keys), bool)
+    return stacked
 
 
 def stack_batches(stacked: Stack, tables: Mapping[str, Source],

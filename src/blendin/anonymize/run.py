@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import secrets
 import tempfile
 import time
 from collections.abc import Mapping
@@ -22,14 +23,25 @@ from blendin.anonymize.release import (
 )
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import ALGORITHMS, FULL_DOMAIN, full_domain_search
+from blendin.engines.databases import is_database
 from blendin.engines.embedded import BatchWriter
 from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
-from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
+from blendin.engines.related_sql import check_keys, number_people, split_query, stack_query
+from blendin.engines.sql import (
+    PREFIX,
+    SqlEngine,
+    SqlSource,
+    TableRef,
+    check_target,
+    database,
+    in_database,
+)
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow
 from blendin.progress import Progress, progress_callback
 from blendin.related import (
     check_folder,
+    layout,
     like_inputs,
     numbers,
     sources,
@@ -140,6 +152,16 @@ def anonymize(
                         metric=metric, progress=progress, time_limit=time_limit,
                         max_checks=max_checks, seed=seed, recode_suppressed=recode_suppressed,
                         strict=strict, start=start)
+    if spec.tables and is_database(data) and table is None and query is None:
+        return _related_in_database(
+            data, spec, output=output, output_table=output_table, schema=schema,
+            password_env=password_env, replace=replace, shuffle_seed=shuffle_seed,
+            refused={"suppressed='keep'": suppressed != "drop", "group_column": group_column,
+                     "original_row": original_row, "keep_order": keep_order},
+            writing={"delimiter": output_delimiter or spec.delimiter or ",",
+                     "escape_formulas": escape_formulas}, start=start, algorithm=algorithm,
+            metric=metric, progress=progress, time_limit=time_limit, max_checks=max_checks,
+            seed=seed, recode_suppressed=recode_suppressed, strict=strict)
     if spec.tables:
         raise BlendinError(
             f"the spec names related tables ({', '.join(spec.tables)}) and one table was "
@@ -272,3 +294,95 @@ def _related(data: Mapping, spec: Spec, *, output, suppressed: str, engine,
     result.table_column = stacked.tag
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _related_in_database(data, spec: Spec, *, output, output_table: str | None,
+                         schema: str | None, password_env: str | None, replace: bool,
+                         shuffle_seed, refused: Mapping, writing: Mapping, start: float,
+                         **search) -> Result:
+    """Related tables in one database (the spec's ``[tables]`` name them): their stack is
+    one query the SQL engine releases as a table there, which is split into the tables'
+    releases (``output_table`` with ``{table}`` in it names each) or written to the folder
+    ``output``, all in one transaction (:mod:`blendin.engines.related_sql`)."""
+    for option, given in refused.items():
+        if given:
+            raise BlendinError(f"related tables in a database are released without {option}",
+                               fix=f"leave out {option}")
+    ref = TableRef(data, table=next(iter(spec.tables)), schema=schema,
+                   password_env=password_env)
+    if (output_table is not None and output is not None
+            and not ref.same_database(TableRef(output, table=output_table))):
+        raise BlendinError("related tables are released into the database they are read "
+                           "from", fix="give the input's database as -o, or -o FOLDER")
+    db = database(ref)
+    tables = {name: SqlSource(db, dataclasses.replace(ref, table=name))
+              for name in spec.tables}
+    stacked = layout(tables, spec, tags=[str(i) for i in range(len(tables))])
+    targets, paths = _related_outputs(db, stacked, spec, output, output_table, schema,
+                                      replace)
+    check_keys(db, tables, stacked)
+    query = stack_query(db, tables, stacked, list(spec.quasi_identifiers))
+    run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+    released, numbers = db.table(f"{run}_stack", schema), db.quote(f"{run}_numbers")
+    with db.transaction():  # every table made, or none
+        result = anonymize(dataclasses.replace(ref, table=None, query=query),
+                           stacked.spec(spec), output=dataclasses.replace(
+                               ref, table=f"{run}_stack"), shuffle_seed=shuffle_seed,
+                           **search)
+        number_people(db, stacked, released, numbers,
+                      secrets.randbits(62) if shuffle_seed is None else shuffle_seed)
+        queries = {name: split_query(db, stacked, released, numbers, name)
+                   for name in stacked.names}
+        if targets is not None:
+            counts = {}
+            for name, target in targets.items():
+                if replace:
+                    db.execute(f"DROP TABLE IF EXISTS {target}")
+                db.execute(f"CREATE TABLE {target} AS {queries[name]}")
+                counts[name] = int(db.scalar(f"SELECT count(*) FROM {target}"))
+        else:
+            parts = ((name, pa.Table.from_batches([batch])) for name in stacked.names
+                     for batch in db.batches(queries[name]))
+            counts = write_tables(parts, paths, {n: db.schema(q) for n, q in queries.items()},
+                                  **writing)
+        db.execute(f"DROP TABLE {released}")
+        db.execute(f"DROP TABLE {numbers}")
+    result.records_by_table = {name: int(db.scalar(f"SELECT count(*) FROM "
+                                                   f"{tables[name].relation}"))
+                               for name in stacked.names}
+    result.released_by_table, result.table_column = counts, stacked.tag
+    result.data = result.written_table = None
+    result.written = None if targets is not None else Path(output)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _related_outputs(db, stacked, spec: Spec, output, output_table: str | None,
+                     schema: str | None, replace: bool):
+    """Where related tables in a database go: tables named by ``output_table`` (with
+    ``{table}``) in it, or files in the folder ``output``; checked before any work."""
+    if output_table is not None:
+        if "{table}" not in output_table:
+            raise BlendinError(f"--output-table {output_table!r} names one table, and the "
+                               f"release is {len(stacked.names)} tables",
+                               fix='put {table} in the name, e.g. --output-table '
+                                   '"{table}_release"')
+        targets = {}
+        for name in stacked.names:
+            target = output_table.replace("{table}", name)
+            if target in stacked.names:
+                raise BlendinError(f"the output table {target!r} is an input table",
+                                   fix="give another --output-table: the input is never "
+                                       "replaced")
+            if db.exists(target, schema) and not replace:
+                raise BlendinError(f"{db.name} already has a table {target!r}",
+                                   fix="give another --output-table, or --force to replace it")
+            targets[name] = db.table(target, schema)
+        return targets, None
+    if output is None or is_database(output):
+        raise BlendinError("related tables in a database are released as tables there or as "
+                           "files in a folder", fix='give --output-table "{table}_release" '
+                           "(output_table=), or -o FOLDER")
+    paths = table_paths(output, list(stacked.names), {}, suffix=".csv")
+    check_folder(output, paths, {}, spec)
+    return None, paths

@@ -323,7 +323,22 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                                   "--keep-order": keep_order or None},
                          as_json=as_json, quiet=quiet)
         return
-    rows = table_options(data, table, query, schema, password_env)
+    spec = Spec.from_toml(spec_path)
+    rows = table_options(data, table, query, schema, password_env,
+                         related=bool(spec.tables))
+    if spec.tables and rows and table is None and query is None:
+        _related_in_database(data, spec, output, output_table, rows, force=force,
+                             shown=dict(algorithm=algorithm, metric=metric,
+                                        suppressed=suppressed, shuffle_seed=shuffle_seed,
+                                        output_delimiter=output_delimiter,
+                                        escape_formulas=escape_formulas, strict=strict),
+                             refused={"--save-solution": solution, "--report": report,
+                                      "--person": person, "--dry-run": dry_run or None,
+                                      "--group-column": group_column,
+                                      "--original-row": original_row,
+                                      "--keep-order": keep_order or None},
+                             as_json=as_json, quiet=quiet)
+        return
     _output_table(output, output_table)
     if rows:  # the SQL engine: the options are its own
         chosen = _sql_engine(engine, spark_master, spark_conf, force, dry_run)
@@ -333,7 +348,6 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     else:
         chosen = _engine(engine, spark_master, spark_conf)
     report_options = _report_options(report, external, external_on, population)
-    spec = Spec.from_toml(spec_path)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
                         **spec.files_read()}, output,
                        force=force, output_delimiter=output_delimiter, solution=solution,
@@ -412,6 +426,33 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
     with Progress(enabled=not quiet) as progress:
         result = anonymize(tables, spec, progress=progress, output=output, **shown)
     _say(result, output, None, None, as_json=as_json, quiet=quiet)
+
+
+def _related_in_database(data: str, spec, output: str, output_table: str | None,
+                         rows: dict, *, force: bool, shown: dict, refused: dict,
+                         as_json: bool, quiet: bool) -> None:
+    """Related tables in one database (the spec's [tables]): released as tables there
+    (--output-table with {table}) or into the folder -o names."""
+    # loaded when the command runs, so that blendin --help stays instant
+    from blendin.anonymize import anonymize
+    from blendin.engines.databases import is_database
+    from blendin.progress import Progress
+
+    for flag, value in refused.items():
+        if value is not None:
+            raise BlendinError(f"{flag} does not work with related tables yet",
+                               fix=f"leave out {flag}")
+    if not is_database(output) and Path(output).exists() and any(
+            Path(output).iterdir()) and not force:
+        raise BlendinError(f"-o {output!r} is a folder that already holds files",
+                           fix="pass --force to replace the tables' files in it, or give "
+                               "a new folder")
+    with Progress(enabled=not quiet) as progress:
+        result = anonymize(data, spec, progress=progress, output=output,
+                           output_table=output_table, replace=force, **rows, **shown)
+    where = output if result.written is not None else (
+        ", ".join(output_table.replace("{table}", name) for name in spec.tables))
+    _say(result, where, None, None, as_json=as_json, quiet=quiet)
 
 
 def _sql_engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...],

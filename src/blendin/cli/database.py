@@ -27,8 +27,9 @@ database_options = with_options(_OPTIONS)
 
 
 def table_options(data: str, table: str | None, query: str | None, schema: str | None,
-                  password_env: str | None) -> dict:
-    """The keyword arguments that name DATA's rows in a database (empty for a file)."""
+                  password_env: str | None, related: bool = False) -> dict:
+    """The keyword arguments that name DATA's rows in a database (empty for a file); with
+    ``related`` tables the spec's ``[tables]`` name them."""
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.engines.databases import hidden, is_database
 
@@ -46,6 +47,8 @@ def table_options(data: str, table: str | None, query: str | None, schema: str |
                                "(postgresql://USER@HOST:PORT/DB, duckdb:///FILE) or leave "
                                f"{', '.join(named)} out")
         return {}
+    if related and table is None and query is None:
+        return {"schema": schema, "password_env": password_env}
     if table is None and query is None:
         raise BlendinError(f"DATA {hidden(data)!r} is a database: name its rows",
                            fix="add --table NAME or --query \"SELECT ...\"")
