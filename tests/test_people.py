@@ -308,7 +308,16 @@ def test_report_shows_people_and_records(tmp_path):
     voters = pd.DataFrame({"age": ["34", "52"], "sex": ["f", "m"]})
     page = result.report(tmp_path / "a.html", original=visits(),
                          external=voters).read_text()
-    assert "on the input a match is a person" in page  # p0's five visits: one match
+    assert "a match is a person" in page  # p0's five visits: one match
+    # the release's risk counts people too: 10 people, 2 to 3 rows each, one class
+    many = pd.DataFrame({"pid": np.repeat([f"q{i}" for i in range(10)], [2, 3] * 5),
+                         "age": "40", "sex": "f"})
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(5)], person="pid")
+    page = bl.anonymize(many, spec).report(tmp_path / "m.html", original=many).read_text()
+    measured = page[page.find('id="after-risk-records"'):][:80]
+    smallest = page[page.find('id="after-risk-smallest"'):][:80]
+    assert ">10<" in measured and ">10<" in smallest  # people, not the 25 rows
 
 
 def test_k_map_against_a_population_table_counts_people(tmp_path):

@@ -124,6 +124,7 @@ def released_result(plan: Plan, outcome: Outcome, release, report, *, data, outp
         suppressed_mode=suppressed, written=release.path,
         written_table=SqlSource(plan.source.db, output) if in_table else None,
         source=plan.source if isinstance(plan.source, SqlSource) else None,
+        release_people=getattr(release, "people", None),
         warnings=[*notes, *plan.warnings], **made)
 
 

@@ -93,6 +93,9 @@ class Result:
     released_by_table: dict[str, int] | None = None
     #: the stack's column naming each row's table (a quasi-identifier never generalized)
     table_column: str | None = None
+    #: with a person key, in memory: each released row's person as a number (0, 1, ...;
+    #: never the key), so that the report measures the release's risk in people
+    release_people: Any = field(default=None, repr=False)
 
     @property
     def table(self) -> pa.Table:

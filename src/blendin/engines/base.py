@@ -24,6 +24,9 @@ class Release:
     #: batches written (or made), and rows released
     batches: int = 0
     rows: int = 0
+    #: in memory, with a person key: each released row's person, as a number (0, 1, ...;
+    #: never the key), for measuring the release's risk in people
+    people: Any = None
 
 
 def is_spark(data) -> bool:

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from blendin.codes import as_text
 from blendin.engines.base import Release
 from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
 from blendin.errors import BlendinError
@@ -158,8 +159,10 @@ class EmbeddedEngine:
         drop = suppressed == "drop"
         shown = ShownSchema(source.types(), labelled)
         numbered = row_columns if row_columns is not None and row_columns.active else None
+        # in memory the hidden columns travel with the rows, to number each row's person
         made = (kept(marked, removed, drop) for marked, removed in self._recoded(
-            source, recoder, numbered, counter, labelled, progress, blank, hidden))
+            source, recoder, numbered, counter, labelled, progress, blank,
+            hidden if output is not None else ()))
         if output is None:
             parts = list(made)
             table = pa.concat_tables(parts)
@@ -167,9 +170,14 @@ class EmbeddedEngine:
                 table = shuffle.apply(table)
             if numbered is not None:
                 table = numbered(table)
+            people = None
+            if hidden:
+                people = pc.dictionary_encode(as_text(table.column(hidden[0])).combine_chunks()
+                                              ).indices.to_numpy()
+                table = table.drop_columns(list(hidden))
             table = shown.decoded(table)
             yield Release(counter.result(), table.column_names, data=table,
-                          batches=len(parts), rows=table.num_rows)
+                          batches=len(parts), rows=table.num_rows, people=people)
             return
         path = Path(output)
 

@@ -162,7 +162,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
     qis = list(spec.quasi_identifiers)
     threshold, threshold_note = risk_threshold(spec, threshold)
     before_table = _input_table(original, spec, result.records)
-    after = _risk(release, spec, threshold, population)
+    after = _risk(_with_people(release, result), spec, threshold, population)
     before = (_risk(before_table, spec, threshold, population)
               if before_table is not None else None)
     mondrian = not result.levels and result.algorithm == "mondrian"
@@ -272,6 +272,16 @@ def _short_threshold_note(spec, threshold: float) -> str:
         return (f"risk above 1/k = {_number(threshold)}: in a class of fewer than "
                 f"k = {max(ks)} records")
     return f"risk above {_number(threshold)}"
+
+
+def _with_people(release: pa.Table, result) -> pa.Table:
+    """The release with each row's person number in the person key's column, where the
+    run kept them (in memory), so that its risk counts people as the input's does."""
+    people = result.release_people
+    key = result.spec.person
+    if people is None or key is None or len(people) != release.num_rows:
+        return release
+    return release.append_column(key, pa.array(people))
 
 
 def _risk(table: pa.Table, spec, threshold: float,
@@ -552,9 +562,11 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
     def share(count, r):
         return f"{_count(count)} ({_pct(count / r.records)})"
 
+    people = any(getattr(r, "person", None) for r in (before, after) if r is not None)
     rows = [
-        both("risk-records", "Records measured",
-             lambda r: _count(r.records), "suppressed records are not at risk"),
+        both("risk-records", "People measured" if people else "Records measured",
+             lambda r: _count(r.records), "counted by the person key; suppressed people "
+             "are not at risk" if people else "suppressed records are not at risk"),
         both("risk-classes", "Classes", lambda r: _count(r.classes)),
         both("risk-smallest", "Smallest class", lambda r: _count(r.sizes.min())),
         both("sample-uniques", "Sample uniques", lambda r: share(r.sample_uniques, r),
@@ -620,8 +632,10 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
     sensitive = [s for s in spec.sensitive if s not in ext.column_names]
     k = _k(result) or 2
     hierarchies = {q: result.hierarchies[q] for q in join if q in result.hierarchies}
+    release = _with_people(release, result)
     after = attack(release, ext, join, k=max(k, 2), sensitive=sensitive,
-                   hierarchies=hierarchies, missing=spec.missing)
+                   hierarchies=hierarchies, missing=spec.missing,
+                   person=_person_of(result, release, join))
     before = None
     if before_table is not None:
         person = _person_of(result, before_table, join)
@@ -669,8 +683,10 @@ def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]
         return f"{_count(count)} ({_pct(count / r.external if r.external else 0.0)})"
 
     k = after.k
-    unit = ("; on the input a match is a person (its person key), not a record"
-            if before is not None and before.unit == "people" else "")
+    unit = {(True, True): "; a match is a person (the person key), not a record",
+            (True, False): "; on the input a match is a person (its person key), not a "
+                           "record"}.get((before is not None and before.unit == "people",
+                                          after.unit == "people"), "")
     rows = [
         both("reidentified", "People re-identified", lambda r: people(r.reidentified, r),
              "their quasi-identifiers match exactly one record: that record is theirs"
