@@ -404,3 +404,35 @@ def test_a_column_name_with_a_slash_gets_its_hierarchy(app):
             assert "2 levels over" in html, (column, html[:300])
         session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
         assert session.hierarchies["ward/bed"] == {"flat": True}
+
+
+def test_a_person_key_chosen_in_the_page_counts_people(app, tmp_path):
+    """A visits table: the role "person key" makes every class count patients, and the
+    risk after is measured in people (a patient with three visits is one)."""
+    rows = ["patient,age,sex,ward"]
+    for i in range(30):
+        for visit in range(1 + i % 3):
+            rows.append(f"p{i},{30 + i % 2},{'fm'[i % 2]},{'ab'[visit % 2]}")
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/upload", files={"file": ("visits.csv",
+                                                           "\n".join(rows).encode())},
+                    data={"target": "data"})
+        client.post(f"{sid}/roles", data={"role:patient": "person key",
+                                          "role:age": "quasi-identifier",
+                                          "role:sex": "quasi-identifier",
+                                          "role:ward": "insensitive"})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        assert session.roles["patient"] == "person key"
+        assert 'person = "patient"' in workflow.build_spec(session).to_toml()
+        assert client.post(f"{sid}/models", data={"m0:k": "5", "action": "run"}
+                           ).status_code == 200
+        session = _wait(app, sid)
+        assert session.job.error is None
+        record = session.runs[-1]
+        assert record.result.people["people"] == 30
+        assert record.risk_before.records == 30 and record.risk_after.records == 30
+        assert record.risk_after.sizes.min() >= 5
+        session.roles["ward"] = "person key"
+        with pytest.raises(bl.BlendinError, match="2 columns are the person key"):
+            workflow.build_spec(session)

@@ -114,6 +114,24 @@ class Result:
             return Source(where, kind=file_kind(self.written)).read_all()
         return to_arrow(self.data)
 
+    def table_with_people(self) -> pa.Table:
+        """The release, with each row's person number (0, 1, ...; never the key) in the
+        person key's column where the run kept them (in memory, with a key): what
+        measures the release's risk in people (``risk(..., person=spec.person)``)."""
+        table = self.table
+        people, key = self.release_people, self.spec.person
+        if people is None or key is None or len(people) != table.num_rows:
+            return table
+        return table.append_column(key, pa.array(people))
+
+    def person_counted(self, columns) -> str | None:
+        """The person key, where the release's rows are counted by it on ``columns`` (the
+        columns hold one value a person); else None."""
+        people = self.people
+        if people and set(columns) <= set(people["person_level"]):
+            return self.spec.person
+        return None
+
     @property
     def heights(self) -> dict[str, int]:
         """Number of levels of each QI's hierarchy."""

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from blendin.roles import role_by_name
 
-ROLES = ("identifier", "quasi-identifier", "sensitive", "insensitive")
+ROLES = ("identifier", "quasi-identifier", "sensitive", "insensitive", "person key")
 
 #: share of unique values above which a column is taken for an identifier
 IDENTIFIER_SHARE = 0.9

@@ -36,6 +36,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from blendin.app import workflow
+from blendin.app.profile import ROLES
 from blendin.app.state import Session, Store, remove_stale_folders
 from blendin.app.views import context
 from blendin.errors import BlendinError
@@ -372,7 +373,7 @@ def create_app(path: str | Path | None = None, *,
         form = await request.form()
         for column in list(session.roles):
             role = form.get(f"role:{column}")
-            if role in ("identifier", "quasi-identifier", "sensitive", "insensitive"):
+            if role in ROLES:
                 session.roles[column] = str(role)
         session.message = "roles saved"
         _drop_stale_models(session)

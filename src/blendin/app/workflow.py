@@ -444,8 +444,16 @@ def spec_document(session: Session) -> dict:
     """The spec as the TOML document (dict of sections) a person would have written."""
     roles = session.roles
     qis = [c for c, r in roles.items() if r == "quasi-identifier"]
-    attributes = {key: [c for c, r in roles.items() if r == role]
-                  for key, role in (("identifiers", "identifier"), ("sensitive", "sensitive"))}
+    attributes: dict = {key: [c for c, r in roles.items() if r == role]
+                        for key, role in (("identifiers", "identifier"),
+                                          ("sensitive", "sensitive"))}
+    keys = [c for c, r in roles.items() if r == "person key"]
+    if len(keys) > 1:
+        raise BlendinError(f"{len(keys)} columns are the person key ({', '.join(keys)}); a "
+                           "table has one", fix="make one of them the person key, the "
+                                                "others identifiers")
+    if keys:  # every count then counts people (docs/people.md)
+        attributes["person"] = keys[0]
     anonymization = {k: v for k, v in session.limits.items() if v not in (None, "")}
     weights = {q: w for q, w in session.weights.items() if q in qis and w != 1}
     if weights:
@@ -518,15 +526,17 @@ def run(session: Session, spec, job: Job) -> Run:
             result = anonymize(ref, spec, progress=job.progress)
             record = Run(len(session.runs) + 1, spec, result)
             job.step = "measuring risk"
-            record.risk_before = risk(ref, qis)
+            record.risk_before = risk(ref, qis, person=spec.person)
             record.distinct_before = distinct_counts(SqlEngine().source(ref), qis)
     else:
         result = anonymize(str(data.path), spec, progress=job.progress)
         job.step = "measuring risk"
         record = Run(len(session.runs) + 1, spec, result)
-        record.risk_before = risk(data.table, qis)
+        record.risk_before = risk(data.table, qis, person=spec.person)
     if result.table.num_rows:
-        record.risk_after = risk(result.table, qis)
+        counted = result.release_people is not None  # the release's rows, by person
+        record.risk_after = risk(result.table_with_people(), qis,
+                                 person=spec.person if counted else None)
     if session.external is not None:
         job.step = "linking attack"
         record.attack_before, record.attack_after = linking_attack(session, result)
@@ -554,9 +564,12 @@ def linking_attack(session: Session, result):
     k = k_of(result.spec) or 5
     naive = session.data.table.drop_columns(
         [c for c in result.spec.identifiers if c in session.data.table.column_names])
-    before = attack(naive, external, on=qis, k=max(k, 2))
-    after = attack(result.table, external, on=qis, k=max(k, 2),
-                   hierarchies=result.hierarchies) if result.table.num_rows else None
+    person = result.person_counted(qis)  # a patient with five visits is one match
+    before = attack(naive, external, on=qis, k=max(k, 2), person=person)
+    released = result.table_with_people()
+    after = attack(released, external, on=qis, k=max(k, 2), hierarchies=result.hierarchies,
+                   person=person if person in released.column_names else None
+                   ) if result.table.num_rows else None
     return before, after
 
 

@@ -162,7 +162,8 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
     qis = list(spec.quasi_identifiers)
     threshold, threshold_note = risk_threshold(spec, threshold)
     before_table = _input_table(original, spec, result.records)
-    after = _risk(_with_people(release, result), spec, threshold, population)
+    after = _risk(result.table_with_people() if result.release_people is not None
+                  else release, spec, threshold, population)
     before = (_risk(before_table, spec, threshold, population)
               if before_table is not None else None)
     mondrian = not result.levels and result.algorithm == "mondrian"
@@ -272,16 +273,6 @@ def _short_threshold_note(spec, threshold: float) -> str:
         return (f"risk above 1/k = {_number(threshold)}: in a class of fewer than "
                 f"k = {max(ks)} records")
     return f"risk above {_number(threshold)}"
-
-
-def _with_people(release: pa.Table, result) -> pa.Table:
-    """The release with each row's person number in the person key's column, where the
-    run kept them (in memory), so that its risk counts people as the input's does."""
-    people = result.release_people
-    key = result.spec.person
-    if people is None or key is None or len(people) != release.num_rows:
-        return release
-    return release.append_column(key, pa.array(people))
 
 
 def _risk(table: pa.Table, spec, threshold: float,
@@ -632,7 +623,8 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
     sensitive = [s for s in spec.sensitive if s not in ext.column_names]
     k = _k(result) or 2
     hierarchies = {q: result.hierarchies[q] for q in join if q in result.hierarchies}
-    release = _with_people(release, result)
+    if result.release_people is not None:
+        release = result.table_with_people()
     after = attack(release, ext, join, k=max(k, 2), sensitive=sensitive,
                    hierarchies=hierarchies, missing=spec.missing,
                    person=_person_of(result, release, join))
@@ -646,14 +638,10 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
 
 
 def _person_of(result, table: pa.Table, join: Sequence[str]) -> str | None:
-    """The input's person key, where the attack on it counts people: the join columns hold
-    one value a person."""
-    people = result.people
-    key = result.spec.person
-    if (people and key in table.column_names
-            and set(join) <= set(people["person_level"])):
-        return key
-    return None
+    """The person key, where the attack on ``table`` counts people: it holds the key (or
+    the person numbers) and the join columns hold one value a person."""
+    key = result.person_counted(join)
+    return key if key in table.column_names else None
 
 
 def _join_columns(on, spec, ext: pa.Table) -> list[str]:
