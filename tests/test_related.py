@@ -332,3 +332,20 @@ def _spec_file(folder: Path) -> Path:
         '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
         '[anonymization]\nmax_suppression = 0.5\n')
     return path
+
+
+def test_risk_of_related_tables_counts_people(tmp_path: Path):
+    result = bl.anonymize(_cohort(), spec_of(2, 0.5), shuffle_seed=6)
+    report = bl.risk(result.tables, spec=spec_of(2, 0.5))
+    assert report.records == len(result.tables["patients"])  # people
+    assert report.sizes.min() >= 2 and report.person is not None
+    raw = bl.risk(_cohort(), spec=spec_of(2, 0.5))
+    assert raw.records == 6 and raw.sample_uniques == raw.classes == 6
+    with pytest.raises(BlendinError, match="no spec names them"):
+        bl.risk(_cohort(), "age,sex")
+    result.write(tmp_path / "out")
+    run = CliRunner().invoke(main, ["risk", *(f"--input={n}={tmp_path}/out/{n}.csv"
+                                              for n in TABLES), "--spec",
+                                    str(_spec_file(tmp_path))])
+    assert run.exit_code == 0, run.output
+    assert f"people             {len(result.tables['patients'])}" in run.output

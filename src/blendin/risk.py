@@ -30,7 +30,7 @@ Everything is computed from class sizes (one pyarrow group-by), never row by row
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -45,6 +45,7 @@ from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
+from blendin.related import sources, stack, stack_batches
 from blendin.summaries import risk_summary
 
 #: the column that carries a person's joint set of event tuples (a class splits on it)
@@ -192,6 +193,17 @@ def risk(
     (2, 0.3333333333333333, 0.667)
     """
     names, sensitive = _columns(qi, spec, sensitive)
+    if isinstance(data, Mapping):  # related tables: measured as one stack, in people
+        if spec is None or not spec.tables:
+            raise BlendinError("several tables were given, and no spec names them as "
+                               "related tables", fix='give --spec with [tables.NAME] person '
+                                                     '= "KEY" for each (docs/people.md)')
+        tables = sources(data, spec)
+        stacked = stack(tables, spec)
+        whole = pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+        return risk(whole, [*names, stacked.tag], sensitive=sensitive, threshold=threshold,
+                    population=population, sampling_fraction=sampling_fraction,
+                    missing=spec.missing, progress=progress, person=stacked.key)
     person = person if person is not None else getattr(spec, "person", None)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",

@@ -6,12 +6,14 @@ import json
 
 import click
 
-from blendin.cli import main
+from blendin.cli import INPUT_HELP, main, related_inputs
 from blendin.cli.database import database_options, table_options
 
 
 @main.command("risk")
-@click.argument("data", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("data", type=click.Path(dir_okay=False, path_type=str), required=False)
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
+              help=INPUT_HELP + " Measured together, in people (needs --spec).")
 @database_options
 @click.option("--qi", default=None, help="Quasi-identifier columns, comma-separated.")
 @click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
@@ -34,7 +36,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  threshold: float, population: float | None,
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
                  encoding: str, table: str | None, query: str | None, schema: str | None,
-                 password_env: str | None, person: str | None) -> None:
+                 password_env: str | None, person: str | None,
+                 inputs: tuple[str, ...]) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
     estimated population uniques.
@@ -43,6 +46,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
     quasi-identifiers are all * are suppressed and not at risk.
 
     A table in a database (DATA a URL, with --table or --query) is grouped there.
+    Related tables (--input NAME=FILE each, with the spec's [tables]) are measured
+    together: a class holds the people with equal values in every table.
 
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
     """
@@ -57,8 +62,10 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
         spec = Spec.from_toml(spec_path)
         delimiter = delimiter or spec.delimiter
-    rows = table_options(data, table, query, schema, password_env)
-    source = data if rows else Source(data, delimiter=delimiter, encoding=encoding)
+    related = related_inputs(data, inputs) if inputs or data is None else None
+    rows = {} if related else table_options(data, table, query, schema, password_env)
+    source = related or (data if rows else Source(data, delimiter=delimiter,
+                                                  encoding=encoding))
     with Progress() as bars:  # in a terminal, while a large file is read
         report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
                       population=population, sampling_fraction=sampling_fraction,
