@@ -203,16 +203,8 @@ def test_spec_tables_read_and_written(tmp_path):
 def test_cli_writes_one_file_a_table_and_refuses_a_full_folder(tmp_path: Path):
     for name, table in _cohort().items():
         table.to_csv(tmp_path / f"{name}.csv", index=False)
-    (tmp_path / "s.toml").write_text(
-        '[attributes]\nsensitive = ["dx"]\n'
-        '[tables.patients]\nperson = "id"\n[tables.visits]\nperson = "pid"\n'
-        '[tables.scripts]\nperson = "pid"\n'
-        '[quasi_identifiers]\nsex = { flat = true }\nward = { flat = true }\n'
-        'drug = { flat = true }\nage = { flat = true }\n'
-        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
-        '[anonymization]\nmax_suppression = 0.5\n')
     args = ["anonymize", *(f"--input={n}={tmp_path / n}.csv" for n in TABLES),
-            "--spec", str(tmp_path / "s.toml"), "-o", str(tmp_path / "out")]
+            "--spec", str(_spec_file(tmp_path)), "-o", str(tmp_path / "out")]
     run = CliRunner().invoke(main, args)
     assert run.exit_code == 0, run.output
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [

@@ -63,7 +63,7 @@ def person_codes(column: pa.ChunkedArray | pa.Array, name: str, missing: str = "
     """Each row's person (0, 1, ...) and the person keys, as text (person ``i`` is key
     ``i``); an empty key is an error naming how many records have one."""
     text = as_text(column, missing)
-    empty = pc.sum(_empty(text, missing)).as_py()
+    empty = pc.sum(empty_keys(text, missing)).as_py()
     if empty:
         raise BlendinError(
             f"the person key {name!r} is empty on {empty:,} record(s): every record must "
@@ -73,7 +73,7 @@ def person_codes(column: pa.ChunkedArray | pa.Array, name: str, missing: str = "
     return encoded.indices.to_numpy().astype(np.int64), encoded.dictionary
 
 
-def _empty(column, missing: str):
+def empty_keys(column, missing: str) -> pa.ChunkedArray | pa.Array:
     """True where a person key is empty: null, or read as the ``missing`` label."""
     text = as_text(column, missing)
     return pc.or_kleene(pc.is_null(text), pc.equal(text, missing))
@@ -90,11 +90,11 @@ def require_keys(distinct: pa.Table, person: str, missing: str, rows) -> None:
     ...
     blendin.errors.BlendinError: the person key 'id' is empty on row 3 (1 record(s) in all)...
     """
-    if not pc.any(_empty(distinct.column(person), missing)).as_py():
+    if not pc.any(empty_keys(distinct.column(person), missing)).as_py():
         return
     seen, first, empty = 0, None, 0
     for batch in rows():
-        gaps = np.flatnonzero(_empty(batch.column(person), missing)
+        gaps = np.flatnonzero(empty_keys(batch.column(person), missing)
                               .to_numpy(zero_copy_only=False))
         if first is None and len(gaps):
             first = seen + int(gaps[0]) + 1

@@ -39,7 +39,7 @@ from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import Hierarchy, first_seen
 from blendin.io import Source, atomic_path, from_arrow
 from blendin.outputs import check_paths, together
-from blendin.people import _empty
+from blendin.people import empty_keys
 from blendin.spec import Spec
 
 #: the column of the stack that names each row's table
@@ -323,7 +323,7 @@ def _person_keys(table: pa.Table, name: str, key: str, missing: str) -> pa.Array
 
 
 def _no_empty(text: pa.Array, table: str, key: str, missing: str, seen: int = 0) -> None:
-    empty = np.flatnonzero(_empty(text, missing).to_numpy(zero_copy_only=False))
+    empty = np.flatnonzero(empty_keys(text, missing).to_numpy(zero_copy_only=False))
     if len(empty):
         raise BlendinError(
             f"the person key {key!r} of table {table!r} is empty on row "
