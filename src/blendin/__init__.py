@@ -84,6 +84,8 @@ _EXPORTS: dict[str, str] = {
     "write_report": "blendin.report",
     "RiskReport": "blendin.risk",
     "risk": "blendin.risk",
+    "utility": "blendin.utility",
+    "UtilityReport": "blendin.utility",
     "POLICIES": "blendin.search",
     "Solution": "blendin.search",
     "find": "blendin.search",

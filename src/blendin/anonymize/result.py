@@ -23,6 +23,7 @@ from blendin.outputs import pending_location
 from blendin.related import check_folder, table_paths, write_tables
 from blendin.spec import Spec
 from blendin.summaries import fully_generalized, minimal_nodes, result_summary, summary_notes
+from blendin.utility import utility
 
 
 def _fmt(value) -> str:
@@ -248,6 +249,14 @@ class Result:
         lines.append(f"verified by the checker: {models}")
         lines += summary_notes(self)
         return "\n".join(lines)
+
+    def utility_report(self, original, *, target: str | None = None, **options):
+        """How much of ``original`` (the input of this run) the release keeps, column by
+        column (:func:`blendin.utility.utility`; ``target`` adds the classification)."""
+        if self.records_by_table:
+            raise BlendinError("the utility report compares one table with its release",
+                               fix="measure each released table against its input")
+        return utility(original, self.table, self.spec, target=target, **options)
 
     def save_solution(self, path: str | os.PathLike) -> Path:
         """Write the solution as JSON: levels, inline hierarchies, models, limits.

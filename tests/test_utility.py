@@ -1,0 +1,171 @@
+"""blendin utility: ARX's quality measures computed by hand on a small table, properties
+(the input against itself is perfect, everything suppressed is worst), the matching of a
+release to its input, and classification on a target that one QI decides."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import blendin as bl
+from blendin.cli import main
+from blendin.errors import BlendinError
+from blendin.hierarchy.core import Hierarchy
+from blendin.utility import utility
+
+X = Hierarchy.from_rows([["1", "1-2", "*"], ["2", "1-2", "*"], ["3", "3-4", "*"],
+                         ["4", "3-4", "*"]], kind="numeric", numbers=[1, 2, 3, 4])
+INPUT = pd.DataFrame({"x": ["1", "1", "2", "3", "4", "4"]})
+
+
+def spec_of(**qis) -> bl.Spec:
+    return bl.Spec(quasi_identifiers=qis or {"x": X}, models=[bl.KAnonymity(2)])
+
+
+def test_every_measure_by_hand():
+    release = pd.DataFrame({"x": ["1-2", "1-2", "1-2", "3-4", "3-4", "3-4"]})
+    report = utility(INPUT, release, spec_of())
+    (x,) = report.columns
+    assert (x.level, x.height, x.example) == (1, 3, "1-2") and x.suppressed == 0
+    assert x.granularity == pytest.approx(1 - (0.5 - 0.25) / 0.75)  # shares 2/4, D = 4
+    assert x.generalization_intensity == pytest.approx(0.5)  # level 1 of 2
+    lost = 4 * math.log2(3 / 2) + 2 * math.log2(3)  # log2(f(label) / f(value)) a record
+    whole = 4 * math.log2(3) + 2 * math.log2(6)  # log2(N / f(value))
+    assert x.non_uniform_entropy == pytest.approx(1 - lost / whole)
+    assert x.squared_error == pytest.approx(1 - 6 / 44)  # farther end: 1 a record; cap 44
+    table = report.table
+    assert table["ambiguity"] == pytest.approx(1 - (12 - 6) / (24 - 6))
+    assert table["aecs"] == pytest.approx(1 - (3 - 1.5) / (6 - 1.5))
+    assert table["discernibility"] == pytest.approx(1 - (18 - 10) / (36 - 10))
+    assert table["sse_sst"] == pytest.approx(1 - 1.5 / 6)
+    assert table["record_squared_error"] == pytest.approx(1 - 6 / 16)
+    before, after = report.statistics["x"]
+    assert (before.mean, after.mean, after.median) == (2.5, 2.5, 2.5)
+    assert "x: level 1 of 2, e.g. 1-2; 0.0% of values suppressed" in str(report)
+
+
+@pytest.mark.parametrize("suppressed", ["drop", "keep"])
+def test_suppressed_records_by_hand(suppressed):
+    shown = ["*"] * 3 if suppressed == "keep" else []
+    release = pd.DataFrame({"x": ["1-2", "1-2", "1-2", *shown]})
+    report = utility(INPUT, release, spec_of())
+    (x,) = report.columns
+    assert report.released == 3 and x.suppressed == 0.5
+    assert x.granularity == pytest.approx(1 - (0.75 - 0.25) / 0.75)
+    assert x.generalization_intensity == pytest.approx(0.25)
+    # the suppressed 3, 4, 4 lose log2(3/1) + 2 log2(3/2) more, in ARX's second step
+    lost = (2 * math.log2(3 / 2) + math.log2(3) + math.log2(3) + 2 * math.log2(3 / 2))
+    whole = 4 * math.log2(3) + 2 * math.log2(6)
+    assert x.non_uniform_entropy == pytest.approx(1 - lost / whole)
+    assert report.table["discernibility"] == pytest.approx(1 - (9 + 18 - 10) / (36 - 10))
+
+
+@st.composite
+def tables(draw):
+    n = draw(st.integers(4, 40))
+    return pd.DataFrame({"x": draw(st.lists(st.sampled_from("1234"), min_size=n,
+                                            max_size=n)),
+                         "s": draw(st.lists(st.sampled_from("fm"), min_size=n, max_size=n))})
+
+
+S = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables())
+def test_the_input_against_itself_is_perfect_and_everything_suppressed_is_worst(df):
+    spec = spec_of(x=X, s=S)
+    perfect = utility(df, df, spec)
+    for column in perfect.columns:
+        for value in (column.granularity, column.generalization_intensity):
+            assert value == pytest.approx(1.0)
+        assert column.non_uniform_entropy == pytest.approx(1.0) or math.isnan(
+            column.non_uniform_entropy)
+    assert all(v == pytest.approx(1.0) for k, v in perfect.table.items()
+               if not math.isnan(v))
+    worst = utility(df, df.iloc[:0], spec)
+    assert worst.released == 0
+    for column in worst.columns:
+        assert column.granularity == pytest.approx(0.0)
+        assert column.generalization_intensity == pytest.approx(0.0)
+        assert column.suppressed == 1.0
+    for name in ("discernibility", "ambiguity"):  # nan: the input is one class already
+        assert worst.table[name] == pytest.approx(0.0) or math.isnan(worst.table[name])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tables(), st.integers(2, 4))
+def test_a_release_of_blendin_is_matched_and_coarser_is_never_better(df, k):
+    spec = bl.Spec(quasi_identifiers={"x": X, "s": S}, models=[bl.KAnonymity(k)],
+                   max_suppression=0.3)
+    try:
+        result = bl.anonymize(df, spec)
+    except BlendinError:
+        return
+    report = utility(df, result.data, spec)
+    if result.levels == {"x": 2, "s": 1}:  # every record shows only *: as if suppressed
+        assert report.released == 0 and [c.level for c in report.columns] == [2, 1]
+        return
+    assert [c.level for c in report.columns] == [result.levels["x"], result.levels["s"]]
+    assert report.released == len(result.data)
+    assert report.records - report.released == result.suppressed
+    top = utility(df, df.assign(x="*", s="*"), spec)  # all at the top: no better
+    for name, value in top.overall.items():
+        if not math.isnan(report.overall[name]):  # nan: a column of one value
+            assert value <= report.overall[name] + 1e-12
+
+
+def test_a_release_not_of_this_input_is_refused():
+    with pytest.raises(BlendinError, match="does not come from this input"):
+        utility(INPUT, pd.DataFrame({"x": ["1-2"] * 5}), spec_of())  # 3 of 1-2 in the input
+    with pytest.raises(BlendinError, match="no single level"):
+        utility(INPUT, pd.DataFrame({"x": ["1-2", "1-2", "1-2", "3", "4", "4"]}), spec_of())
+    with pytest.raises(BlendinError, match="has no column"):
+        utility(INPUT, pd.DataFrame({"y": ["1"]}), spec_of())
+
+
+def test_classification_falls_to_the_baseline_when_the_deciding_qi_is_gone():
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"x": rng.choice(list("1234"), 300), "s": rng.choice(list("fm"), 300)})
+    df["target"] = np.where(df.x.isin(["1", "2"]), "low", "high")
+    spec = spec_of(x=X, s=S)
+    kept = utility(df, df.assign(x=df.x.map({"1": "1-2", "2": "1-2", "3": "3-4",
+                                             "4": "3-4"})), spec, target="target", folds=3)
+    gone = utility(df, df.assign(x="*"), spec, target="target", folds=3)
+    for model in ("logistic regression", "naive bayes", "random forest"):
+        assert kept.classification.original[model].accuracy == pytest.approx(1.0)
+        assert kept.classification.kept(model) == pytest.approx(1.0)
+        assert gone.classification.released[model].accuracy <= (
+            gone.classification.baseline.accuracy + 0.05)
+        assert gone.classification.kept(model) < 0.15
+    assert gone.classification.baseline.auc == pytest.approx(0.5)
+    with pytest.raises(BlendinError, match="is a quasi-identifier"):
+        utility(df, df, spec, target="x")
+
+
+def test_cli(tmp_path):
+    INPUT.to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "s.toml").write_text('[quasi_identifiers]\nx = { intervals = [2] }\n'
+                                     '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    made = CliRunner().invoke(main, ["anonymize", str(tmp_path / "in.csv"), "--spec",
+                                     str(tmp_path / "s.toml"), "-o", str(tmp_path / "out.csv")])
+    assert made.exit_code == 0, made.output
+    args = ["utility", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--spec",
+            str(tmp_path / "s.toml")]
+    run = CliRunner().invoke(main, [*args, "--csv", str(tmp_path / "c.csv")])
+    assert run.exit_code == 0, run.output
+    assert "quality of the table:" in run.output
+    columns = pd.read_csv(tmp_path / "c.csv")
+    assert columns.name.tolist() == ["x"] and columns.level.tolist() == [1]
+    import json
+
+    payload = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    assert payload["released"] == 6 and payload["columns"][0]["name"] == "x"
+    bad = CliRunner().invoke(main, [*args, "--target", "nope"])
+    assert bad.exit_code == 2 and "no column 'nope'" in bad.output
