@@ -24,7 +24,7 @@ from blendin.report import html as report_html
 from blendin.report import plots, render_report, write_report
 from blendin.spec import Spec
 
-SECTIONS = ("released", "spec", "models", "utility", "risk", "plots")
+SECTIONS = ("released", "spec", "models", "keeps", "utility", "risk", "plots")
 VOID = {"meta", "img", "br", "hr", "link", "input", "col", "area", "base", "wbr", "source"}
 PNG = b"\x89PNG\r\n\x1a\n"
 

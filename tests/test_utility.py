@@ -169,3 +169,19 @@ def test_cli(tmp_path):
     assert payload["released"] == 6 and payload["columns"][0]["name"] == "x"
     bad = CliRunner().invoke(main, [*args, "--target", "nope"])
     assert bad.exit_code == 2 and "no column 'nope'" in bad.output
+
+
+def test_the_report_shows_what_the_release_keeps_before_what_was_lost(tmp_path):
+    df = bl.datasets.hospital(400, seed=3)
+    spec = bl.Spec(identifiers=["name", "ssn"], quasi_identifiers={
+        "zip": bl.masking(), "sex": bl.flat()}, models=[bl.KAnonymity(5)],
+        max_suppression=0.1)
+    result = bl.anonymize(df, spec)
+    page = result.report(tmp_path / "r.html", original=df).read_text()
+    report = result.utility_report(df)
+    assert page.index('id="keeps"') < page.index('id="utility"')
+    for column in report.columns:
+        assert f"<li>{column.line()}</li>" in page
+    shown = page[page.find('id="keeps-discernibility"'):][:60]
+    assert f">{report.table['discernibility']:.4g}<" in shown
+    assert 'id="keeps"' not in result.report(tmp_path / "n.html").read_text()  # no input

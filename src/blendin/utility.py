@@ -601,6 +601,8 @@ def utility(original, release, spec, *, target: str | None = None, folds: int = 
             overall[name] = _quality(float(loss), float(least), float(most))
     statistics = {}
     for i, x in numbers.items():
+        if a.hierarchies[i].kind != "numeric":  # dates: days since 1970 say nothing
+            continue
         shown = as_text(released.column(qis[i]), spec.missing).to_numpy(zero_copy_only=False)
         statistics[qis[i]] = (Summary.of(x), Summary.of(midpoints(shown)))
     found = None

@@ -33,6 +33,7 @@ from blendin.report import plots
 from blendin.report.words import describe_rule, example_path, levels_in_words
 from blendin.risk import RiskReport, class_sizes, risk
 from blendin.summaries import fully_generalized
+from blendin.utility import MEANINGS, utility
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -53,6 +54,9 @@ UTILITY_MEANINGS: dict[str, str] = {
                       "records for each suppressed record: penalizes large classes.",
     "aecs": "Average equivalence class size: records per class (suppressed records count "
             "as one class). The closer to k, the more detail is kept.",
+    "arx-loss": "ARX's loss: the share of each quasi-identifier's domain the released "
+                "values cover, averaged over the values (0 is the original data, 1 is "
+                "every value *).",
 }
 
 #: what each privacy model promises, with the model's parameters filled in
@@ -182,6 +186,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "insensitive": _other_columns(release, spec),
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
+        "keeps": _keeps(result, before_table, release, mondrian),
         "utility": _utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
                            _short_threshold_note(spec, threshold)),
@@ -193,6 +198,31 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "attack": attack,
         "plots": _plots(result, release, before_table, before, after, qis, mondrian),
     }
+
+
+def _keeps(result, before_table: pa.Table | None, release: pa.Table, mondrian: bool
+           ) -> dict[str, Any] | None:
+    """What the release keeps of each column, and ARX's quality measures (each 1 for the
+    input itself, 0 when nothing is left): shown when the input is given."""
+    if before_table is None or mondrian or result.recoded_parts:
+        return None
+    try:
+        report = utility(before_table, release, result.spec)
+    except BlendinError as error:  # the rest of the report stands without it
+        return {"error": error.problem, "columns": [], "table": [], "statistics": []}
+    columns = [{"line": c.line(), "name": c.name, "granularity": _number(c.granularity),
+                "entropy": _number(c.non_uniform_entropy),
+                "intensity": _number(c.generalization_intensity),
+                "error": "–" if c.squared_error is None else _number(c.squared_error)}
+               for c in report.columns]
+    table = [{"name": f"{name} (columns)".replace("_", " "), "value": _number(value),
+              "meaning": MEANINGS[name]} for name, value in report.overall.items()]
+    table += [{"name": name.replace("_", " "), "value": _number(value),
+               "meaning": MEANINGS[name]} for name, value in report.table.items()]
+    statistics = [f"{name}: mean {_number(a.mean)} → {_number(b.mean)}, median "
+                  f"{_number(a.median)} → {_number(b.median)}"
+                  for name, (a, b) in report.statistics.items()]
+    return {"columns": columns, "table": table, "statistics": statistics, "error": None}
 
 
 def _version() -> str:
