@@ -13,7 +13,8 @@ The pipeline, one module a stage, for an in-memory frame or a file read chunk by
    release it rejects is never returned nor written;
 4. :mod:`~blendin.anonymize.result`: the :class:`Result` (the release and its figures).
 
-:mod:`~blendin.anonymize.run` runs them in that order (:func:`anonymize`);
+:mod:`~blendin.anonymize.run` runs them in that order (:func:`anonymize`), and
+:mod:`~blendin.anonymize.tables` runs it on related tables (their stack);
 :mod:`~blendin.anonymize.apply` re-applies a saved solution
 (:mod:`~blendin.anonymize.solutions`) to new data of the same shape.
 """
