@@ -27,9 +27,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.codes import as_text
+from blendin.codes import as_text, combine_keys
 from blendin.errors import BlendinError, preview
-from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy, domain_shares, domain_size
+from blendin.io import Source, to_arrow
+from blendin.labels import parse_numeric
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,8 +105,6 @@ def _suppressed(general: np.ndarray, released: np.ndarray, radices: Sequence[int
                 starred: int) -> np.ndarray:
     """Which input records were suppressed: those of the classes the release lacks,
     checked against the release's own counts (a class is released whole or not at all)."""
-    from blendin.codes import combine_keys
-
     key = combine_keys([general[:, i] for i in range(general.shape[1])], list(radices))
     shown = combine_keys([released[:, i] for i in range(released.shape[1])], list(radices))
     classes, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
@@ -291,8 +291,6 @@ def midpoints(labels: Sequence[str] | np.ndarray) -> np.ndarray:
     >>> midpoints(["30-39", "42", "*", "[20, 30)"]).round(3).tolist()[:3]
     [34.5, 42.0, nan]
     """
-    from blendin.labels import parse_numeric
-
     lo, hi = parse_numeric(np.asarray(labels, dtype=object))
     return (lo + hi) / 2
 
@@ -340,8 +338,6 @@ def column_quality(a: Aligned, i: int, numbers: np.ndarray | None) -> tuple[Colu
     """The measures of QI ``i`` of ``a`` (``numbers``: the input's values as numbers, for
     the squared error of a numeric column), and its (loss, min, max) triples for the
     aggregate over columns."""
-    from blendin.hierarchy.core import domain_shares, domain_size
-
     h, level, n = a.hierarchies[i], a.levels[i], a.records
     sup = a.suppressed
     d = domain_size(h)
@@ -407,9 +403,6 @@ def table_quality(a: Aligned, numbers: dict[int, np.ndarray]) -> dict[str, float
     """ARX's row-oriented measures, each a quality: ambiguity, average class size,
     discernibility; over the numeric QIs (``numbers``: their input values by QI index),
     record-level squared error and SSE/SST."""
-    from blendin.codes import combine_keys
-    from blendin.hierarchy.core import domain_shares, domain_size
-
     n, sup = a.records, a.suppressed
     kept = ~sup
     radices = [len(h.labels[lv]) for h, lv in zip(a.hierarchies, a.levels)]
@@ -566,8 +559,6 @@ def utility(original, release, spec, *, target: str | None = None, folds: int = 
     >>> [c.line() for c in report.columns][1]
     'sex: values as they are; 0.3% of values suppressed'
     """
-    from blendin.io import Source, to_arrow
-
     def read(data):
         if isinstance(data, str):
             return Source(data, delimiter=delimiter or spec.delimiter,
