@@ -185,3 +185,31 @@ def test_the_report_shows_what_the_release_keeps_before_what_was_lost(tmp_path):
     shown = page[page.find('id="keeps-discernibility"'):][:60]
     assert f">{report.table['discernibility']:.4g}<" in shown
     assert 'id="keeps"' not in result.report(tmp_path / "n.html").read_text()  # no input
+
+
+def test_contingency_tables_and_their_distance_by_hand(tmp_path):
+    df = pd.DataFrame({"x": ["1", "1", "2", "3", "4", "4"], "s": ["f", "f", "m", "m", "f", "f"]})
+    spec = spec_of(x=X, s=S)
+    same = utility(df, df, spec, pairs=["x,s"]).contingencies[0]
+    assert same.distance == 0.0 and same.original.equals(same.released)
+    banded = df.assign(x=df.x.map({"1": "1-2", "2": "1-2", "3": "3-4", "4": "3-4"}))
+    (crossed,) = utility(df, banded, spec, pairs=[("x", "s")]).contingencies
+    assert crossed.released.to_pydict() == {"x": ["1-2", "1-2", "3-4", "3-4"],
+                                            "s": ["f", "m", "f", "m"], "records": [2, 1, 2, 1]}
+    # spread evenly: Q(1,f) = Q(4,f) = 1/6, Q(2,m) = Q(3,m) = 0.5/6; P = 2/6, 1/6, 1/6, 2/6
+    assert crossed.distance == pytest.approx(0.5 * (3 / 6 + (1 - 3 / 6)))
+    nothing = utility(df, df.iloc[:0], spec, pairs=["x,s"]).contingencies[0]
+    assert nothing.distance == 1.0
+    with pytest.raises(BlendinError, match="does not name two columns"):
+        utility(df, df, spec, pairs=["x"])
+    df.to_csv(tmp_path / "d.csv", index=False)
+    banded.to_csv(tmp_path / "r.csv", index=False)
+    (tmp_path / "s.toml").write_text(
+        '[quasi_identifiers]\nx = { csv = "x.csv" }\ns = { flat = true }\n'
+        '[[privacy]]\nmodel = "k-anonymity"\nk = 1\n')
+    (tmp_path / "x.csv").write_text("1;1-2;*\n2;1-2;*\n3;3-4;*\n4;3-4;*\n")
+    run = CliRunner().invoke(main, ["utility", str(tmp_path / "d.csv"), str(tmp_path / "r.csv"),
+                                    "--spec", str(tmp_path / "s.toml"), "--pair", "x,s"])
+    assert run.exit_code == 0, run.output
+    assert "x x s: 4 pairs of values in the input, 4 of labels in the release; distance " \
+           "0.5000" in run.output

@@ -21,7 +21,7 @@ and on the release against the zero-rule baseline (scikit-learn, ``blendin[utili
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -457,6 +457,77 @@ def _sse_sst(a: Aligned, numbers: dict[int, np.ndarray]) -> float:
     return _quality(sse, 0.0, sst)
 
 
+# -- contingency tables ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Contingency:
+    """Two columns crossed: the input's table (its values) and the release's (its labels),
+    and how far apart they are: the total variation distance between the input's joint
+    distribution and the release's spread evenly over the values each label covers
+    (0: the same; 1: nothing in common)."""
+
+    columns: tuple[str, str]
+    original: pa.Table
+    released: pa.Table
+    distance: float
+
+    def to_dict(self) -> dict:
+        return {"columns": list(self.columns), "distance": self.distance,
+                "original": self.original.to_pylist(), "released": self.released.to_pylist()}
+
+
+def contingency(a: Aligned, pair: Sequence[str], source: pa.Table, missing: str = ""
+                ) -> Contingency:
+    """The contingency tables of the two columns ``pair`` (quasi-identifiers, or columns
+    the release keeps as they are) in the input and in the release matched to it."""
+    codes, labels, spread, texts = [], [], [], []
+    for name in pair:
+        if name in a.qis:
+            i = a.qis.index(name)
+            h, level = a.hierarchies[i], a.levels[i]
+            ground, general = a.ground[:, i], a.general[:, i]
+            values = np.asarray(h.ground, dtype=object).astype(str)
+            shown = np.asarray(h.labels[level], dtype=object).astype(str)
+            label_of = h.codes[level]
+        elif name in source.column_names:
+            found = pc.dictionary_encode(as_text(source.column(name), missing)
+                                         .combine_chunks())
+            ground = general = found.indices.to_numpy().astype(np.int64)
+            values = shown = np.asarray(found.dictionary.to_pylist(), dtype=object)
+            label_of = np.arange(len(values))
+        else:
+            raise BlendinError(f"--pair names {name!r}, which the input does not have",
+                               fix="cross two of the input's columns, e.g. --pair age,sex")
+        codes.append(ground)
+        labels.append(general)
+        # how many of the input's values each label covers, for spreading it evenly
+        spread.append((label_of, np.maximum(np.bincount(label_of, minlength=len(shown)), 1)))
+        texts.append((values, shown))
+    kept = ~a.suppressed
+    p_keys, p_counts = np.unique(codes[0] * len(texts[1][0]) + codes[1], return_counts=True)
+    r_keys, r_counts = np.unique(labels[0][kept] * len(texts[1][1]) + labels[1][kept],
+                                 return_counts=True)
+    # the release's mass at each of the input's (value, value) pairs
+    va, vb = p_keys // len(texts[1][0]), p_keys % len(texts[1][0])
+    (la, na), (lb, nb) = spread
+    at = la[va] * len(texts[1][1]) + lb[vb]
+    mass = np.zeros(len(at))
+    if len(r_keys):
+        found = np.minimum(np.searchsorted(r_keys, at), len(r_keys) - 1)
+        mass = np.where(r_keys[found] == at, r_counts[found], 0)
+    released = max(int(kept.sum()), 1)
+    q = mass / (na[la[va]] * nb[lb[vb]]) / released
+    p = p_counts / len(codes[0])
+    distance = 0.5 * (np.abs(p - q).sum() + max(0.0, 1.0 - q.sum())) if kept.any() else 1.0
+    original = pa.table({pair[0]: texts[0][0][va].tolist(), pair[1]: texts[1][0][vb].tolist(),
+                         "records": p_counts})
+    ra, rb = r_keys // len(texts[1][1]), r_keys % len(texts[1][1])
+    release = pa.table({pair[0]: texts[0][1][ra].tolist(), pair[1]: texts[1][1][rb].tolist(),
+                        "records": r_counts})
+    return Contingency(tuple(pair), original, release, float(distance))
+
+
 # -- the report ------------------------------------------------------------------------------
 
 #: what each table measure says, and that higher is better (all are qualities in [0, 1])
@@ -487,6 +558,7 @@ class UtilityReport:
     table: dict[str, float]
     statistics: dict[str, tuple[Summary, Summary]]
     classification: Classification | None = None
+    contingencies: list[Contingency] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"records": self.records, "released": self.released,
@@ -495,7 +567,8 @@ class UtilityReport:
                 "statistics": {name: {"input": vars(a), "release": vars(b)}
                                for name, (a, b) in self.statistics.items()},
                 "classification": (self.classification.to_dict()
-                                   if self.classification else None)}
+                                   if self.classification else None),
+                "contingencies": [c.to_dict() for c in self.contingencies]}
 
     def columns_table(self) -> pa.Table:
         """The per-column view as a table (what ``--csv`` writes)."""
@@ -511,6 +584,11 @@ class UtilityReport:
             lines.append(f"  {name}: mean {before.mean:.4g} -> {after.mean:.4g}, median "
                          f"{before.median:.4g} -> {after.median:.4g}, quartiles "
                          f"{before.q1:.4g}-{before.q3:.4g} -> {after.q1:.4g}-{after.q3:.4g}")
+        for c in self.contingencies:
+            lines.append(f"  {c.columns[0]} x {c.columns[1]}: {c.original.num_rows:,} pairs "
+                         f"of values in the input, {c.released.num_rows:,} of labels in the "
+                         f"release; distance {c.distance:.4f} (0: the same, 1: nothing in "
+                         "common)")
         if self.classification is not None:
             c = self.classification
             lines.append(f"classification of {c.target!r} ({c.folds}-fold, {c.records:,} "
@@ -541,14 +619,16 @@ class UtilityReport:
         return "\n".join(self.lines())
 
 
-def utility(original, release, spec, *, target: str | None = None, folds: int = 5,
-            seed: int = 0, sample: int = CLASSIFY_SAMPLE, delimiter: str | None = None,
+def utility(original, release, spec, *, target: str | None = None,
+            pairs: Sequence[Sequence[str]] = (), folds: int = 5, seed: int = 0,
+            sample: int = CLASSIFY_SAMPLE, delimiter: str | None = None,
             encoding: str | None = None) -> UtilityReport:
     """How much of ``original`` the ``release`` (of it, made with ``spec``) keeps.
 
     Both are files, DataFrames or Arrow tables. With ``target`` (a column of the input
     that is not a QI), models are trained on the QIs of the input and of the release to
     predict it (:func:`classify`; ``folds``, ``seed``, ``sample`` set the protocol).
+    ``pairs`` (two column names each) adds their contingency tables (:func:`contingency`).
 
     >>> import blendin as bl
     >>> df = bl.datasets.hospital(300, seed=1)
@@ -600,8 +680,15 @@ def utility(original, release, spec, *, target: str | None = None, folds: int = 
     if target is not None:
         found = _classification(source, a, target, qis, folds=folds, seed=seed,
                                 sample=sample)
+    crossed = []
+    for pair in pairs:
+        pair = [c.strip() for c in pair.split(",")] if isinstance(pair, str) else list(pair)
+        if len(pair) != 2:
+            raise BlendinError(f"--pair {','.join(pair)!r} does not name two columns",
+                               fix="give two columns, e.g. --pair age,sex")
+        crossed.append(contingency(a, pair, source, spec.missing))
     return UtilityReport(a.records, int((~a.suppressed).sum()), columns, overall,
-                         table_quality(a, numbers), statistics, found)
+                         table_quality(a, numbers), statistics, found, crossed)
 
 
 def _classification(source: pa.Table, a: Aligned, target: str, qis: Sequence[str], **how

@@ -19,6 +19,9 @@ from blendin.outputs import check_paths
 @click.option("--target", default=None, metavar="COLUMN",
               help="Train models to predict this column on the input and on the release "
               "(needs pip install \"blendin[utility]\").")
+@click.option("--pair", "pairs", multiple=True, metavar="A,B",
+              help="Cross two columns: their contingency tables in the input and the "
+              "release, and the distance between them (repeatable).")
 @click.option("--folds", default=5, show_default=True, type=click.IntRange(min=2),
               help="--target: folds of the cross-validation.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
@@ -31,7 +34,8 @@ from blendin.outputs import check_paths
 @click.option("--force", is_flag=True, help="Replace a --csv file that already exists.")
 @click.option("--delimiter", default=None,
               help="CSV delimiter of both files (default: the spec's, else sniffed).")
-def utility_command(data: str, release: str, spec_path: str, target: str | None, folds: int,
+def utility_command(data: str, release: str, spec_path: str, target: str | None,
+                    pairs: tuple[str, ...], folds: int,
                     seed: int, sample: int, as_json: bool, csv_path: str | None, force: bool,
                     delimiter: str | None) -> None:
     """How much of DATA the RELEASE (made from it with the spec) keeps: per column, what
@@ -52,8 +56,8 @@ def utility_command(data: str, release: str, spec_path: str, target: str | None,
     check_paths({"DATA": data, "RELEASE": release, "--spec": spec_path},
                 {"--csv": (csv_path, "table")}, force=force)
     spec = Spec.from_toml(spec_path)
-    report = utility(data, release, spec, target=target, folds=folds, seed=seed,
-                     sample=sample, delimiter=delimiter)
+    report = utility(data, release, spec, target=target, pairs=pairs, folds=folds,
+                     seed=seed, sample=sample, delimiter=delimiter)
     if csv_path is not None:
         write_table(report.columns_table(), csv_path)
     click.echo(json.dumps(report.to_dict(), indent=2, default=float) if as_json
