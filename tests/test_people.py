@@ -411,3 +411,13 @@ def test_group_and_row_columns_with_event_level_qis(tmp_path, streamed):
     assert group.value_counts().min() >= 3
     assert sorted(group.unique()) == list(range(1, group.nunique() + 1))
     assert "__blendin_person_class__" not in out.columns
+
+
+def test_a_release_written_to_a_file_is_measured_in_records_and_says_so(tmp_path):
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat(), "sex": bl.flat()},
+                   models=[KAnonymity(5)], person="pid", max_suppression=0.2)
+    visits().to_csv(tmp_path / "v.csv", index=False)
+    result = bl.anonymize(str(tmp_path / "v.csv"), spec, output=tmp_path / "r.csv")
+    assert result.release_people is None
+    page = result.report(tmp_path / "r.html", original=str(tmp_path / "v.csv")).read_text()
+    assert "the input in people (its person key), the release in records" in page

@@ -583,11 +583,16 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
     def share(count, r):
         return f"{_count(count)} ({_pct(count / r.records)})"
 
-    people = any(getattr(r, "person", None) for r in (before, after) if r is not None)
+    units = {getattr(r, "person", None) is not None for r in (before, after) if r is not None}
+    measured, note = {
+        frozenset({True}): ("People measured", "counted by the person key; suppressed "
+                                               "people are not at risk"),
+        frozenset({True, False}): ("Measured", "the input in people (its person key), the "
+                                               "release in records (written to a file, its "
+                                               "rows carry no person)"),
+    }.get(frozenset(units), ("Records measured", "suppressed records are not at risk"))
     rows = [
-        both("risk-records", "People measured" if people else "Records measured",
-             lambda r: _count(r.records), "counted by the person key; suppressed people "
-             "are not at risk" if people else "suppressed records are not at risk"),
+        both("risk-records", measured, lambda r: _count(r.records), note),
         both("risk-classes", "Classes", lambda r: _count(r.classes)),
         both("risk-smallest", "Smallest class", lambda r: _count(r.sizes.min())),
         both("sample-uniques", "Sample uniques", lambda r: share(r.sample_uniques, r),
