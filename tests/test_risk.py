@@ -243,7 +243,9 @@ def test_risk_reports_population_estimates():
     direct = population_uniqueness(sizes, 100_000)
     assert report.population.dankar == pytest.approx(direct.dankar)
     assert report.population.share == pytest.approx(direct.dankar / 100_000)
-    assert "uniques (Dankar)" in "\n".join(report.lines())
+    text = "\n".join(report.lines())
+    assert "population uniques, Dankar" in text and "population uniques, SNB" in text
+    assert "(snb" not in text and "records above 0.2" in text
 
 
 @settings(max_examples=100, deadline=None)

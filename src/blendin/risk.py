@@ -124,10 +124,10 @@ class RiskReport:
             f"quasi-identifiers  {', '.join(self.quasi_identifiers)}",
             f"classes            {self.classes} (smallest {_smallest(self.sizes)})",
             f"sample uniques     {self.sample_uniques} ({_pct(self.sample_uniques / n)})",
-            f"{'model':<12} {'highest':>8} {'average':>8} {'> ' + str(self.threshold):>8}",
+            f"{'risk':<12} {'highest':>8} {'average':>8}  records above {self.threshold:g}",
         ]
         for name, model in (("prosecutor", self.prosecutor), ("journalist", self.journalist)):
-            rows.append(f"{name:<12} {_pct(model.highest):>8} {_pct(model.average):>8} "
+            rows.append(f"{name:<12} {_pct(model.highest):>8} {_pct(model.average):>8}  "
                         f"{_pct(model.records_at_risk):>8}")
         rows.append(f"{'marketer':<12} {'':>8} {_pct(self.marketer):>8}")
         if self.population is not None:
@@ -135,13 +135,13 @@ class RiskReport:
             rows.append(
                 f"population         {p.population:.0f} (sampling fraction "
                 f"{p.sampling_fraction:.4g})")
-            for name in ("zayatz", "pitman", "snb"):
+            for name, label in (("zayatz", "Zayatz"), ("pitman", "Pitman"), ("snb", "SNB")):
                 value = getattr(p, name)
                 shown = "no solution" if math.isnan(value) else f"{value:.1f}"
-                rows.append(f"  uniques ({name:<6})  {shown}")
+                rows.append(f"  population uniques, {label:<7} {shown}")
             by = "no sample uniques" if p.model == "none" else f"by {p.model}"
-            rows.append(f"  uniques (Dankar)  {p.dankar:.1f} = {_pct(p.share)} of the "
-                        f"population ({by})")
+            rows.append(f"  population uniques, Dankar  {p.dankar:.1f} = {_pct(p.share)} of "
+                        f"the population ({by})")
         for h in self.homogeneity.values():
             rows.append(f"homogeneous on {h.attribute}: {h.classes} classes, {h.records} "
                         f"records ({_pct(h.share)})")
