@@ -40,7 +40,7 @@ from blendin.models.presence import population_source, subset_column, subset_row
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
-from blendin.related import sources, stack, stack_batches
+from blendin.related import in_memory
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import check_summary
 
@@ -263,9 +263,7 @@ def check(
     if isinstance(data, Mapping):  # related tables: checked as one stack
         spec = replace(spec, delimiter=delimiter or spec.delimiter,
                        encoding=encoding or spec.encoding)
-        tables = sources(data, spec)
-        stacked = stack(tables, spec)
-        whole = pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+        stacked, whole = in_memory(data, spec)
         report = check(whole, stacked.spec(spec), show_values=show_values,
                        population=population, strict=strict)
         report.tables = {name: stacked.records[name] for name in stacked.names}

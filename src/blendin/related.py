@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from blendin.codes import as_text
 from blendin.engines.embedded import BatchWriter
+from blendin.engines.kernels import repeated
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import Hierarchy, first_seen
 from blendin.io import Source, atomic_path, from_arrow
@@ -166,6 +167,13 @@ def stack(tables: Mapping[str, Source], spec: Spec) -> Stack:
     return stacked
 
 
+def in_memory(data: Mapping, spec: Spec) -> tuple[Stack, pa.Table]:
+    """The related tables ``data`` names, stacked in memory (what check and risk read)."""
+    tables = sources(data, spec)
+    stacked = stack(tables, spec)
+    return stacked, pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+
+
 def stack_batches(stacked: Stack, tables: Mapping[str, Source],
                   missing: str = "") -> Iterator[pa.Table]:
     """The stack, batch by batch: each event table's rows with their person's columns,
@@ -200,7 +208,7 @@ def _conform(stacked: Stack, name: str, keys, columns: Mapping) -> pa.Table:
     (the same in every row of the table, it tells none of them apart, and every hierarchy
     covers it); any other column it lacks is empty."""
     n = len(keys)
-    made = {stacked.key: keys, stacked.tag: pa.array([name] * n, pa.string())}
+    made = {stacked.key: keys, stacked.tag: repeated(pa.scalar(name, pa.string()), n)}
     for column in stacked.schema:
         if column.name in made:
             continue
@@ -209,7 +217,8 @@ def _conform(stacked: Stack, name: str, keys, columns: Mapping) -> pa.Table:
         elif column.name in columns:
             made[column.name] = columns[column.name]
         elif column.name in stacked.fillers:
-            made[column.name] = pa.array([stacked.fillers[column.name]] * n, column.type)
+            made[column.name] = repeated(pa.scalar(stacked.fillers[column.name],
+                                                   column.type), n)
         else:
             made[column.name] = pa.nulls(n, column.type)
     return pa.table({c.name: pc.cast(made[c.name], c.type) if
@@ -298,11 +307,10 @@ def _has_columns(table: str, names: Sequence[str], wanted: Sequence[str], role: 
 def _has_roles(tables: Mapping[str, Source], spec: Spec) -> None:
     """Every column the spec names is in some table."""
     present = {c for t in tables.values() for c in t.columns}
-    for role, names in spec._role_lists():
-        for name in names:
-            if role != "person key" and name not in present:
-                raise BlendinError(f"no table has the column {name!r} ({role})",
-                                   fix="check the spec's column names against the tables'")
+    for name, role in spec.roles().items():
+        if role != "person key" and name not in present:
+            raise BlendinError(f"no table has the column {name!r} ({role})",
+                               fix="check the spec's column names against the tables'")
 
 
 def _person_keys(table: pa.Table, name: str, key: str, missing: str) -> pa.Array:

@@ -45,7 +45,7 @@ from blendin.estimators import PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
-from blendin.related import sources, stack, stack_batches
+from blendin.related import in_memory
 from blendin.summaries import risk_summary
 
 #: the column that carries a person's joint set of event tuples (a class splits on it)
@@ -198,9 +198,7 @@ def risk(
             raise BlendinError("several tables were given, and no spec names them as "
                                "related tables", fix='give --spec with [tables.NAME] person '
                                                      '= "KEY" for each (docs/people.md)')
-        tables = sources(data, spec)
-        stacked = stack(tables, spec)
-        whole = pa.concat_tables(list(stack_batches(stacked, tables, spec.missing)))
+        stacked, whole = in_memory(data, spec)
         return risk(whole, [*names, stacked.tag], sensitive=sensitive, threshold=threshold,
                     population=population, sampling_fraction=sampling_fraction,
                     missing=spec.missing, progress=progress, person=stacked.key)

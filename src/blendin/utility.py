@@ -70,11 +70,10 @@ def align(original: pa.Table, release: pa.Table, qis: Sequence[str],
         zero_copy_only=False), bool) for s in shown]) if qis else np.zeros(0, bool)
     levels, released = [], []
     for q, h, labels in zip(qis, hierarchies, shown):
-        level = _level_of(q, h, pc.unique(pc.filter(labels, pa.array(~starred))))
+        labels = pc.filter(labels, pa.array(~starred))
+        level = _level_of(q, h, pc.unique(labels))
         levels.append(level)
-        index = {str(v): i for i, v in enumerate(h.labels[level])}
-        codes = pc.index_in(pc.filter(labels, pa.array(~starred)),
-                            value_set=pa.array(list(index), pa.string()))
+        codes = pc.index_in(labels, value_set=pa.array(h.labels[level].astype(str).tolist()))
         released.append(codes.to_numpy(zero_copy_only=False).astype(np.int64))
     general = np.stack([h.codes[lv][ground[:, i]] for i, (h, lv) in
                         enumerate(zip(hierarchies, levels))], axis=1).astype(np.int64)
@@ -242,8 +241,7 @@ def _predicted(make, x: np.ndarray, y: np.ndarray, split, n_classes: int) -> np.
         if hasattr(model, "min_categories"):  # naive Bayes: every category of the data
             model.set_params(min_categories=x.max(axis=0) + 1)
         model.fit(x[train], y[train])
-        found[np.ix_(test, model.classes_ if hasattr(model, "classes_") else
-                     model[-1].classes_)] = model.predict_proba(x[test])
+        found[np.ix_(test, model.classes_)] = model.predict_proba(x[test])
     return found
 
 

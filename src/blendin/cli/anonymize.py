@@ -409,20 +409,14 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
     from blendin.spec import Spec
 
     tables = related_inputs(data, inputs)
-    for flag, value in refused.items():
-        if value is not None:
-            raise BlendinError(f"{flag} does not work with related tables (--input) yet",
-                               fix=f"leave out {flag}")
+    _refuse_for_related(refused)
     spec = Spec.from_toml(spec_path)
     for key, value in settings.items():
         if value is not None:
             setattr(spec, key, value)
     check_paths({"--spec": spec_path, **{f"--input {n}": p for n, p in tables.items()},
                  **spec.files_read()}, {}, force=force)
-    if Path(output).exists() and any(Path(output).iterdir()) and not force:
-        raise BlendinError(f"-o {output!r} is a folder that already holds files",
-                           fix="pass --force to replace the tables' files in it, or give "
-                               "a new folder")
+    _fresh_folder(output, force)
     with Progress(enabled=not quiet) as progress:
         result = anonymize(tables, spec, progress=progress, output=output, **shown)
     _say(result, output, None, None, as_json=as_json, quiet=quiet)
@@ -438,21 +432,31 @@ def _related_in_database(data: str, spec, output: str, output_table: str | None,
     from blendin.engines.databases import is_database
     from blendin.progress import Progress
 
-    for flag, value in refused.items():
-        if value is not None:
-            raise BlendinError(f"{flag} does not work with related tables yet",
-                               fix=f"leave out {flag}")
-    if not is_database(output) and Path(output).exists() and any(
-            Path(output).iterdir()) and not force:
-        raise BlendinError(f"-o {output!r} is a folder that already holds files",
-                           fix="pass --force to replace the tables' files in it, or give "
-                               "a new folder")
+    _refuse_for_related(refused)
+    if not is_database(output):
+        _fresh_folder(output, force)
     with Progress(enabled=not quiet) as progress:
         result = anonymize(data, spec, progress=progress, output=output,
                            output_table=output_table, replace=force, **rows, **shown)
     where = output if result.written is not None else (
         ", ".join(output_table.replace("{table}", name) for name in spec.tables))
     _say(result, where, None, None, as_json=as_json, quiet=quiet)
+
+
+def _refuse_for_related(refused: dict) -> None:
+    """The options related tables do not take (those given: not None)."""
+    for flag, value in refused.items():
+        if value is not None:
+            raise BlendinError(f"{flag} does not work with related tables yet",
+                               fix=f"leave out {flag}")
+
+
+def _fresh_folder(output: str, force: bool) -> None:
+    """The folder of related tables' files holds none yet, unless --force."""
+    if Path(output).exists() and any(Path(output).iterdir()) and not force:
+        raise BlendinError(f"-o {output!r} is a folder that already holds files",
+                           fix="pass --force to replace the tables' files in it, or give "
+                               "a new folder")
 
 
 def _sql_engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...],

@@ -41,7 +41,7 @@ from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release
 from blendin.engines.databases import TEXT, Database, connect, hidden, is_database
 from blendin.engines.embedded import BatchWriter
-from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes
+from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes, repeated
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import _is_nested, atomic_path, write_table
@@ -575,7 +575,7 @@ class _ReleasePlan:
         text = as_text(domain.column("value"), self.missing)
         keys = domain.column("key").cast(pa.string()).filter(pc.is_in(text, value_set=gone))
         table = self.temp("people")
-        db.load(table, pa.table({KEY: keys, ID: pa.array([True] * len(keys), pa.bool_())}))
+        db.load(table, pa.table({KEY: keys, ID: repeated(pa.scalar(True), len(keys))}))
         db.execute(f"ANALYZE {q(table)}")
         return f" LEFT JOIN {q(table)} AS p ON {key_of(db, mask.column, 's.')} = p.{q(KEY)}"
 
