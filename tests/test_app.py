@@ -436,3 +436,63 @@ def test_a_person_key_chosen_in_the_page_counts_people(app, tmp_path):
         session.roles["ward"] = "person key"
         with pytest.raises(bl.BlendinError, match="2 columns are the person key"):
             workflow.build_spec(session)
+
+
+def test_results_show_what_the_release_keeps_before_what_was_lost(app, tmp_path):
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        form = {"m0:k": "5", "m1:attribute": "diagnosis", "m1:l": "2",
+                "max_suppression": "0.05", "action": "run"}
+        client.post(f"{sid}/models", data=form)
+        session = _wait(app, sid)
+        assert session.job.error is None
+        page = html.unescape(client.get(f"{sid}/").text)
+        data = tmp_path / "hospital.csv"
+        data.write_bytes(client.get(f"{sid}/input/data").content)
+        (tmp_path / "spec.toml").write_text(client.get(f"{sid}/run/1/download/spec").text)
+        release = tmp_path / "release.csv"
+        release.write_bytes(client.get(f"{sid}/run/1/download/.csv").content)
+    spec = bl.Spec.from_toml(tmp_path / "spec.toml")
+    report = bl.utility(str(data), str(release), spec)
+    for column in report.columns:
+        assert f"<li>{column.line()}</li>" in page
+    for d in report.distributions:
+        assert f'<figure id="distribution-{d.name}">' in page
+    quality = page[page.index('id="quality"'):page.index('id="losses"')]
+    assert f"<td>discernibility</td><td>{report.table['discernibility']:.4g}</td>" in quality
+    losses = page[page.index('id="losses"'):]
+    result = bl.anonymize(str(data), spec)
+    for name, value in result.utility.items():
+        shown = f"{round(value):,}" if value >= 1000 else f"{value:.4g}"
+        assert re.search(rf"<td>{name}</td><td>{shown}</td><td>lower</td>"
+                         r"<td class=\"small\">\w", losses), name
+    assert page.index('id="keeps-columns"') < page.index('id="losses"')
+
+
+def test_the_tradeoff_predicts_a_column_on_each_release(app):
+    from blendin.app.state import Job
+
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "5", "max_suppression": "0.05",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        run = session.runs[-1]
+        assert "ethnicity" not in workflow.target_columns(session, run.spec)  # a QI
+        workflow.tradeoff(session, run, Job("trade-off"), target="diagnosis")
+        page = html.unescape(client.get(f"{sid}/").text)
+        with pytest.raises(bl.BlendinError, match="cannot predict 'zip'"):
+            workflow.tradeoff(session, run, Job("trade-off"), target="zip")
+        assert "accuracy predicting diagnosis" in page and 'class="acc"' in page
+        point = run.tradeoff[2]
+        spec = bl.Spec.from_dict(run.spec.to_dict(), base_dir=session.folder)
+        spec.models = [bl.KAnonymity(point["k"])]
+        data = str(session.data.path)
+        found = bl.utility(data, bl.anonymize(data, spec).data, spec, target="diagnosis",
+                           models=["logistic regression"], sample=10_000).classification
+    assert point["accuracy"] == pytest.approx(found.released["logistic regression"].accuracy)
+    assert point["input_accuracy"] == pytest.approx(
+        found.original["logistic regression"].accuracy)
+    assert f"<td>{point['k']}</td>" in page and f"{100 * point['accuracy']:.1f}%" in page

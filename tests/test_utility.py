@@ -213,3 +213,111 @@ def test_contingency_tables_and_their_distance_by_hand(tmp_path):
     assert run.exit_code == 0, run.output
     assert "x x s: 4 pairs of values in the input, 4 of labels in the release; distance " \
            "0.5000" in run.output
+
+
+def test_distributions_count_what_each_side_shows():
+    df = bl.datasets.hospital(600, seed=5)
+    spec = bl.Spec(identifiers=["name", "ssn"], quasi_identifiers={
+        "zip": bl.masking(), "sex": bl.flat()}, models=[bl.KAnonymity(8)],
+        max_suppression=0.1, sensitive=["diagnosis"])
+    release = bl.anonymize(df, spec).data
+    report = utility(df, release, spec)
+    found = {d.name: d for d in report.distributions}
+    assert list(found) == ["zip", "sex", "diagnosis"]
+    gone = len(df) - len(release)
+    assert gone > 0
+    for name in found:
+        before, after = dict(found[name].before), dict(found[name].after)
+        assert before == df[name].astype(str).value_counts().to_dict()
+        shown = release[name].astype(str).value_counts().to_dict()
+        if name in spec.quasi_identifiers:  # the suppressed records show as *
+            shown["*"] = shown.get("*", 0) + gone
+        assert after == shown
+    zips = [v for v, _ in found["zip"].before]
+    assert zips == sorted(zips)  # a QI goes in its hierarchy's order
+    counts = [n for _, n in found["diagnosis"].before]
+    assert counts == sorted(counts, reverse=True)  # another column by count
+    assert [v for v, _ in found["diagnosis"].after] == [v for v, _ in found["diagnosis"].before]
+
+
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=80), st.integers(2, 12),
+       st.booleans())
+def test_distribution_bars_keep_every_record(counts, limit, ordered):
+    from blendin.utility.columns import Distribution
+
+    pairs = tuple((str(i), n) for i, n in enumerate(counts))
+    d = Distribution("x", pairs, pairs[:1], ordered)
+    before, after = d.bars(limit)
+    assert len(before) <= limit and sum(n for _, n in before) == sum(counts)
+    assert after == list(pairs[:1])
+
+
+def test_cli_writes_the_report_and_the_plots(tmp_path):
+    df = bl.datasets.hospital(500, seed=7)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "s.toml").write_text(
+        '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n'
+        '[quasi_identifiers]\nzip = { masking = true }\n"sex" = { flat = true }\n'
+        '[[privacy]]\nmodel = "k-anonymity"\nk = 5\n[anonymization]\nmax_suppression = 0.1\n')
+    made = CliRunner().invoke(main, ["anonymize", str(tmp_path / "in.csv"), "--spec",
+                                     str(tmp_path / "s.toml"), "-o", str(tmp_path / "out.csv")])
+    assert made.exit_code == 0, made.output
+    args = ["utility", str(tmp_path / "in.csv"), str(tmp_path / "out.csv"), "--spec",
+            str(tmp_path / "s.toml"), "--target", "ethnicity", "--model", "naive-bayes"]
+    run = CliRunner().invoke(main, [*args, "--report", str(tmp_path / "u.html"), "--plots",
+                                    str(tmp_path / "plots"), "--json"])
+    assert run.exit_code == 0, run.output
+    import json
+
+    payload = json.loads(run.output)
+    assert list(payload["classification"]["models"]) == ["naive bayes"]
+    assert [d["column"] for d in payload["distributions"]] == ["zip", "sex", "diagnosis"]
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == ["classification.png", "distribution-diagnosis.png",
+                     "distribution-sex.png", "distribution-zip.png"]
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in (tmp_path / "plots").iterdir())
+    page = (tmp_path / "u.html").read_text()
+    assert page.count('<figure id="distribution-') == 3 and 'id="kept-naive-bayes"' in page
+    kept = payload["classification"]["models"]["naive bayes"]["kept"]
+    shown = page[page.find('id="kept-naive-bayes"'):][:40]
+    assert ("–" in shown) if kept != kept else (f"{100 * kept:.1f}%" in shown)
+    again = CliRunner().invoke(main, [*args, "--plots", str(tmp_path / "plots")])
+    assert again.exit_code == 2 and "already holds plots" in again.output
+    assert "--force" in again.output
+    (tmp_path / "f").write_text("")
+    file = CliRunner().invoke(main, [*args, "--plots", str(tmp_path / "f")])
+    assert file.exit_code == 2 and "is a file" in file.output
+    forced = CliRunner().invoke(main, [*args, "--plots", str(tmp_path / "plots"), "--force"])
+    assert forced.exit_code == 0, forced.output
+
+
+def test_the_release_report_draws_each_qi_without_a_value_the_release_hides(tmp_path):
+    df = bl.datasets.hospital(400, seed=3)
+    spec = bl.Spec(identifiers=["name", "ssn"], quasi_identifiers={
+        "zip": bl.masking(), "sex": bl.flat()}, models=[bl.KAnonymity(5)],
+        max_suppression=0.1, sensitive=["diagnosis"])
+    result = bl.anonymize(df, spec)
+    page = result.report(tmp_path / "r.html", original=df).read_text()
+    for name in ("zip", "sex"):
+        assert f'<figure id="distribution-{name}">' in page
+    assert 'id="distribution-diagnosis"' not in page  # a sensitive column: in-house only
+    assert page.index('id="distribution-zip"') < page.index('id="utility"')
+    report = utility(df, result.data, spec, input_values=False)
+    assert [d.name for d in report.distributions] == ["zip", "sex"]
+    (zips,) = [d for d in report.distributions if d.name == "zip"]
+    released = result.data["zip"].value_counts().to_dict()
+    assert {v for v, _ in zips.before} <= {*released, "*"}  # only labels the release shows
+    # the input at the released labels (the release's counts plus what was suppressed),
+    # the records of labels the release does not show as *
+    level = result.levels["zip"]
+    at_level = df["zip"].map(lambda z: z[:5 - level] + "*" * level)
+    shown = at_level.where(at_level.isin(list(released)), "*").value_counts().to_dict()
+    assert dict(zips.before) == shown and "*" in shown
+
+
+def test_unknown_models_are_refused():
+    from blendin.utility import classify
+
+    x = np.zeros((10, 1), int)
+    with pytest.raises(BlendinError, match="unknown model"):
+        classify(np.arange(10) % 2, x, x, features=["x"], name="y", models=["svm"])

@@ -478,7 +478,9 @@ def create_app(path: str | Path | None = None, *,
         if session.job is not None and not session.job.done:
             session.error = "error: a run is already going on. Fix: wait, or cancel it"
         else:
-            session.start("trade-off", lambda job: workflow.tradeoff(session, record, job))
+            target = (await request.form()).get("target") or None
+            session.start("trade-off", lambda job: workflow.tradeoff(session, record, job,
+                                                                     target=target))
         return back(session, "run")
 
     async def download(request: Request) -> Response:

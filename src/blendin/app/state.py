@@ -88,6 +88,9 @@ class Run:
     #: distinct values of each QI in the input, counted where it is (a table in a database:
     #: there, not in the page's sample); None: counted on the loaded table
     distinct_before: dict[str, int] | None = None
+    #: what the release keeps of each column (:func:`blendin.report.utility_html.keeps`),
+    #: None where it is not measured (a table in a database, Mondrian)
+    keeps: dict | None = None
     #: what the page shows of this run, made once (the plots are costly)
     view: dict | None = None
 

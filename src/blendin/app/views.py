@@ -10,6 +10,7 @@ from blendin.app import workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Run, Session
 from blendin.errors import BlendinError
+from blendin.report.html import utility_rows
 from blendin.report.plots import class_sizes
 
 
@@ -81,6 +82,8 @@ def describe(run: Run, session: Session) -> dict:
         "min_class": result.min_class_size,
         "levels": levels,
         "utility": {k: float(v) for k, v in result.utility.items()},
+        "losses": utility_rows(result.utility),
+        "keeps": run.keeps,
         "algorithm": result.algorithm,
         "metric": result.metric,
         "seconds": result.seconds,
@@ -90,6 +93,7 @@ def describe(run: Run, session: Session) -> dict:
         "attack": _attack_rows(run.attack_before, run.attack_after),
         "tradeoff": run.tradeoff,
         "tradeoff_svg": tradeoff_svg(run.tradeoff) if run.tradeoff else None,
+        "targets": workflow.target_columns(session, run.spec),
         "sizes_png": _sizes_png(run),
         "solution": bool(result.levels),
     }
@@ -164,7 +168,9 @@ def _sizes_png(run: Run) -> str | None:
 
 
 def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str:
-    """Loss and suppressed share against k, as a small inline SVG (no script, no fonts).
+    """Loss and suppressed share against k, as a small inline SVG (no script, no fonts);
+    with accuracies in the points, a model's accuracy too, the input's and the zero rule's
+    as dashed lines.
 
     >>> svg = tradeoff_svg([{"k": 2, "loss": 0.1, "suppressed": 0.0},
     ...                     {"k": 10, "loss": 0.4, "suppressed": 0.02}])
@@ -195,13 +201,25 @@ def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str
     for p in done:
         parts.append(f'<text x="{x(p["k"]):.1f}" y="{height - 14}" text-anchor="middle">'
                      f'k={escape(str(p["k"]))}</text>')
-    for key, css in (("loss", "loss"), ("suppressed", "supp")):
+    lines = [("loss", "loss"), ("suppressed", "supp")]
+    if all(p.get("accuracy") is not None for p in done):
+        lines.append(("accuracy", "acc"))
+        for key, what in (("input_accuracy", "input"), ("baseline", "zero rule")):
+            level = y(done[0][key])
+            parts.append(f'<line x1="{left}" x2="{width - right}" y1="{level:.1f}" '
+                         f'y2="{level:.1f}" class="acc ref"><title>accuracy, {what}: '
+                         f'{100 * done[0][key]:.1f}%</title></line>')
+    for key, css in lines:
         coords = " ".join(f"{x(p['k']):.1f},{y(p[key]):.1f}" for p in done)
         parts.append(f'<polyline points="{coords}" class="{css}"/>')
         parts.extend(f'<circle cx="{x(p["k"]):.1f}" cy="{y(p[key]):.1f}" r="3.5" '
                      f'class="{css}"><title>k={p["k"]}: {key} {100 * p[key]:.1f}%</title>'
                      f'</circle>' for p in done)
     parts.append(f'<text x="{left + 10}" y="{top + 12}" class="loss">information loss</text>'
-                 f'<text x="{left + 10}" y="{top + 28}" class="supp">records suppressed</text>'
-                 '</svg>')
+                 f'<text x="{left + 10}" y="{top + 28}" class="supp">records suppressed</text>')
+    if lines[-1][0] == "accuracy":
+        parts.append(f'<text x="{left + 10}" y="{top + 44}" class="acc">accuracy predicting '
+                     f'{escape(str(done[0]["target"]))} (dashed: the input\'s, the zero '
+                     'rule\'s)</text>')
+    parts.append('</svg>')
     return "".join(parts)

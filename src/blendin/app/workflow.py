@@ -35,13 +35,18 @@ from blendin.frequency import SensitiveDomain
 from blendin.hierarchy.builders import builder_from_toml
 from blendin.io import Source, to_arrow, write_table, write_text
 from blendin.models import DISTANCES
+from blendin.report.utility_html import release_keeps
 from blendin.risk import risk
 from blendin.search.common import POLICIES
 from blendin.spec import ALGORITHMS, METRICS, SECTIONS, Spec
+from blendin.utility import utility
 
 READABLE = (".csv", ".tsv", ".txt", ".csv.gz", ".parquet", ".pq", ".xlsx")
 #: k values of the privacy/utility trade-off plot
 TRADEOFF_KS = (2, 3, 5, 10, 20, 50, 100)
+#: the model and the records at most of the trade-off's accuracy (fast enough for every k)
+TRADEOFF_MODEL = "logistic regression"
+TRADEOFF_SAMPLE = 10_000
 PREVIEW_ROWS = 8
 PREVIEW_VALUES = 12
 #: the rows of a table in a database the page reads for its profile, preview and hierarchy
@@ -533,6 +538,8 @@ def run(session: Session, spec, job: Job) -> Run:
         job.step = "measuring risk"
         record = Run(len(session.runs) + 1, spec, result)
         record.risk_before = risk(data.table, qis, person=spec.person)
+        job.step = "measuring what the release keeps"
+        record.keeps = release_keeps(result, data.table, input_values=True)
     if result.table.num_rows:
         counted = result.release_people is not None  # the release's rows, by person
         record.risk_after = risk(result.table_with_people(), qis,
@@ -577,12 +584,29 @@ def k_of(spec) -> int | None:
     return next((int(m.k) for m in spec.models if getattr(m, "k", None) is not None), None)
 
 
-def tradeoff(session: Session, run_: Run, job: Job) -> None:
-    """Re-run the spec of ``run_`` for several k: loss and suppression against k."""
+def tradeoff(session: Session, run_: Run, job: Job, target: str | None = None) -> None:
+    """Re-run the spec of ``run_`` for several k: loss and suppression against k; with a
+    ``target`` column, also the accuracy of a model trained on each release to predict it
+    (logistic regression, :data:`TRADEOFF_SAMPLE` records at most)."""
     base = run_.spec.to_dict()
     ks = [k for k in TRADEOFF_KS if k <= session.data.rows]
+    if target is not None:
+        choices = target_columns(session, run_.spec)
+        if target not in choices:
+            raise BlendinError(f"cannot predict {target!r} in the trade-off",
+                               fix=f"choose one of {', '.join(choices) or '(none)'}: a "
+                                   "column of a file that is not a quasi-identifier")
     with _input_of(session) as data:
-        run_.tradeoff = _tradeoff_points(session, base, ks, data, job)
+        run_.tradeoff = _tradeoff_points(session, base, ks, data, job, target)
+
+
+def target_columns(session: Session, spec) -> list[str]:
+    """The columns the trade-off may predict: those of a loaded file (not a table in a
+    database) that the spec neither generalizes nor removes."""
+    if session.data.ref is not None:
+        return []
+    taken = {*spec.quasi_identifiers, *spec.identifiers}
+    return [c for c in session.data.table.column_names if c not in taken]
 
 
 @contextlib.contextmanager
@@ -595,8 +619,8 @@ def _input_of(session: Session):
             yield ref
 
 
-def _tradeoff_points(session: Session, base: dict, ks: list[int], data, job: Job
-                     ) -> list[dict]:
+def _tradeoff_points(session: Session, base: dict, ks: list[int], data, job: Job,
+                     target: str | None = None) -> list[dict]:
     points = []
     for i, k in enumerate(ks):
         job.checked, job.total, job.step = i, len(ks), f"k = {k}"
@@ -608,14 +632,24 @@ def _tradeoff_points(session: Session, base: dict, ks: list[int], data, job: Job
         try:
             spec = Spec.from_dict(doc, base_dir=session.folder)
             result = anonymize(data, spec, progress=job.stop_if_cancelled)
+            point = {"k": k, "loss": float(result.utility.get("loss", math.nan)),
+                     "suppressed": result.suppressed / max(result.records, 1), "note": ""}
+            if target is not None:
+                point |= _accuracy(session.data.table, result, target)
         except BlendinError as error:
-            points.append({"k": k, "loss": None, "suppressed": None,
-                           "note": without_secret(str(error), session.data.ref)})
-            continue
-        points.append({"k": k, "loss": float(result.utility.get("loss", math.nan)),
-                       "suppressed": result.suppressed / max(result.records, 1),
-                       "note": ""})
+            point = {"k": k, "loss": None, "suppressed": None,
+                     "note": without_secret(str(error), session.data.ref)}
+        points.append(point)
     return points
+
+
+def _accuracy(table, result, target: str) -> dict:
+    """How well a model trained on the release predicts ``target``, beside the input's."""
+    found = utility(table, result.table, result.spec, target=target,
+                    models=[TRADEOFF_MODEL], sample=TRADEOFF_SAMPLE).classification
+    return {"accuracy": found.released[TRADEOFF_MODEL].accuracy,
+            "input_accuracy": found.original[TRADEOFF_MODEL].accuracy,
+            "baseline": found.baseline.accuracy, "target": target}
 
 
 # -- downloads -----------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from blendin.cli import main
+from blendin.errors import BlendinError, preview
 from blendin.outputs import check_paths
 
 
@@ -31,13 +33,24 @@ from blendin.outputs import check_paths
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False),
               help="Also write the per-column view as CSV.")
-@click.option("--force", is_flag=True, help="Replace a --csv file that already exists.")
+@click.option("--report", "report_path", default=None, type=click.Path(dir_okay=False),
+              help="Also write the report as one HTML file, plots included.")
+@click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write every plot as PNG into this folder (made if absent): one "
+              "distribution per quasi-identifier and sensitive column, the accuracy with "
+              "--target.")
+@click.option("--model", "models", multiple=True, metavar="NAME",
+              type=click.Choice(["logistic-regression", "naive-bayes", "random-forest"]),
+              help="--target: train only this model (repeatable; default: all three).")
+@click.option("--force", is_flag=True,
+              help="Replace --csv, --report and --plots files that already exist.")
 @click.option("--delimiter", default=None,
               help="CSV delimiter of both files (default: the spec's, else sniffed).")
 def utility_command(data: str, release: str, spec_path: str, target: str | None,
                     pairs: tuple[str, ...], folds: int,
-                    seed: int, sample: int, as_json: bool, csv_path: str | None, force: bool,
-                    delimiter: str | None) -> None:
+                    seed: int, sample: int, as_json: bool, csv_path: str | None,
+                    report_path: str | None, plots_dir: str | None, models: tuple[str, ...],
+                    force: bool, delimiter: str | None) -> None:
     """How much of DATA the RELEASE (made from it with the spec) keeps: per column, what
     the release shows, the share suppressed and ARX's quality measures (granularity,
     non-uniform entropy, generalization intensity, squared error); per table ambiguity,
@@ -45,20 +58,53 @@ def utility_command(data: str, release: str, spec_path: str, target: str | None,
     statistics of numeric columns before and after; with --target, classification
     accuracy, Brier score and AUC on the input, on the release and for the zero-rule
     baseline. Every quality is 1 for the input itself and 0 when nothing is left.
+    --report writes all of it as HTML with the distribution of every quasi-identifier
+    and sensitive column before and after; --plots the plots as PNG.
 
     Example: blendin utility adult.csv release.csv --spec s.toml --target salary-class
+    --report utility.html
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import write_table
+    from blendin.outputs import together
     from blendin.spec import Spec
-    from blendin.utility import utility
+    from blendin.utility import MODELS, utility
 
     check_paths({"DATA": data, "RELEASE": release, "--spec": spec_path},
-                {"--csv": (csv_path, "table")}, force=force)
+                {"--csv": (csv_path, "table"), "--report": (report_path, "report")},
+                force=force)
     spec = Spec.from_toml(spec_path)
+    if plots_dir is not None:
+        _check_plots(plots_dir, force)
+    chosen = [m.replace("-", " ") for m in models] or list(MODELS)
     report = utility(data, release, spec, target=target, pairs=pairs, folds=folds,
-                     seed=seed, sample=sample, delimiter=delimiter)
-    if csv_path is not None:
-        write_table(report.columns_table(), csv_path)
+                     seed=seed, sample=sample, models=chosen, delimiter=delimiter)
+    with together():  # the files take their names together, or none does
+        if csv_path is not None:
+            write_table(report.columns_table(), csv_path)
+        if report_path is not None or plots_dir is not None:
+            from blendin.report.utility_html import write_plots, write_utility_report
+
+            if report_path is not None:
+                write_utility_report(report, report_path, data=data, release=release)
+            if plots_dir is not None:
+                Path(plots_dir).mkdir(exist_ok=True)
+                write_plots(report, plots_dir)
     click.echo(json.dumps(report.to_dict(), indent=2, default=float) if as_json
                else str(report))
+
+
+def _check_plots(folder: str, force: bool) -> None:
+    """Refuse, before any work, a --plots folder whose PNG files exist (without --force)."""
+    where = Path(folder)
+    if where.exists() and not where.is_dir():
+        raise BlendinError(f"--plots {folder!r} is a file", fix="give --plots a folder")
+    if not where.parent.is_dir():
+        raise BlendinError(f"--plots {folder!r}: folder {str(where.parent)!r} does not exist",
+                           fix="create it first, or write the plots somewhere else")
+    if where.is_dir() and not force:
+        taken = sorted(p.name for p in where.glob("*.png")
+                       if p.name.startswith("distribution-") or p.name == "classification.png")
+        if taken:
+            raise BlendinError(f"--plots {folder!r} already holds plots ({preview(taken)})",
+                               fix="pass --force to replace them, or give another folder")

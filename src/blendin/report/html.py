@@ -30,10 +30,18 @@ from blendin.io import Source, to_arrow, write_text
 from blendin.models.dp import DifferentialPrivacy, sampled
 from blendin.models.presence import subset_column, subset_rows
 from blendin.report import plots
-from blendin.report.words import describe_rule, example_path, levels_in_words
+from blendin.report.page import template, version
+from blendin.report.utility_html import release_keeps
+from blendin.report.words import (
+    count,
+    describe_rule,
+    example_path,
+    levels_in_words,
+    number,
+    pct,
+)
 from blendin.risk import RiskReport, class_sizes, risk
 from blendin.summaries import fully_generalized
-from blendin.utility import MEANINGS, utility
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -144,15 +152,7 @@ def render_report(result, *, original=None, threshold: float | None = None, exte
     """The report as HTML text (see :func:`write_report`)."""
     context = report_context(result, original=original, threshold=threshold,
                              external=external, on=on, population=population)
-    return _template().render(**context)
-
-
-def _template():
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    env = Environment(loader=PackageLoader("blendin.report", "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    return env.get_template(TEMPLATE)
+    return template(TEMPLATE).render(**context)
 
 
 # -- the figures -----------------------------------------------------------------------------
@@ -175,7 +175,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
     return {
         "title": "Release report",
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "version": _version(),
+        "version": version(),
         "passed": _passed(result.check),
         "warnings": list(getattr(result, "warnings", [])),
         "released": _released(result),
@@ -186,52 +186,18 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "insensitive": _other_columns(release, spec),
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
-        "keeps": _keeps(result, before_table, release, mondrian),
-        "utility": _utility_rows(result.utility, _minimized(result)),
+        "keeps": release_keeps(result, before_table),
+        "utility": utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
                            _short_threshold_note(spec, threshold)),
         "risk_models": _risk_models(result.check, spec.models),
-        "threshold": _number(threshold),
+        "threshold": number(threshold),
         "threshold_note": threshold_note,
-        "population": _number(population) if population is not None else None,
+        "population": number(population) if population is not None else None,
         "has_input": before is not None,
         "attack": attack,
         "plots": _plots(result, release, before_table, before, after, qis, mondrian),
     }
-
-
-def _keeps(result, before_table: pa.Table | None, release: pa.Table, mondrian: bool
-           ) -> dict[str, Any] | None:
-    """What the release keeps of each column, and ARX's quality measures (each 1 for the
-    input itself, 0 when nothing is left): shown when the input is given."""
-    if before_table is None or mondrian or result.recoded_parts:
-        return None
-    try:
-        report = utility(before_table, release, result.spec)
-    except BlendinError as error:  # the rest of the report stands without it
-        return {"error": error.problem, "columns": [], "table": [], "statistics": []}
-    columns = [{"line": c.line(), "name": c.name, "granularity": _number(c.granularity),
-                "entropy": _number(c.non_uniform_entropy),
-                "intensity": _number(c.generalization_intensity),
-                "error": "–" if c.squared_error is None else _number(c.squared_error)}
-               for c in report.columns]
-    table = [{"name": f"{name} (columns)".replace("_", " "), "value": _number(value),
-              "meaning": MEANINGS[name]} for name, value in report.overall.items()]
-    table += [{"name": name.replace("_", " "), "value": _number(value),
-               "meaning": MEANINGS[name]} for name, value in report.table.items()]
-    statistics = [f"{name}: mean {_number(a.mean)} → {_number(b.mean)}, median "
-                  f"{_number(a.median)} → {_number(b.median)}"
-                  for name, (a, b) in report.statistics.items()]
-    return {"columns": columns, "table": table, "statistics": statistics, "error": None}
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("blendin")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
 
 
 def _passed(report) -> bool:
@@ -300,9 +266,9 @@ def _short_threshold_note(spec, threshold: float) -> str:
     """The row's note: what being above the threshold means for this spec."""
     ks = [int(m.k) for m in spec.models if getattr(m, "key", "") == "k-anonymity"]
     if ks and math.isclose(threshold, 1 / max(ks)):
-        return (f"risk above 1/k = {_number(threshold)}: in a class of fewer than "
+        return (f"risk above 1/k = {number(threshold)}: in a class of fewer than "
                 f"k = {max(ks)} records")
-    return f"risk above {_number(threshold)}"
+    return f"risk above {number(threshold)}"
 
 
 def _risk(table: pa.Table, spec, threshold: float,
@@ -316,32 +282,6 @@ def _risk(table: pa.Table, spec, threshold: float,
                 missing=spec.missing, population=population, person=person)
 
 
-def _count(n: int) -> str:
-    return f"{int(n):,}"
-
-
-def _pct(x: float) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
-
-
-def _number(x) -> str:
-    """A figure as people read it: thousands separators, 4 significant digits."""
-    if x is None:
-        return "–"
-    if isinstance(x, np.generic):
-        x = x.item()
-    if isinstance(x, bool):
-        return str(x)
-    if isinstance(x, int):
-        return _count(x)
-    x = float(x)
-    if math.isnan(x):
-        return "–"
-    if abs(x) >= 1000:  # 29,209 reads better than 2.921e+04
-        return _count(round(x))
-    return f"{x:.4g}"
-
-
 def _row(key: str, label: str, value: str, note: str = "") -> dict[str, str]:
     return {"key": key, "label": label, "value": value, "note": note}
 
@@ -352,16 +292,16 @@ def _released(result) -> list[dict[str, str]]:
     limit = result.spec.max_suppression
     share = suppressed / records if records else 0.0
     rows = [
-        _row("records", "Records in the input", _count(records)),
-        _row("released", "Records released", _count(records - suppressed if dropped
+        _row("records", "Records in the input", count(records)),
+        _row("released", "Records released", count(records - suppressed if dropped
                                                       else records)),
-        _row("suppressed", "Records suppressed", _count(suppressed),
-             f"{_pct(share)} of the input; "
+        _row("suppressed", "Records suppressed", count(suppressed),
+             f"{pct(share)} of the input; "
              + ("removed from the release" if dropped else "kept with * in every "
                 "quasi-identifier")),
         _row("limit", "Suppression limit", f"{100 * limit:g}%",
-             f"at most {_count(math.floor(limit * records + 1e-9))} records"),
-        _row("classes", "Equivalence classes", _count(_classes(result)),
+             f"at most {count(math.floor(limit * records + 1e-9))} records"),
+        _row("classes", "Equivalence classes", count(_classes(result)),
              "groups of records with the same quasi-identifier values"),
         _row("smallest", "Smallest class", _smallest(result), ""),
         _row("algorithm", "Algorithm", _algorithm(result)),
@@ -373,22 +313,22 @@ def _released(result) -> list[dict[str, str]]:
     if people:  # the classes and the limit count people
         gone = people["suppressed_people"]
         rows[1:1] = [
-            _row("people", "People in the input", _count(people["people"]),
+            _row("people", "People in the input", count(people["people"]),
                  "classes count people; a person is released whole or not at all"),
-            _row("people_suppressed", "People suppressed", _count(gone),
-                 f"{_pct(gone / people['people'] if people['people'] else 0.0)} of the "
+            _row("people_suppressed", "People suppressed", count(gone),
+                 f"{pct(gone / people['people'] if people['people'] else 0.0)} of the "
                  "people"),
         ]
         most = math.floor(limit * people["people"] + 1e-9)
-        counted = {"smallest": "people", "limit": f"at most {_count(most)} people",
+        counted = {"smallest": "people", "limit": f"at most {count(most)} people",
                    "classes": "groups of people with the same quasi-identifier values"}
         rows = [{**r, "note": counted[r["key"]]} if r["key"] in counted else r for r in rows]
     if result.levels and result.applied_from is None:
         rows.insert(10 if people else 8, _row("nodes", "Nodes checked",
-                                              _count(result.nodes_checked),
+                                              count(result.nodes_checked),
                                               _lattice_note(result)))
     if result.algorithm == "mondrian" and result.classes != _classes(result):
-        rows.insert(5, _row("groups", "Mondrian groups", _count(result.classes),
+        rows.insert(5, _row("groups", "Mondrian groups", count(result.classes),
                             "groups with the same released values count as one class"))
     rows.extend(_search_rows(result))
     return rows
@@ -407,7 +347,7 @@ def _search_rows(result) -> list[dict[str, str]]:
     for i, part in enumerate(getattr(result, "recoded_parts", []), start=2):
         levels = ", ".join(f"{q} {lv}" for q, lv in part["levels"].items())
         rows.append(_row(f"part{i}", f"Part {i}: suppressed records recovered",
-                         _count(part["records"]), f"released at levels {levels}"))
+                         count(part["records"]), f"released at levels {levels}"))
     return rows
 
 
@@ -418,7 +358,7 @@ def _classes(result) -> int:
 
 def _smallest(result) -> str:
     smallest = result.check.min_class_size
-    return _count(smallest) if smallest else "–"
+    return count(smallest) if smallest else "–"
 
 
 def _algorithm(result) -> str:
@@ -442,7 +382,7 @@ def _minimized(result) -> str | None:
 def _lattice_note(result) -> str:
     size = int(getattr(result.solution, "lattice_size", 0) or np.prod(
         list(result.heights.values())))
-    return f"of {_count(size)} combinations of levels"
+    return f"of {count(size)} combinations of levels"
 
 
 def _qi_rows(result, release: pa.Table, mondrian: bool) -> list[dict[str, str]]:
@@ -466,7 +406,7 @@ def _qi_rows(result, release: pa.Table, mondrian: bool) -> list[dict[str, str]]:
             "sizes": levels_in_words(h) if h is not None else "",
             "path": _path(h, result.levels.get(q), examples),
             "level": level,
-            "distinct": _count(len(h.ground)) if h is not None else "–",
+            "distinct": count(len(h.ground)) if h is not None else "–",
             "examples": examples,
         })
     return rows
@@ -516,10 +456,10 @@ def _model_rows(report, models: Sequence) -> list[dict[str, Any]]:
             "name": m.name,
             "meaning": _meaning(m.model, params),
             "figure_name": m.figure_name,
-            "figure": _number(m.figure),
+            "figure": number(m.figure),
             "required": _required(model, params),
             "passed": m.passed,
-            "violating": _count(m.violating_records),
+            "violating": count(m.violating_records),
         })
     return rows
 
@@ -528,9 +468,9 @@ def _meaning(key: str, params: dict) -> str:
     template = MODEL_MEANINGS.get(key)
     if template is None:
         return ""
-    values = {k: v if isinstance(v, str) else _number(v) for k, v in params.items()}
+    values = {k: v if isinstance(v, str) else number(v) for k, v in params.items()}
     if "k" in params:
-        values["k_1"] = _number(int(params["k"]) - 1)
+        values["k_1"] = number(int(params["k"]) - 1)
     try:
         return template.format(**values)
     except KeyError:
@@ -550,7 +490,7 @@ def _risk_models(report, models: Sequence) -> list[str]:
     for m, model in zip(getattr(report, "models", []), models):
         if getattr(model, "release", False):
             sign = "≤" if m.passed else ">"
-            lines.append(f"{m.figure_name} {_pct(m.figure)} {sign} {_pct(model.threshold)}")
+            lines.append(f"{m.figure_name} {pct(m.figure)} {sign} {pct(model.threshold)}")
     return lines
 
 
@@ -559,13 +499,14 @@ def _required(model, params: dict) -> str:
     if name not in params:
         return ""
     sign = "≥" if getattr(model, "larger_is_better", True) else "≤"
-    return f"{sign} {_number(params[name])}"
+    return f"{sign} {number(params[name])}"
 
 
-def _utility_rows(utility: dict, minimized: str | None) -> list[dict[str, Any]]:
+def utility_rows(utility: dict, minimized: str | None = None) -> list[dict[str, Any]]:
+    """Each loss metric with its value, its meaning and which way is better."""
     return [{
         "name": name,
-        "value": _number(value),
+        "value": number(value),
         "meaning": UTILITY_MEANINGS.get(name, ""),
         "better": "lower" if name in UTILITY_MEANINGS else "",
         "minimized": name == minimized,
@@ -580,8 +521,8 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
                 "before": get(before) if before is not None else "–",
                 "after": get(after) if after is not None else "–"}
 
-    def share(count, r):
-        return f"{_count(count)} ({_pct(count / r.records)})"
+    def share(n, r):
+        return f"{count(n)} ({pct(n / r.records)})"
 
     units = {getattr(r, "person", None) is not None for r in (before, after) if r is not None}
     measured, note = {
@@ -592,31 +533,31 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
                                                "rows carry no person)"),
     }.get(frozenset(units), ("Records measured", "suppressed records are not at risk"))
     rows = [
-        both("risk-records", measured, lambda r: _count(r.records), note),
-        both("risk-classes", "Classes", lambda r: _count(r.classes)),
-        both("risk-smallest", "Smallest class", lambda r: _count(r.sizes.min())),
+        both("risk-records", measured, lambda r: count(r.records), note),
+        both("risk-classes", "Classes", lambda r: count(r.classes)),
+        both("risk-smallest", "Smallest class", lambda r: count(r.sizes.min())),
         both("sample-uniques", "Sample uniques", lambda r: share(r.sample_uniques, r),
              "records alone in their class"),
         both("prosecutor-highest", "Prosecutor risk, highest",
-             lambda r: _pct(r.prosecutor.highest),
+             lambda r: pct(r.prosecutor.highest),
              "attacker knows the person is in the data: 1 / class size"),
         both("prosecutor-average", "Prosecutor risk, average",
-             lambda r: _pct(r.prosecutor.average)),
+             lambda r: pct(r.prosecutor.average)),
         both("prosecutor-at-risk", "Records above the threshold (prosecutor)",
-             lambda r: _pct(r.prosecutor.records_at_risk), threshold_note),
+             lambda r: pct(r.prosecutor.records_at_risk), threshold_note),
         both("journalist-highest", "Journalist risk, highest",
-             lambda r: _pct(r.journalist.highest),
+             lambda r: pct(r.journalist.highest),
              "attacker does not know whether the person is in the data; without "
              "population figures the sample stands for it (same as prosecutor)"
              if population is None else
              f"attacker does not know whether the person is in the data: a class of f "
              f"records stands for f / sampling fraction people of the population of "
-             f"{_number(population)}"),
+             f"{number(population)}"),
         both("journalist-average", "Journalist risk, average",
-             lambda r: _pct(r.journalist.average)),
+             lambda r: pct(r.journalist.average)),
         both("journalist-at-risk", "Records above the threshold (journalist)",
-             lambda r: _pct(r.journalist.records_at_risk)),
-        both("marketer", "Marketer risk", lambda r: _pct(r.marketer),
+             lambda r: pct(r.journalist.records_at_risk)),
+        both("marketer", "Marketer risk", lambda r: pct(r.marketer),
              "expected share of records re-identified in a mass attack"),
     ]
     if population is not None:
@@ -627,7 +568,7 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
     for i, s in enumerate(sensitive):
         rows.append(both(
             f"homogeneous-{i}", f"Classes with one value of {s}",
-            lambda r, s=s: (f"{_count(r.homogeneity[s].classes)} classes, "
+            lambda r, s=s: (f"{count(r.homogeneity[s].classes)} classes, "
                             f"{share(r.homogeneity[s].records, r)} records"),
             "everyone in such a class has the same value: it is disclosed"))
     return rows
@@ -639,7 +580,7 @@ def _population_uniques(r: RiskReport) -> str:
         return "–"
     if p.model == "none":  # no sample unique, so no population unique to estimate
         return "0 (no sample uniques)"
-    return f"{p.dankar:,.0f} ({_pct(p.share)}), {p.model}"
+    return f"{p.dankar:,.0f} ({pct(p.share)}), {p.model}"
 
 
 # -- the linking attack ------------------------------------------------------------------------
@@ -668,7 +609,7 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
         person = _person_of(result, before_table, join)
         before = attack(before_table, ext, join, k=max(k, 2), sensitive=sensitive,
                         missing=spec.missing, person=person)
-    return {"on": join, "people": _count(ext.num_rows), "k": k,
+    return {"on": join, "people": count(ext.num_rows), "k": k,
             "rows": _attack_rows(before, after, sensitive)}
 
 
@@ -702,8 +643,8 @@ def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]
                 "before": get(before) if before is not None else "–",
                 "after": get(after)}
 
-    def people(count, r):
-        return f"{_count(count)} ({_pct(count / r.external if r.external else 0.0)})"
+    def people(n, r):
+        return f"{count(n)} ({pct(n / r.external if r.external else 0.0)})"
 
     k = after.k
     unit = {(True, True): "; a match is a person (the person key), not a record",
@@ -715,7 +656,7 @@ def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]
              "their quasi-identifiers match exactly one record: that record is theirs"
              + unit),
         both("singled-out", "Records singled out",
-             lambda r: f"{_count(r.records_reidentified)} ({_pct(r.reidentified_share)})",
+             lambda r: f"{count(r.records_reidentified)} ({pct(r.reidentified_share)})",
              "records some person matches alone (share of the table attacked)"),
         both("ambiguous", f"People matching 2 to {k - 1} records",
              lambda r: people(r.ambiguous, r), "a small group: a guess is often right")

@@ -178,3 +178,65 @@ def risks(labels: Sequence[str], after: Sequence[float],
     ax.set_title("Re-identification risk, input and release")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return png_base64(fig)
+
+
+def distribution(name: str, before: Sequence[tuple[str, int]],
+                 after: Sequence[tuple[str, int]], records: int, *,
+                 before_what: str = "input") -> Figure:
+    """A column's values in the input (left) and its labels in the release (right), each
+    bar the share of the input's ``records``: what the release no longer tells apart,
+    and the records it suppressed (``*``), show as the bars it merged or lost.
+    ``before_what`` names the left side (the input, or the input at the released labels).
+
+    >>> fig = distribution("sex", [("F", 6), ("M", 4)], [("F", 5), ("*", 5)], 10)
+    >>> [ax.get_title() for ax in fig.axes]
+    ['sex in the input', 'sex in the release']
+    """
+    rows = max(len(before), len(after), 1)
+    fig = Figure(figsize=(8.0, 0.24 * rows + 1.3), layout="constrained")
+    axes = fig.subplots(1, 2)  # each side its own scale: a merged bar would flatten the other
+    for ax, bars, what, color in ((axes[0], before, before_what, BEFORE),
+                                  (axes[1], after, "release", AFTER)):
+        ax.spines[["top", "right"]].set_visible(False)
+        y = rows - 1 - np.arange(len(bars))  # from the top, whatever the other side has
+        shares = [100 * n / max(records, 1) for _, n in bars]
+        ax.barh(y, shares, color=[LIMIT if v == "*" else color for v, _ in bars])
+        ax.set_yticks(y, [_short(v) for v, _ in bars], fontsize=8)
+        ax.set_ylim(-0.6, rows - 0.4)
+        ax.set_xlim(0, 1.05 * max(shares, default=1.0))
+        ax.set_xlabel("percent of the input's records", fontsize=8)
+        ax.set_title(f"{name} in the {what}", fontsize=10)
+    return fig
+
+
+def _short(label: str, width: int = 24) -> str:
+    return label if len(label) <= width else label[:width - 1] + "…"
+
+
+def classification(target: str, baseline: float, original: Mapping[str, float],
+                   released: Mapping[str, float]) -> Figure:
+    """Accuracy of each model trained on the input and on the release, the zero-rule
+    baseline a line: how much of the input's gain over it the release keeps.
+
+    >>> fig = classification("y", 0.6, {"naive bayes": 0.9}, {"naive bayes": 0.8})
+    >>> fig.axes[0].get_title()
+    "Predicting 'y': accuracy"
+    """
+    models = list(original)
+    x = np.arange(len(models), dtype=float)
+    fig, ax = _figure(width=7.0, height=3.2)
+    width = 0.38
+    for shift, scores, color, what in ((-width / 2, original, BEFORE, "trained on the input"),
+                                       (width / 2, released, AFTER,
+                                        "trained on the release")):
+        bars = ax.bar(x + shift, [100 * scores[m] for m in models], width, color=color,
+                      label=what)
+        ax.bar_label(bars, fmt="%.1f", fontsize=8, padding=1)
+    ax.axhline(100 * baseline, color=LIMIT, linestyle="--", linewidth=1.2,
+               label="zero rule (most frequent class)")
+    ax.set_xticks(x, models, fontsize=9)
+    ax.set_ylim(0, 112)
+    ax.set_ylabel("accuracy, percent")
+    ax.set_title(f"Predicting {target!r}: accuracy")
+    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    return fig

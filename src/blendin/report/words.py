@@ -15,6 +15,7 @@ follows one released value up the built hierarchy: ``021** → 02*** → 0**** �
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -113,3 +114,36 @@ def example_path(hierarchy, level: int, label: str) -> list[str]:
 def levels_in_words(hierarchy) -> str:
     """How many distinct labels each level has: ``24 → 8 → 3 → 1``."""
     return " → ".join(f"{len(labels):,}" for labels in hierarchy.labels)
+
+
+# -- figures as people read them ----------------------------------------------------------
+
+
+def count(n: int) -> str:
+    return f"{int(n):,}"
+
+
+def pct(x: float) -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def number(x) -> str:
+    """A figure as people read it: thousands separators, 4 significant digits.
+
+    >>> number(29209.4), number(0.123456), number(None)
+    ('29,209', '0.1235', '–')
+    """
+    if x is None:
+        return "–"
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, int):
+        return count(x)
+    x = float(x)
+    if math.isnan(x):
+        return "–"
+    if abs(x) >= 1000:  # 29,209 reads better than 2.921e+04
+        return count(round(x))
+    return f"{x:.4g}"

@@ -1,4 +1,5 @@
-"""Columns before and after: summary statistics of numeric columns and contingency tables."""
+"""Columns before and after: summary statistics of numeric columns, contingency tables and
+distributions."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pyarrow.compute as pc
 
 from blendin.codes import as_text
 from blendin.errors import BlendinError
+from blendin.hierarchy.core import SUPPRESSED
 from blendin.labels import parse_numeric
 from blendin.utility.align import Aligned
 
@@ -112,3 +114,104 @@ def contingency(a: Aligned, pair: Sequence[str], source: pa.Table, missing: str 
     release = pa.table({pair[0]: texts[0][1][ra].tolist(), pair[1]: texts[1][1][rb].tolist(),
                         "records": r_counts})
     return Contingency(tuple(pair), original, release, float(distance))
+
+
+# -- distributions --------------------------------------------------------------------------
+
+#: bars a distribution shows at most: beyond, neighbouring values (ordered columns) or the
+#: least frequent ones (others) are gathered into one bar
+BARS = 30
+
+
+@dataclass(frozen=True, eq=False)
+class Distribution:
+    """One column counted in the input (its values) and in the release (its labels, the
+    suppressed records as ``*``); ``ordered``: the values have an order (a hierarchy's, or
+    numbers), else they go by count."""
+
+    name: str
+    before: tuple[tuple[str, int], ...]
+    after: tuple[tuple[str, int], ...]
+    ordered: bool
+    #: the input side shows the input's values (else the input counted at the released
+    #: labels)
+    input_values: bool = True
+
+    def bars(self, limit: int = BARS) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """Both sides with at most ``limit`` bars each.
+
+        >>> d = Distribution("x", tuple((str(i), 1) for i in range(6)), (("0-5", 6),), True)
+        >>> d.bars(3)[0]
+        [('0–1', 2), ('2–3', 2), ('4–5', 2)]
+        """
+        return _gathered(self.before, limit, self.ordered), _gathered(self.after, limit,
+                                                                      self.ordered)
+
+    def to_dict(self, limit: int = BARS) -> dict:
+        before, after = self.bars(limit)
+        return {"column": self.name,
+                "input": [{"value": v, "records": n} for v, n in before],
+                "release": [{"value": v, "records": n} for v, n in after]}
+
+
+def _gathered(counts: Sequence[tuple[str, int]], limit: int, ordered: bool
+              ) -> list[tuple[str, int]]:
+    if len(counts) <= limit:
+        return list(counts)
+    if not ordered:
+        rest = counts[limit - 1:]
+        return [*counts[:limit - 1],
+                (f"{len(rest):,} others", int(sum(n for _, n in rest)))]
+    runs = np.array_split(np.arange(len(counts)), limit)
+    return [(f"{counts[r[0]][0]}–{counts[r[-1]][0]}", int(sum(counts[i][1] for i in r)))
+            for r in runs]
+
+
+def distribution(a: Aligned, name: str, source: pa.Table, missing: str = "", *,
+                 input_values: bool = True) -> Distribution:
+    """Column ``name`` before and after: a quasi-identifier's input values and released
+    labels in its hierarchy's order; another column's values over all input records and
+    over the records the release keeps (it keeps them as they are). Without
+    ``input_values``, a quasi-identifier's input is counted at the labels the release
+    shows (what suppression took from each; the records of the other labels as ``*``), so
+    no value the release hides is shown."""
+    kept = ~a.suppressed
+    if name in a.qis:
+        i = a.qis.index(name)
+        h, level = a.hierarchies[i], a.levels[i]
+        labels = np.asarray(h.labels[level], dtype=object).astype(str)
+        counts = np.bincount(a.general[kept, i], minlength=len(labels))
+        after = _starred(_nonzero(labels, counts), int(a.suppressed.sum()))
+        if input_values:
+            before = _nonzero(h.ground, np.bincount(a.ground[:, i], minlength=len(h.ground)))
+        else:  # the labels the release shows; the records of the others together, as *
+            total = np.bincount(a.general[:, i], minlength=len(labels))
+            hidden = int(total[counts == 0].sum())
+            before = _starred(_nonzero(labels, np.where(counts > 0, total, 0)), hidden)
+        return Distribution(name, tuple(before), tuple(after), True, input_values)
+    if name not in source.column_names:
+        raise BlendinError(f"the input has no column {name!r}",
+                           fix="name one of the input's columns")
+    values = as_text(source.column(name), missing).to_numpy(zero_copy_only=False)
+    found, codes = np.unique(values.astype(str), return_inverse=True)
+    numbers = parse_numeric(found)[0]
+    ordered = bool(len(found)) and not np.isnan(numbers).any()
+    codes = codes.reshape(-1)
+    before = np.bincount(codes, minlength=len(found))
+    after = np.bincount(codes[kept], minlength=len(found))
+    # both sides in one order: the values' own, else the input's most frequent first
+    pick = np.argsort(numbers if ordered else -before, kind="stable")
+    return Distribution(name, tuple(_nonzero(found[pick], before[pick])),
+                        tuple(_nonzero(found[pick], after[pick])), ordered, True)
+
+
+def _starred(counts: list[tuple[str, int]], more: int) -> list[tuple[str, int]]:
+    """``counts`` with ``more`` records added to its ``*`` bar, which goes last."""
+    if not more:
+        return counts
+    starred = sum(n for v, n in counts if v == SUPPRESSED)
+    return [*((v, n) for v, n in counts if v != SUPPRESSED), (SUPPRESSED, starred + more)]
+
+
+def _nonzero(values, counts: np.ndarray) -> list[tuple[str, int]]:
+    return [(str(v), int(n)) for v, n in zip(values, counts) if n]

@@ -12,8 +12,15 @@ from blendin.codes import as_text
 from blendin.errors import BlendinError, preview
 from blendin.io import Source, to_arrow
 from blendin.utility.align import Aligned, align
-from blendin.utility.classify import CLASSIFY_SAMPLE, Classification, classify
-from blendin.utility.columns import Contingency, Summary, contingency, midpoints
+from blendin.utility.classify import CLASSIFY_SAMPLE, MODELS, Classification, classify
+from blendin.utility.columns import (
+    Contingency,
+    Distribution,
+    Summary,
+    contingency,
+    distribution,
+    midpoints,
+)
 from blendin.utility.quality import (
     MEANINGS,
     ColumnQuality,
@@ -36,6 +43,8 @@ class UtilityReport:
     statistics: dict[str, tuple[Summary, Summary]]
     classification: Classification | None = None
     contingencies: list[Contingency] = field(default_factory=list)
+    #: every QI and sensitive column before and after
+    distributions: list[Distribution] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"records": self.records, "released": self.released,
@@ -45,7 +54,8 @@ class UtilityReport:
                                for name, (a, b) in self.statistics.items()},
                 "classification": (self.classification.to_dict()
                                    if self.classification else None),
-                "contingencies": [c.to_dict() for c in self.contingencies]}
+                "contingencies": [c.to_dict() for c in self.contingencies],
+                "distributions": [d.to_dict() for d in self.distributions]}
 
     def columns_table(self) -> pa.Table:
         """The per-column view as a table (what ``--csv`` writes)."""
@@ -73,9 +83,11 @@ class UtilityReport:
                          f"{c.baseline.accuracy:.3f}")
             for model in c.original:
                 o, r = c.original[model], c.released[model]
+                kept = c.kept(model)
+                gain = ("the input does no better than the baseline" if np.isnan(kept) else
+                        f"keeps {100 * kept:.0f}% of the gain over the baseline")
                 lines.append(f"  {model}: accuracy {o.accuracy:.3f} -> {r.accuracy:.3f} "
-                             f"(keeps {100 * c.kept(model):.0f}% of the gain over the "
-                             f"baseline), Brier {o.brier:.3f} -> {r.brier:.3f}, AUC "
+                             f"({gain}), Brier {o.brier:.3f} -> {r.brier:.3f}, AUC "
                              f"{o.auc:.3f} -> {r.auc:.3f}")
         lines.append("quality per column (1: as in the input, 0: nothing left):")
         width = max((len(c.name) for c in self.columns), default=4)
@@ -98,14 +110,19 @@ class UtilityReport:
 
 def utility(original, release, spec, *, target: str | None = None,
             pairs: Sequence[Sequence[str]] = (), folds: int = 5, seed: int = 0,
-            sample: int = CLASSIFY_SAMPLE, delimiter: str | None = None,
+            sample: int = CLASSIFY_SAMPLE, models: Sequence[str] = MODELS,
+            input_values: bool = True, delimiter: str | None = None,
             encoding: str | None = None) -> UtilityReport:
     """How much of ``original`` the ``release`` (of it, made with ``spec``) keeps.
 
     Both are files, DataFrames or Arrow tables. With ``target`` (a column of the input
     that is not a QI), models are trained on the QIs of the input and of the release to
-    predict it (:func:`classify`; ``folds``, ``seed``, ``sample`` set the protocol).
+    predict it (:func:`classify`; ``folds``, ``seed``, ``sample`` set the protocol,
+    ``models`` picks among :data:`MODELS`).
     ``pairs`` (two column names each) adds their contingency tables (:func:`contingency`).
+    Without ``input_values`` the distributions show no value the release hides (see
+    :func:`distribution`; for a report that travels with the release): the QIs' input is
+    counted at the released labels and the sensitive columns are left out.
 
     >>> import blendin as bl
     >>> df = bl.datasets.hospital(300, seed=1)
@@ -134,11 +151,24 @@ def utility(original, release, spec, *, target: str | None = None,
     numbers = {i: np.asarray(h.numbers, float)[a.ground[:, i]]
                for i, h in enumerate(a.hierarchies) if h.numbers is not None
                and not np.isnan(np.asarray(h.numbers, float)[a.ground[:, i]]).any()}
-    columns, triples = [], []
-    for i in range(len(qis)):
-        quality, found = column_quality(a, i, numbers.get(i))
-        columns.append(quality)
-        triples.append(found)
+    columns, triples = zip(*(column_quality(a, i, numbers.get(i))
+                             for i in range(len(qis)))) if qis else ((), ())
+    found = None
+    if target is not None:
+        found = _classification(source, a, target, qis, folds=folds, seed=seed,
+                                sample=sample, models=models)
+    shown = [*qis, *(s for s in spec.sensitive if s in source.column_names and input_values)]
+    return UtilityReport(
+        a.records, int((~a.suppressed).sum()), list(columns), _overall(triples),
+        table_quality(a, numbers), _statistics(a, numbers, released, spec.missing), found,
+        [contingency(a, _pair(pair), source, spec.missing) for pair in pairs],
+        [distribution(a, name, source, spec.missing, input_values=input_values)
+         for name in shown])
+
+
+def _overall(triples) -> dict[str, float]:
+    """ARX's aggregate of each column measure: the quality of the means of the columns'
+    (loss, least, most) triples."""
     names = ("granularity", "generalization_intensity", "non_uniform_entropy",
              "squared_error")
     overall = {}
@@ -147,26 +177,27 @@ def utility(original, release, spec, *, target: str | None = None,
         if kept:
             loss, least, most = np.mean(np.asarray(kept, float), axis=0)
             overall[name] = _quality(float(loss), float(least), float(most))
+    return overall
+
+
+def _statistics(a: Aligned, numbers: dict[int, np.ndarray], released: pa.Table,
+                missing: str) -> dict[str, tuple[Summary, Summary]]:
+    """Summary statistics of each numeric QI: its input values, the release's midpoints."""
     statistics = {}
     for i, x in numbers.items():
         if a.hierarchies[i].kind != "numeric":  # dates: days since 1970 say nothing
             continue
-        shown = as_text(released.column(qis[i]), spec.missing).to_numpy(zero_copy_only=False)
-        statistics[qis[i]] = (Summary.of(x), Summary.of(midpoints(shown)))
-    found = None
-    if target is not None:
-        found = _classification(source, a, target, qis, folds=folds, seed=seed,
-                                sample=sample)
-    crossed = []
-    for pair in pairs:
-        pair = [c.strip() for c in pair.split(",")] if isinstance(pair, str) else list(pair)
-        if len(pair) != 2:
-            raise BlendinError(f"--pair {','.join(pair)!r} does not name two columns",
-                               fix="give two columns, e.g. --pair age,sex")
-        crossed.append(contingency(a, pair, source, spec.missing))
-    return UtilityReport(a.records, int((~a.suppressed).sum()), columns, overall,
-                         table_quality(a, numbers), statistics, found, crossed)
+        shown = as_text(released.column(a.qis[i]), missing).to_numpy(zero_copy_only=False)
+        statistics[a.qis[i]] = (Summary.of(x), Summary.of(midpoints(shown)))
+    return statistics
 
+
+def _pair(pair: str | Sequence[str]) -> list[str]:
+    pair = [c.strip() for c in pair.split(",")] if isinstance(pair, str) else list(pair)
+    if len(pair) != 2:
+        raise BlendinError(f"--pair {','.join(pair)!r} does not name two columns",
+                           fix="give two columns, e.g. --pair age,sex")
+    return pair
 
 def _classification(source: pa.Table, a: Aligned, target: str, qis: Sequence[str], **how
                     ) -> Classification:
