@@ -321,3 +321,13 @@ def test_unknown_models_are_refused():
     x = np.zeros((10, 1), int)
     with pytest.raises(BlendinError, match="unknown model"):
         classify(np.arange(10) % 2, x, x, features=["x"], name="y", models=["svm"])
+
+
+def test_a_label_is_bounded_by_the_released_records_only():
+    # (2, m) is suppressed: the released 1-2 holds only 1s, so ARX reads it as [1, 1]
+    df = pd.DataFrame({"x": ["1", "1", "1", "2"], "s": ["f", "f", "f", "m"]})
+    release = pd.DataFrame({"x": ["1-2"] * 3, "s": ["f"] * 3})
+    report = utility(df, release, spec_of(x=X, s=S))
+    (x,) = [c for c in report.columns if c.name == "x"]
+    # released 1s: no error; the suppressed 2: its distance to 1, the column's far end
+    assert x.squared_error == pytest.approx(1 - 1 / 4)

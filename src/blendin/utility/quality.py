@@ -94,13 +94,15 @@ def _entropy(h: Hierarchy, ground: np.ndarray, level: int, sup: np.ndarray) -> t
 
 def _bounds(numbers: np.ndarray, general: np.ndarray, sup: np.ndarray):
     """Each record's released interval as ARX reads it: the least and greatest input value
-    among the records sharing its label; a suppressed record's is the whole range."""
+    among the released records showing its label; a suppressed record's is the whole
+    range."""
     lo_all, hi_all = np.nanmin(numbers), np.nanmax(numbers)
     groups = general.max(initial=0) + 1
     lo = np.full(groups, np.inf)
     hi = np.full(groups, -np.inf)
-    np.fmin.at(lo, general, numbers)
-    np.fmax.at(hi, general, numbers)
+    kept = ~sup
+    np.fmin.at(lo, general[kept], numbers[kept])
+    np.fmax.at(hi, general[kept], numbers[kept])
     return (np.where(sup, lo_all, lo[general]), np.where(sup, hi_all, hi[general]),
             lo_all, hi_all)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from blendin.codes import as_text
 from blendin.errors import BlendinError, preview
@@ -187,8 +188,12 @@ def _statistics(a: Aligned, numbers: dict[int, np.ndarray], released: pa.Table,
     for i, x in numbers.items():
         if a.hierarchies[i].kind != "numeric":  # dates: days since 1970 say nothing
             continue
-        shown = as_text(released.column(a.qis[i]), missing).to_numpy(zero_copy_only=False)
-        statistics[a.qis[i]] = (Summary.of(x), Summary.of(midpoints(shown)))
+        # each distinct label parsed once
+        shown = pc.dictionary_encode(as_text(released.column(a.qis[i]), missing)
+                                     .combine_chunks())
+        middle = midpoints(np.asarray(shown.dictionary.to_pylist(), dtype=object))
+        statistics[a.qis[i]] = (Summary.of(x), Summary.of(
+            middle[shown.indices.to_numpy(zero_copy_only=False)]))
     return statistics
 
 
