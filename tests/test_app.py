@@ -496,3 +496,30 @@ def test_the_tradeoff_predicts_a_column_on_each_release(app):
     assert point["input_accuracy"] == pytest.approx(
         found.original["logistic regression"].accuracy)
     assert f"<td>{point['k']}</td>" in page and f"{100 * point['accuracy']:.1f}%" in page
+
+
+def test_the_release_card_and_the_labels_are_the_releases(app, tmp_path):
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "10", "max_suppression": "0.05",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        assert session.job.error is None
+        page = html.unescape(client.get(f"{sid}/").text)
+        data = tmp_path / "hospital.csv"
+        data.write_bytes(client.get(f"{sid}/input/data").content)
+        (tmp_path / "spec.toml").write_text(client.get(f"{sid}/run/1/download/spec").text)
+    result = bl.anonymize(str(data), bl.Spec.from_toml(tmp_path / "spec.toml"))
+    assert (f'id="records">{result.records:,} in the input, {len(result.data):,} released'
+            in page)
+    for column in result.levels:
+        shown = sorted({str(v) for v in result.table.column(column).to_pylist()})
+        row = re.search(rf"<td>{re.escape(column)}</td><td>[^<]*</td><td>[^<]*</td>"
+                        r"<td>[\d,]+ → ([\d,]+)</td><td class=\"small\">([^<]*)</td>", page)
+        assert row.group(1) == f"{len(shown):,}", column
+        labels = row.group(2)
+        if len(shown) > 4:
+            assert labels.endswith(f"({len(shown)} in all)")
+        else:
+            assert sorted(labels.split(", ")) == sorted(shown), column

@@ -235,3 +235,16 @@ def _plain_numeric(label: str, value: str) -> bool:
         return float(label) == x
     except ValueError:
         return False
+
+
+def test_29_of_2000_reads_the_same_in_text_and_in_python():
+    release = pd.DataFrame({"a": [f"u{i}" for i in range(29)] + ["c"] * 5})
+    external = pd.DataFrame({"a": [f"u{i}" for i in range(29)] + ["c"] * 1971})
+    report = attack(release, external, on=["a"])
+    assert (report.reidentified, report.external) == (29, 2000)
+    text = "\n".join(report.lines())
+    shown = next(line for line in text.splitlines() if "re-identified" in line)
+    assert "(1.5%)" in shown  # 29 / 2000 = 1.45%, half up
+    from blendin.summaries import attack_summary
+
+    assert "29 (1.5%)" in str(attack_summary(report).rows)

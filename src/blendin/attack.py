@@ -35,7 +35,7 @@ from blendin.io import Source, to_arrow
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 from blendin.normalize import normalize_text, text_steps
 from blendin.people import person_codes
-from blendin.summaries import attack_summary
+from blendin.summaries import attack_summary, percent_of
 
 #: cells of the (release tuples × external tuples) matrix handled at once
 BLOCK_CELLS = 1 << 22
@@ -105,7 +105,7 @@ class AttackReport:
         n = max(self.external, 1)
 
         def row(label: str, count: int) -> str:
-            return f"{label:<38} {count:>8}  ({100 * count / n:.1f}%)"
+            return f"{label:<38} {count:>8}  ({percent_of(count, n)})"
 
         rows = [
             f"join on            {', '.join(f'{c} ({self.kinds[c]})' for c in self.on)}",
@@ -116,7 +116,7 @@ class AttackReport:
             row(f"match {self.k} or more", self.hidden),
             f"release {self.unit} singled out{' ' * (14 - len(self.unit))}"
             f"{self.records_reidentified:>8}  "
-            f"({100 * self.reidentified_share:.1f}% of the release)",
+            f"({percent_of(self.records_reidentified, self.release)} of the release)",
         ]
         if self.correct is not None:
             rows.append(row("re-identifications correct", self.correct))

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from blendin.anonymize import anonymize
 from blendin.attack import AttackReport, attack
 from blendin.check import check
 from blendin.datasets import linking_tables
+from blendin.estimators import ESTIMATOR_NAMES
 from blendin.hierarchy.builders import flat
 from blendin.hierarchy.dates import dates
 from blendin.hierarchy.masking import masking
@@ -41,6 +43,7 @@ from blendin.io import write_table, write_text
 from blendin.models import DistinctLDiversity, KAnonymity
 from blendin.risk import RiskReport, risk
 from blendin.spec import Spec
+from blendin.summaries import percent_of
 
 #: the columns Sweeney joined on
 JOIN = ("zip", "dob", "sex")
@@ -97,7 +100,7 @@ class Demo:
             return f"{100 * x:.1f}%"
 
         def count(n: int, total: int) -> str:
-            return f"{n} ({pct(n / total) if total else '-'})"
+            return f"{n} ({percent_of(n, total) if total else '-'})"
 
         rows = [
             ("records released", str(b.release), str(a.release)),
@@ -124,8 +127,14 @@ class Demo:
             rows.append(("information loss (0..1)", "0", f"{utility['loss']:.3f}"))
         rows.append(("records suppressed", "0", str(self.result.suppressed)))
         width = max(len(r[0]) for r in rows)
-        lines = [f"{'':<{width}}  {'de-identified':>16}  {'anonymized':>16}"]
-        lines += [f"{r[0]:<{width}}  {r[1]:>16}  {r[2]:>16}" for r in rows]
+        left, right = (max(16, *(len(r[i]) for r in rows)) for i in (1, 2))
+        lines = [f"{'':<{width}}  {'de-identified':>{left}}  {'anonymized':>{right}}"]
+        lines += [f"{r[0]:<{width}}  {r[1]:>{left}}  {r[2]:>{right}}" for r in rows]
+        lines += ["", *textwrap.wrap(
+            f"The voter rows count voters (percent of the {b.external:,}): several voters "
+            "can match the same patient, so more voters than patients can be re-identified. "
+            "Population uniques: the people of the population estimated to be alone in "
+            "their class, by the estimator Dankar's rule picks.", 88)]
         return lines
 
 
@@ -179,7 +188,9 @@ def _uniques(report: RiskReport) -> str:
     p = report.population
     if p is None:
         return "-"
-    return "0" if p.model == "none" else f"{p.dankar:.0f} ({p.model})"
+    if p.model == "none":
+        return "0"
+    return f"{p.dankar:,.0f} of {p.population:,.0f} ({ESTIMATOR_NAMES[p.model]})"
 
 
 def run_demo(

@@ -38,6 +38,9 @@ class PopulationUniqueness:
         """Estimated share of the population that is unique (Dankar's estimate)."""
         return self.dankar / self.population if self.population else 0.0
 
+#: each estimator as it is written in prose
+ESTIMATOR_NAMES = {"zayatz": "Zayatz", "pitman": "Pitman", "snb": "SNB"}
+
 
 def spectrum(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct class sizes ``j`` and how many classes have each size (``f_j``).

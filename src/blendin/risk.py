@@ -41,7 +41,7 @@ from blendin.codes import COUNT, as_text
 from blendin.engines import engine_for
 from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
-from blendin.estimators import PopulationUniqueness, population_uniqueness
+from blendin.estimators import ESTIMATOR_NAMES, PopulationUniqueness, population_uniqueness
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
@@ -135,7 +135,7 @@ class RiskReport:
             rows.append(
                 f"population         {p.population:.0f} (sampling fraction "
                 f"{p.sampling_fraction:.4g})")
-            for name, label in (("zayatz", "Zayatz"), ("pitman", "Pitman"), ("snb", "SNB")):
+            for name, label in ESTIMATOR_NAMES.items():
                 value = getattr(p, name)
                 shown = "no solution" if math.isnan(value) else f"{value:.1f}"
                 rows.append(f"  population uniques, {label:<7} {shown}")

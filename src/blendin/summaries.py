@@ -81,8 +81,21 @@ def _pct(x: float) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
 
 
+def percent_of(count: int, total: int) -> str:
+    """``count`` of ``total`` in percent, one decimal, rounded half up on the exact
+    fraction (so 29 of 2,000 reads 1.5% wherever it is printed).
+
+    >>> percent_of(29, 2000), percent_of(1, 3), percent_of(0, 0)
+    ('1.5%', '33.3%', 'n/a')
+    """
+    if not total:
+        return "n/a"
+    tenths = (2000 * int(count) + int(total)) // (2 * int(total))
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
 def _share(count: int, total: int) -> str:
-    return f"{_count(count)} ({_pct(count / total) if total else '-'})"
+    return f"{_count(count)} ({percent_of(count, total) if total else '-'})"
 
 
 def _figure(value) -> str:

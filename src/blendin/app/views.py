@@ -75,6 +75,7 @@ def describe(run: Run, session: Session) -> dict:
         "warnings": list(result.warnings),
         "models": report.models,
         "records": result.records,
+        "released": result.table.num_rows,
         "suppressed": result.suppressed,
         "suppressed_share": result.suppressed / max(result.records, 1),
         "max_suppression": result.spec.max_suppression,
@@ -102,10 +103,17 @@ def describe(run: Run, session: Session) -> dict:
 
 
 def _level_label(result, column: str, level: int) -> str:
+    """The labels the release shows for ``column``, in its hierarchy's order (the
+    distinct values counted beside it are the release's too)."""
     hierarchy = result.hierarchies.get(column)
-    if hierarchy is None or level >= hierarchy.height:
+    if hierarchy is None or level >= hierarchy.height or column not in result.table.column_names:
         return ""
-    labels = list(dict.fromkeys(str(v) for v in hierarchy.label_array(level)))
+    import pyarrow.compute as pc
+
+    shown = {str(v) for v in pc.unique(result.table.column(column)).to_pylist()}
+    labels = [v for v in dict.fromkeys(str(v) for v in hierarchy.label_array(level))
+              if v in shown]
+    labels += sorted(shown - set(labels))  # * of suppressed records kept in the release
     return ", ".join(labels[:4]) + (f" … ({len(labels)} in all)" if len(labels) > 4 else "")
 
 

@@ -41,7 +41,7 @@ from blendin.report.words import (
     pct,
 )
 from blendin.risk import RiskReport, class_sizes, risk
-from blendin.summaries import fully_generalized
+from blendin.summaries import fully_generalized, percent_of
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -644,7 +644,7 @@ def _attack_rows(before, after, sensitive: Sequence[str]) -> list[dict[str, str]
                 "after": get(after)}
 
     def people(n, r):
-        return f"{count(n)} ({pct(n / r.external if r.external else 0.0)})"
+        return f"{count(n)} ({percent_of(n, r.external) if r.external else pct(0.0)})"
 
     k = after.k
     unit = {(True, True): "; a match is a person (the person key), not a record",
