@@ -523,3 +523,87 @@ def test_the_release_card_and_the_labels_are_the_releases(app, tmp_path):
             assert labels.endswith(f"({len(shown)} in all)")
         else:
             assert sorted(labels.split(", ")) == sorted(shown), column
+
+
+def test_a_project_bundle_is_run_by_the_cli_and_loaded_back(app, tmp_path):
+    import zipfile
+
+    rows = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
+                                             ("Divorced", "Has married"),
+                                             ("Widowed", "Has married"),
+                                             ("Never married", "Never married")))
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/hierarchy/marital_status/file",
+                    files={"file": ("marital.csv", rows.encode())})
+        client.post(f"{sid}/models", data={"m0:k": "4", "max_suppression": "0.04",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        assert session.job.error is None
+        bundle = tmp_path / "project.zip"
+        bundle.write_bytes(client.get(f"{sid}/run/1/download/project").content)
+        data = tmp_path / "hospital.csv"
+        data.write_bytes(client.get(f"{sid}/input/data").content)
+        release = client.get(f"{sid}/run/1/download/.csv").content
+        first = workflow.build_spec(session).to_toml()
+        # a new page: the same table, then the project
+        other = _session(client)
+        client.post(f"{other}/load/sample", data={"sample": "hospital"})
+        loaded = client.post(f"{other}/load/project",
+                             files=[("files", ("project.zip", bundle.read_bytes()))])
+        assert loaded.status_code == 200 and "project loaded: 5 quasi-identifiers" in \
+            html.unescape(loaded.text)
+        again = app.state.store.sessions[other.rsplit("/", 1)[-1]]
+        assert workflow.build_spec(again).to_toml() == first
+        # a spec with the hierarchy file it names, uploaded beside it
+        spec_text = zipfile.ZipFile(bundle).read("spec.toml")
+        third = _session(client)
+        client.post(f"{third}/load/sample", data={"sample": "hospital"})
+        client.post(f"{third}/load/project", files=[
+            ("files", ("spec.toml", spec_text)), ("files", ("marital_status.csv", rows))])
+        assert workflow.build_spec(app.state.store.sessions[third.rsplit("/", 1)[-1]]) \
+            .to_toml() == first
+        missing = _session(client)
+        client.post(f"{missing}/load/sample", data={"sample": "hospital"})
+        refused = html.unescape(client.post(f"{missing}/load/project", files=[
+            ("files", ("spec.toml", spec_text))]).text)
+        assert "hierarchy file 'hierarchies/marital_status.csv', which was not given" \
+            in refused
+    names = sorted(zipfile.ZipFile(bundle).namelist())
+    assert names == ["hierarchies/marital_status.csv", "report.html", "solution.json",
+                     "spec.toml"]
+    assert b'csv = "hierarchies/marital_status.csv"' in spec_text
+    out = tmp_path / "release.csv"
+    run = CliRunner().invoke(bl_main(), ["anonymize", str(data), "--spec", str(bundle),
+                                         "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    assert same_rows(out.read_bytes(), release)
+
+
+def bl_main():
+    from blendin.cli import main
+
+    return main
+
+
+def test_a_project_is_loaded_only_onto_a_table_and_only_from_inside_its_zip(app, tmp_path):
+    import io
+    import zipfile
+
+    evil = io.BytesIO()
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("spec.toml", "")
+        z.writestr("../../escape.csv", "x")
+    with _client(app) as client:
+        sid = _session(client)
+        page = client.post(f"{sid}/load/project", files=[("files", ("p.zip",
+                                                                    evil.getvalue()))]).text
+        assert "load the data first" in page
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        page = client.post(f"{sid}/load/project", files=[("files", ("p.zip",
+                                                                    evil.getvalue()))]).text
+        assert "would land outside" in html.unescape(page)
+        assert not list(session.folder.rglob("escape.csv"))
+        assert not (session.folder.parent / "escape.csv").exists()

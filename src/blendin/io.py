@@ -877,3 +877,62 @@ def _append_text_row(sheet, row) -> None:
         for cell in sheet[sheet.max_row]:
             if cell.data_type == "f":
                 cell.data_type = "s"
+
+
+# -- project bundles ------------------------------------------------------------------------
+
+#: the most a project bundle may unpack to (a spec, hierarchies, a solution, a report)
+BUNDLE_LIMIT = 256 * 2**20
+
+
+def unpack_zip(path: str | os.PathLike, folder: str | os.PathLike,
+               limit: int = BUNDLE_LIMIT) -> list[Path]:
+    """Unpack the zip file ``path`` into ``folder``, refusing, before anything is
+    written, a member that would land outside it (an absolute path, ``..``, a link) and
+    contents larger than ``limit`` bytes in all; returns the files written.
+
+    >>> import tempfile, zipfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with zipfile.ZipFile(folder / "p.zip", "w") as z:
+    ...     z.writestr("spec.toml", "")
+    ...     z.writestr("../evil.csv", "")
+    >>> try:
+    ...     unpack_zip(folder / "p.zip", folder / "out")
+    ... except BlendinError as error:
+    ...     print(error.problem)
+    zip file 'p.zip' holds '../evil.csv', which would land outside the folder it unpacks to
+    """
+    import stat
+    import zipfile
+
+    name = Path(path).name
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as error:
+        raise BlendinError(f"{name!r} is not a zip file a project can be read from ({error})",
+                           fix="give the .zip the app downloaded, or the unpacked folder"
+                           ) from None
+    with archive:
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        for member in members:
+            parts = Path(member.filename).parts
+            link = stat.S_ISLNK(member.external_attr >> 16)
+            if member.filename.startswith(("/", "\\")) or ".." in parts or link or (
+                    parts and ":" in parts[0]):
+                raise BlendinError(
+                    f"zip file {name!r} holds {member.filename!r}, which would land outside "
+                    "the folder it unpacks to", fix="give a bundle the app or "
+                    "blendin wrote, or unpack it yourself and give the folder")
+        size = sum(m.file_size for m in members)
+        if size > limit:
+            raise BlendinError(f"zip file {name!r} unpacks to {size:,} bytes, more than a "
+                               f"project holds ({limit:,})",
+                               fix="give the spec and its hierarchy files only")
+        written = []
+        for member in members:
+            target = Path(folder) / member.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(member) as source, open(target, "wb") as sink:
+                sink.write(source.read())
+            written.append(target)
+    return written

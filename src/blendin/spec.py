@@ -179,6 +179,10 @@ class Spec:
         [KAnonymity(k=2)]
         """
         path = Path(path)
+        if path.is_dir():  # an unpacked project: its spec.toml beside its hierarchies
+            path = project_spec(path, path.name)
+        elif path.suffix.lower() == ".zip" and path.is_file():
+            return cls._from_bundle(path)
         if not path.is_file():
             raise BlendinError(f"spec file {str(path)!r} does not exist",
                                fix="check the path given to --spec")
@@ -192,6 +196,26 @@ class Spec:
             raise BlendinError(f"spec file {str(path)!r} is not UTF-8 text",
                                fix="save the spec file as UTF-8") from None
         return cls.from_dict(table, base_dir=path.resolve().parent)
+
+    @classmethod
+    def _from_bundle(cls, path: Path) -> Spec:
+        """The spec of a project bundle (a .zip of spec.toml and the files it names),
+        unpacked into a private folder that lives as long as the spec."""
+        import shutil
+        import tempfile
+        import weakref
+
+        from blendin.io import unpack_zip
+
+        folder = Path(tempfile.mkdtemp(prefix="blendin-project-"))
+        try:
+            unpack_zip(path, folder)
+            spec = cls.from_toml(project_spec(folder, path.name))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        weakref.finalize(spec, shutil.rmtree, folder, True)
+        return spec
 
     @classmethod
     def from_dict(cls, table: Mapping[str, Any], base_dir: str | Path | None = None) -> Spec:
@@ -276,14 +300,7 @@ class Spec:
         algorithm = "auto"
         metric = "loss"
         """
-        chunks = []
-        for section, body in self.to_dict().items():
-            entries = body if isinstance(body, list) else [body]
-            header = f"[[{section}]]" if isinstance(body, list) else f"[{section}]"
-            for entry in entries:
-                lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
-                chunks.append("\n".join([header, *lines]))
-        return "\n\n".join(chunks) + "\n"
+        return toml_text(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML document as a dict of sections (what :meth:`from_dict` reads)."""
@@ -741,3 +758,31 @@ def _in_context(where: str, make, *args):
     except (TypeError, KeyError, ValueError) as error:
         raise BlendinError(f"{where}: {error}",
                            fix="see docs/spec.md for the keys this table takes") from None
+
+
+def toml_text(document: Mapping[str, Any]) -> str:
+    """A spec's document (sections of key/values, lists of tables) as the TOML text
+    :meth:`Spec.to_toml` writes."""
+    chunks = []
+    for section, body in document.items():
+        entries = body if isinstance(body, list) else [body]
+        header = f"[[{section}]]" if isinstance(body, list) else f"[{section}]"
+        for entry in entries:
+            lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
+            chunks.append("\n".join([header, *lines]))
+    return "\n\n".join(chunks) + "\n"
+
+
+def project_spec(folder: Path, name: str) -> Path:
+    """The spec.toml of a project folder (``name``: the folder or bundle, for errors), or
+    its only .toml file."""
+    found = folder / "spec.toml"
+    if not found.is_file():
+        specs = sorted(p.name for p in folder.glob("*.toml"))
+        if len(specs) != 1:
+            raise BlendinError(f"{name!r} holds no spec.toml" + (
+                f" but {len(specs)} .toml files" if specs else ""),
+                fix="give the project's folder or .zip with its spec.toml, or the .toml "
+                    "file itself")
+        found = folder / specs[0]
+    return found

@@ -42,11 +42,13 @@ from blendin.app.views import context
 from blendin.errors import BlendinError
 
 HERE = Path(__file__).parent
+#: files a project upload may hold (a spec and its hierarchy files)
+PROJECT_FILES = 64
 #: default upload limit: 1 GiB (``blendin app --max-upload``)
 DEFAULT_UPLOAD_LIMIT = 1 << 30
 SECTIONS = ("load", "classify", "hierarchies", "models", "run", "results")
 NO_STORE = {"Cache-Control": "no-store"}
-UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|hierarchy/[^/]+/file)$")
+UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|load/project|hierarchy/[^/]+/file)$")
 #: host names that always mean this machine (a DNS-rebinding page cannot use them)
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 #: addresses that bind every interface: then any IP address of the machine names the app
@@ -368,6 +370,34 @@ def create_app(path: str | Path | None = None, *,
         await _guarded(session, _load_upload, session, dest, name, target, options)
         return back(session, "load" if session.error else "classify")
 
+    async def load_project(request: Request) -> Response:
+        session = session_of(request)
+        async with request.form(max_files=PROJECT_FILES, max_fields=10) as form:
+            chosen = [u for u in form.getlist("files") if getattr(u, "filename", "")]
+            if not chosen:
+                session.error = ("error: no project was chosen. Fix: choose the project .zip "
+                                 "the app downloaded, or a spec (.toml) with its hierarchy "
+                                 "files")
+                return back(session, "load")
+            folder = Path(tempfile.mkdtemp(prefix="project-", dir=session.folder))
+            uploads = []
+            for upload in chosen:
+                name = upload_name(upload.filename)
+                if name is None:
+                    session.error = f"error: {upload.filename[:80]!r} cannot name a file"
+                    return back(session, "load")
+                dest = folder / name
+                with dest.open("wb") as out:
+                    await run_in_threadpool(shutil.copyfileobj, upload.file, out, 1 << 20)
+                uploads.append((name, dest))
+        try:
+            session.message = await run_in_threadpool(workflow.load_project, session, uploads)
+        except BlendinError as error:
+            session.error = f"error: {error}"
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return back(session, "load" if session.error else "classify")
+
     async def roles(request: Request) -> Response:
         session = session_of(request)
         form = await request.form()
@@ -517,6 +547,8 @@ def create_app(path: str | Path | None = None, *,
               methods=["POST"]),
         Route("/s/{sid}/load/database", posted(load_database, max_fields=20),
               methods=["POST"]),
+        Route("/s/{sid}/load/project", posted(load_project, max_files=PROJECT_FILES,
+                                              max_fields=10), methods=["POST"]),
         Route("/s/{sid}/roles", posted(roles), methods=["POST"]),
         # a column name may hold "/": the file route is matched first
         Route("/s/{sid}/hierarchy/{column:path}/file",

@@ -185,8 +185,9 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
               help="Write the release as this table in the database -o names (the input's, "
               "say); it takes the name only after the check. An existing table is "
               "replaced only with --force.")
-@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
-              help="The release spec (TOML): roles, hierarchies, privacy models, limits.")
+@click.option("--spec", "spec_path", required=True, type=click.Path(),
+              help="The release spec (TOML): roles, hierarchies, privacy models, limits; or "
+              "a project bundle (.zip) or its unpacked folder.")
 @click.option("--algorithm", default=None,
               type=click.Choice(["auto", "optimal", "heuristic", "exhaustive", "binary",
                                  "datafly", "mondrian"]),
@@ -530,7 +531,7 @@ def _check_new_column(data: str, spec, name: str, delimiter: str | None,
 @click.argument("data", type=click.Path(path_type=str))  # Spark reads folders too
 @click.option("--solution", required=True, type=click.Path(dir_okay=False),
               help="A solution saved by blendin anonymize --save-solution.")
-@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_path", default=None, type=click.Path(),
               help="Check against this spec's roles and models instead of the saved ones.")
 @click.option("--unknown", type=click.Choice(["error", "suppress"]), default="error",
               show_default=True,

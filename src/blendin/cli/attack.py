@@ -28,7 +28,7 @@ from blendin.outputs import check_paths
               help="Report matches of 2..k-1 records and of k or more apart.")
 @click.option("--kind", "kinds", multiple=True,
               help="How an external column is read: COLUMN=date|numeric|categorical.")
-@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_path", default=None, type=click.Path(),
               help="The release's spec: join on its QIs, read values as it does (dates "
               "format), let its trees' group labels cover their values.")
 @click.option("--normalize", default="",

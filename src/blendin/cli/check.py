@@ -15,7 +15,7 @@ from blendin.cli.database import database_options, table_options
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
               help=INPUT_HELP + " Checked together, counted in people.")
 @database_options
-@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_path", required=True, type=click.Path(),
               help="The release spec (TOML) whose privacy models must hold.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--person", default=None, metavar="COLUMN",

@@ -16,7 +16,7 @@ from blendin.cli.database import database_options, table_options
               help=INPUT_HELP + " Measured together, in people (needs --spec).")
 @database_options
 @click.option("--qi", default=None, help="Quasi-identifier columns, comma-separated.")
-@click.option("--spec", "spec_path", default=None, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_path", default=None, type=click.Path(),
               help="Take the quasi-identifiers and sensitive attributes from a spec (TOML).")
 @click.option("--sensitive", default=None,
               help="Sensitive columns to test for homogeneous classes, comma-separated.")

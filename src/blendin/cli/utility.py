@@ -15,7 +15,7 @@ from blendin.outputs import check_paths
 @main.command("utility")
 @click.argument("data", type=click.Path(dir_okay=False, exists=True, path_type=str))
 @click.argument("release", type=click.Path(dir_okay=False, exists=True, path_type=str))
-@click.option("--spec", "spec_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--spec", "spec_path", required=True, type=click.Path(),
               help="The spec the release was made with (its quasi-identifiers and "
               "hierarchies).")
 @click.option("--target", default=None, metavar="COLUMN",
