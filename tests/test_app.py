@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+from collections import Counter
 from urllib.parse import quote
 
 import pytest
@@ -607,3 +608,102 @@ def test_a_project_is_loaded_only_onto_a_table_and_only_from_inside_its_zip(app,
         assert "would land outside" in html.unescape(page)
         assert not list(session.folder.rglob("escape.csv"))
         assert not (session.folder.parent / "escape.csv").exists()
+
+
+def test_a_tree_is_built_from_the_columns_own_values(app):
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        counts = workflow.value_counts(session, "marital_status")
+        # choosing the tree: every value a leaf of its own, no error, the editor drawn
+        chosen = client.post(f"{sid}/hierarchy/marital_status", data={"kind": "tree"},
+                             headers={"HX-Request": "true"})
+        assert "error" not in chosen.text and chosen.headers["HX-Redirect"].endswith(
+            "#tree-" + b"marital_status".hex())
+        assert session.hierarchies["marital_status"] == {"tree": {v: {} for v in counts}}
+        page = client.get(f"{sid}/").text
+        assert page.count('name="items"') == len(counts)
+        ever = ["Married", "Divorced", "Widowed"]
+        client.post(f"{sid}/hierarchy/marital_status/tree",
+                    data={"items": ever, "group": "ever married"})
+        tree = session.hierarchies["marital_status"]["tree"]
+        assert tree["ever married"] == {v: {} for v in ever}
+        client.post(f"{sid}/hierarchy/marital_status/tree",
+                    data={"items": ["ever married", "Never married"], "group": "anyone"})
+        items = workflow.tree_items(session, "marital_status")
+        assert [(i["name"], i["records"]) for i in items] == [("anyone", sum(counts.values()))]
+        spec = workflow.build_spec(session)
+        built = spec.build_hierarchies(session.data.table)["marital_status"]
+        assert {tuple(r) for r in built.to_rows()} == {
+            ("Married", "ever married", "anyone", "*"), ("Divorced", "ever married", "anyone", "*"),
+            ("Widowed", "ever married", "anyone", "*"),
+            ("Never married", "Never married", "anyone", "*")}
+        client.post(f"{sid}/hierarchy/marital_status/tree", data={"ungroup": "anyone"})
+        assert list(session.hierarchies["marital_status"]["tree"]) == ["ever married",
+                                                                      "Never married"]
+        for form, said in (({"group": "x"}, "no value was ticked"),
+                           ({"items": ["Never married"]}, "the new group has no name"),
+                           ({"items": ["Never married"], "group": "ever married"},
+                            "'ever married' is already at the top of the tree")):
+            page = html.unescape(client.post(f"{sid}/hierarchy/marital_status/tree",
+                                             data=form).text)
+            assert said in page, said
+        # the ARX file builder chosen before a file: what to do, not an error
+        csv = client.post(f"{sid}/hierarchy/sex", data={"kind": "csv"},
+                          headers={"HX-Request": "true"}).text
+        assert "choose an ARX hierarchy file" in csv and "error" not in csv
+
+
+def test_a_column_with_too_many_values_gets_no_tree_editor(app, monkeypatch):
+    monkeypatch.setattr(workflow, "TREE_VALUES", 3)
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        answer = client.post(f"{sid}/hierarchy/ethnicity", data={"kind": "tree"},
+                             headers={"HX-Request": "true"}).text
+    assert "more than 3 distinct values" in answer and "error" not in answer
+
+
+def test_the_release_beside_the_input(app):
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "5", "max_suppression": "0.05",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        result = session.runs[-1].result
+        pages = {show: html.unescape(client.get(f"{sid}/?show={show}").text)
+                 for show in ("all", "small", "suppressed")}
+        second = html.unescape(client.get(f"{sid}/?show=all&page=2").text)
+        table = session.data.table
+    qis = list(result.spec.quasi_identifiers)
+    released = Counter(tuple(str(v) for v in row) for row in zip(
+        *(result.table.column(q).to_pylist() for q in qis)))
+
+    def rows(page):
+        body = page[page.index('id="beside-table"'):]
+        body = body[:body.index("</table>")]
+        return [re.findall(r"<td[^>]*>([^<]*)</td>", r)
+                for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body)[1:]]
+
+    assert "ssn" not in pages["all"][pages["all"].index('id="beside"'):].split("</table>")[0]
+    for page in (pages["all"], second):
+        for cells in rows(page):
+            number = int(cells[0]) - 1
+            given = [str(table.column(q)[number].as_py()) for q in qis]
+            assert cells[1:1 + len(qis)] == given
+            shown = tuple(cells[2 + len(qis):2 + 2 * len(qis)])
+            if cells[-1] == "suppressed":
+                assert set(shown) == {"*"}
+            else:  # a released tuple, of a class as large as the release says
+                assert released[shown] == int(cells[-1].replace(",", ""))
+    assert rows(second)[0][0] == "51"
+    sizes = [int(c[-1].replace(",", "")) for c in rows(pages["small"])]
+    assert sizes == sorted(sizes) and sizes[0] == min(released.values())
+    runs = [tuple(c[2 + len(qis):2 + 2 * len(qis)]) for c in rows(pages["small"])]
+    starts = [t for i, t in enumerate(runs) if i == 0 or runs[i - 1] != t]
+    assert len(starts) == len(set(starts))  # each class in one run of rows
+    suppressed = rows(pages["suppressed"])
+    assert len(suppressed) == min(result.suppressed, 50)
+    assert all(c[-1] == "suppressed" for c in suppressed)

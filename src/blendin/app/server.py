@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import re
 import secrets
 import shutil
@@ -38,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 from blendin.app import workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Session, Store, remove_stale_folders
-from blendin.app.views import context
+from blendin.app.views import beside, context, tree_anchor
 from blendin.errors import BlendinError
 
 HERE = Path(__file__).parent
@@ -323,7 +324,14 @@ def create_app(path: str | Path | None = None, *,
 
     async def show(request: Request) -> Response:
         session = session_of(request)
-        response = page(session)
+        shown = None
+        if session.runs and session.data is not None:
+            number = request.query_params.get("page", "1")
+            shown = await run_in_threadpool(
+                beside, session.runs[-1], session,
+                int(number) if number.isdigit() else 1,
+                request.query_params.get("show", "all"))
+        response = page(session, beside=shown)
         session.error = session.message = None
         return response
 
@@ -415,8 +423,27 @@ def create_app(path: str | Path | None = None, *,
         form = await request.form()
         kind = str(form.get("kind", "flat"))
         fields = {k: str(v) for k, v in form.items() if k not in ("kind", "weight")}
+        before = session.hierarchies.get(column) or {}
         if kind == "csv":
-            fields["csv"] = session.hierarchies.get(column, {}).get("csv", "")
+            fields["csv"] = before.get("csv", "")
+            if not fields["csv"]:  # nothing to read yet: say what to do, not an error
+                html = env.get_template("preview.html").render(
+                    column=column, preview=None, error=None,
+                    note="choose an ARX hierarchy file: one row per value, its "
+                         "generalizations to the right, separated by ; or ,")
+                return HTMLResponse(html) if request.headers.get("hx-request") else \
+                    back(session, "hierarchies")
+        if kind == "tree" and "tree" not in before:
+            # the editor starts from the column's own values, each a leaf
+            start = workflow.current_tree(session, column)
+            if start is None:
+                html = env.get_template("preview.html").render(
+                    column=column, preview=None, error=None,
+                    note=f"{column} has more than {workflow.TREE_VALUES} distinct values: "
+                         "group them with intervals, masking or an ARX hierarchy file")
+                return HTMLResponse(html) if request.headers.get("hx-request") else \
+                    back(session, "hierarchies")
+            fields["tree"] = json.dumps(start)
         weight = str(form.get("weight", "1")).strip() or "1"
         try:
             table = workflow.builder_table(kind, fields)
@@ -428,12 +455,34 @@ def create_app(path: str | Path | None = None, *,
         except (BlendinError, ValueError) as problem:
             preview, error = None, f"error: {problem}"
         html = env.get_template("preview.html").render(column=column, preview=preview,
-                                                       error=error)
+                                                       error=error, note=None)
         if request.headers.get("hx-request"):
-            return HTMLResponse(html)
+            response = HTMLResponse(html)
+            if kind == "tree" and "tree" not in before and error is None:
+                # the group editor is drawn with the page: show it
+                response.headers["HX-Redirect"] = f"/s/{session.id}/#{tree_anchor(column)}"
+            return response
         if error:
             session.error = error
         return back(session, "hierarchies")
+
+    async def tree_edit(request: Request) -> Response:
+        session = session_of(request)
+        column = request.path_params["column"]
+        form = await request.form()
+        try:
+            if form.get("ungroup"):
+                workflow.ungroup(session, column, str(form["ungroup"]))
+                session.message = f"{column}: {form['ungroup']} ungrouped"
+            else:
+                names = [str(v) for v in form.getlist("items")]
+                group = str(form.get("group", ""))
+                await run_in_threadpool(workflow.group_values, session, column, names, group)
+                session.message = f"{column}: {len(names)} grouped as {group.strip()}"
+        except BlendinError as error:
+            session.error = f"error: {error}"
+        session.where = "hierarchies"
+        return RedirectResponse(f"/s/{session.id}/#{tree_anchor(column)}", status_code=303)
 
     async def hierarchy_file(request: Request) -> Response:
         session = session_of(request)
@@ -553,6 +602,7 @@ def create_app(path: str | Path | None = None, *,
         # a column name may hold "/": the file route is matched first
         Route("/s/{sid}/hierarchy/{column:path}/file",
               posted(hierarchy_file, max_files=1, max_fields=5), methods=["POST"]),
+        Route("/s/{sid}/hierarchy/{column:path}/tree", posted(tree_edit), methods=["POST"]),
         Route("/s/{sid}/hierarchy/{column:path}", posted(hierarchy), methods=["POST"]),
         Route("/s/{sid}/models", posted(models), methods=["POST"]),
         Route("/s/{sid}/run", posted(run_now), methods=["POST"]),

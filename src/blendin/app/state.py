@@ -91,6 +91,9 @@ class Run:
     #: what the release keeps of each column (:func:`blendin.report.utility_html.keeps`),
     #: None where it is not measured (a table in a database, Mondrian)
     keeps: dict | None = None
+    #: the input's records matched with the release, for the side-by-side table ({}: they
+    #: cannot be matched)
+    beside: dict | None = None
     #: what the page shows of this run, made once (the plots are costly)
     view: dict | None = None
 
@@ -116,6 +119,8 @@ class Loaded:
     ref: TableRef | None = None
     #: the number of records of a table in a database (``table`` holds its first rows)
     records: int | None = None
+    #: each column's distinct values with their records, counted once (the tree editor)
+    counted: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:

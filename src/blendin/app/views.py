@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -33,12 +34,23 @@ def context(session: Session) -> dict:
     out["sensitive"] = [c for c, r in session.roles.items() if r == "sensitive"]
     out["hierarchy_forms"] = {q: workflow.builder_fields(session.hierarchies.get(q)
                                                           or {"flat": True}) for q in qis}
+    trees = [q for q in qis if out["hierarchy_forms"][q][0] == "tree"]
+    out["tree_items"] = {q: workflow.tree_items(session, q) for q in trees}
+    out["tree_defaults"] = {q: json.dumps(workflow.current_tree(session, q) or {})
+                            for q in qis}
+    out["tree_anchors"] = {q: tree_anchor(q) for q in qis}
+    out["tree_limit"] = workflow.TREE_VALUES
     out["spec_problem"] = _spec_problem(session)
     runs = out["runs"]
     if runs:
         out["last"] = describe(runs[-1], session)
         out["described"] = {r.number: describe(r, session) for r in runs}
     return out
+
+
+def tree_anchor(column: str) -> str:
+    """The id of a column's hierarchy card (any text: hex keeps it a valid fragment)."""
+    return "tree-" + column.encode("utf-8").hex()
 
 
 def _spec_problem(session: Session) -> str | None:
@@ -231,3 +243,91 @@ def tradeoff_svg(points: list[dict], width: int = 560, height: int = 220) -> str
                      'rule\'s)</text>')
     parts.append('</svg>')
     return "".join(parts)
+
+
+# -- the release beside the input -------------------------------------------------------------
+
+#: records a page of the side-by-side table shows
+BESIDE_ROWS = 50
+#: what the side-by-side table can show: every record, those in the smallest classes, the
+#: suppressed ones
+BESIDE_SHOWS = ("all", "small", "suppressed")
+#: light colours for the classes (a class keeps its colour on every page)
+CLASS_COLOURS = ("#e8f1fb", "#fdf0e2", "#e9f6ec", "#f6e9f4", "#fbf7dd", "#e6f4f4",
+                 "#f3ece4", "#ecebf8", "#f9e7e7", "#eef3e2")
+
+
+def beside(run: Run, session: Session, page: int = 1, show: str = "all") -> dict | None:
+    """One page of the input's records next to what the release shows of them: the
+    quasi-identifiers and sensitive columns (never an identifier or the person key), each
+    record's class (its colour and size) or that it was suppressed; ``show`` picks every
+    record, the smallest classes first, or the suppressed records. None where the records
+    cannot be matched (a table in a database, Mondrian, a release in parts)."""
+    matched = _matched(run, session)
+    if matched is None:
+        return None
+    show = show if show in BESIDE_SHOWS else "all"
+    order = matched["order"][show]
+    pages = max(1, -(-len(order) // BESIDE_ROWS))
+    page = min(max(int(page), 1), pages)
+    rows = order[(page - 1) * BESIDE_ROWS:page * BESIDE_ROWS]
+    qis, sensitive = matched["qis"], matched["sensitive"]
+    body = []
+    for r in rows:
+        cls = int(matched["classes"][r])
+        body.append({
+            "number": int(r) + 1,
+            "input": [str(matched["input"][c][r]) for c in qis],
+            "release": ["*" if matched["suppressed"][r] else str(matched["shown"][c][r])
+                        for c in qis],
+            "sensitive": [str(matched["input"][c][r]) for c in sensitive],
+            "suppressed": bool(matched["suppressed"][r]),
+            "size": 0 if cls < 0 else int(matched["sizes"][cls]),
+            "colour": "" if cls < 0 else CLASS_COLOURS[cls % len(CLASS_COLOURS)]})
+    return {"qis": qis, "sensitive": sensitive, "rows": body, "page": page, "pages": pages,
+            "show": show, "shows": BESIDE_SHOWS, "records": len(order),
+            "k": workflow.k_of(run.spec), "suppressed": int(matched["suppressed"].sum())}
+
+
+def _matched(run: Run, session: Session) -> dict | None:
+    """Each input record matched with its release (made once per run)."""
+    if run.beside is not None:
+        return run.beside or None
+    result = run.result
+    if session.data.ref is not None or not result.levels or result.recoded_parts:
+        run.beside = {}
+        return None
+    from blendin.utility import align
+
+    spec = result.spec
+    qis = list(spec.quasi_identifiers)
+    sensitive = [c for c in spec.sensitive if c in session.data.table.column_names]
+    table = session.data.table
+    try:
+        a = align(table, result.table, qis, [result.hierarchies[q] for q in qis],
+                  spec.missing)
+    except BlendinError:
+        run.beside = {}
+        return None
+    key = np.zeros(a.records, np.int64)
+    for i, h in enumerate(a.hierarchies):
+        key = key * len(h.labels[a.levels[i]]) + a.general[:, i]
+    key = np.where(a.suppressed, -1, key)
+    found, classes = np.unique(key, return_inverse=True)
+    classes = classes.reshape(-1)
+    sizes = np.bincount(classes)
+    if len(found) and found[0] == -1:  # the suppressed records are no class
+        classes, sizes = classes - 1, sizes[1:]
+    kept = np.flatnonzero(~a.suppressed)
+    # smallest classes first, each class together
+    small = kept[np.lexsort((kept, classes[kept], sizes[classes[kept]]))] if len(kept) else kept
+    run.beside = {
+        "qis": qis, "sensitive": sensitive, "suppressed": a.suppressed, "classes": classes,
+        "sizes": sizes,
+        "input": {c: table.column(c).to_numpy(zero_copy_only=False) for c in
+                  [*qis, *sensitive]},
+        "shown": {q: np.asarray(h.labels[lv], dtype=object)[a.general[:, i]]
+                  for i, (q, h, lv) in enumerate(zip(qis, a.hierarchies, a.levels))},
+        "order": {"all": np.arange(a.records), "small": small,
+                  "suppressed": np.flatnonzero(a.suppressed)}}
+    return run.beside

@@ -336,7 +336,9 @@ def restrict(hierarchy: Hierarchy, values: np.ndarray, name: str, missing: str,
         raise BlendinError(
             f"{source} of {name!r} does not cover {len(uncovered)} value(s) of the data: "
             f"{preview(uncovered)}",
-            fix=f"add a row for each of these values to {source} of {name!r}",
+            fix=(f"list each of these values in the tree of {name!r}, under a group or as "
+                 "a value of its own" if source == "the tree" else
+                 f"add a row for each of these values to {source} of {name!r}"),
         )
     keep = np.zeros(len(hierarchy.ground), dtype=bool)
     keep[position[~absent]] = True

@@ -11,6 +11,10 @@ document.addEventListener("change", function (event) {
   if (target.type === "file" && target.closest("form.upload")) {
     checkSize(target.closest("form.upload"));
   }
+  if (target.type === "file" && target.closest("form.arx") && target.files.length) {
+    // an ARX hierarchy file is read and checked as soon as it is chosen
+    target.closest("form.arx").requestSubmit();
+  }
 });
 
 function checkSize(form) {
