@@ -115,3 +115,18 @@ def test_visits_counted_in_rows_hide_lone_patients(demo):
     assert "patient_id" not in people.data.columns
     kept_rows = len(story.table) - people.suppressed
     assert len(people.data) == kept_rows
+
+
+def test_the_population_uniques_row_names_the_estimate_its_population_and_estimator(demo):
+    import blendin as bl
+    from blendin.estimators import population_uniqueness
+
+    sizes = demo.deidentified.groupby(list(QUASI_IDENTIFIERS)).size().to_numpy()
+    estimate = population_uniqueness(sizes, demo.population)
+    row = next(line for line in demo.table() if line.startswith("population uniques"))
+    name = {"zayatz": "Zayatz", "pitman": "Pitman", "snb": "SNB"}[estimate.model]
+    assert f"{estimate.dankar:,.0f} of {demo.population:,} ({name})" in row
+    risk = bl.risk(demo.deidentified, list(QUASI_IDENTIFIERS), population=demo.population)
+    assert risk.population.dankar == pytest.approx(estimate.dankar)
+    text = "\n".join(demo.table())
+    assert "several voters can match the same patient" in text.replace("\n", " ")
