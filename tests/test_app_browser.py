@@ -106,8 +106,8 @@ def _download(page, selector: str, folder: Path) -> Path:
     return path
 
 
-def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, context,
-                                                                       tmp_path):
+def test_release_from_the_page_equals_the_cli_with_the_downloaded_project(server, context,
+                                                                          tmp_path):
     page = context.new_page()
     page.goto(server)
     shot(page, "0-start")
@@ -130,11 +130,26 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
     page.wait_for_function(
         "() => [...document.querySelectorAll('.hier')].some(h => h.textContent.includes("
         "'dob') && h.querySelectorAll('.levels th').length === 4)")
+    # a tree from the column's own values: the page comes back with its editor
     marital = page.locator(".hier", has_text="marital_status")
-    marital.locator("select[name='kind']").select_option("tree")
-    marital.locator("input[name='tree']").fill(
-        '{"Has married": ["Married", "Divorced", "Widowed"], "Never married": null}')
+    with page.expect_navigation():
+        marital.locator("select[name='kind']").select_option("tree")
+    marital = page.locator(".hier", has_text="marital_status")
+    for value in ("Married", "Divorced", "Widowed"):
+        marital.locator(f"input[name='items'][value='{value}']").check()
+    marital.locator("input[name='group']").fill("Has married")
+    submit(page, ".tree-editor button.group")
+    marital = page.locator(".hier", has_text="marital_status")
     marital.locator(".levels", has_text="Has married").wait_for()
+    assert "error" not in marital.inner_text()
+    # an ARX file is read as soon as it is chosen
+    sex = page.locator(".hier", has_text="sex")
+    sex.locator("select[name='kind']").select_option("csv")
+    sex.locator(".preview", has_text="choose an ARX hierarchy file").wait_for()
+    (tmp_path / "sex.csv").write_text("F;*\nM;*\n")
+    with page.expect_navigation():
+        sex.locator("input[type=file]").set_input_files(str(tmp_path / "sex.csv"))
+    assert "hierarchy of sex read from sex.csv" in page.inner_text("#hierarchies")
     shot(page, "3-hierarchies", locator=page.locator("#hierarchies"))
 
     # models: k = 5 and distinct 2-diversity on the diagnosis
@@ -157,11 +172,14 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_spec(server, c
     spec = _download(page, "#dl-spec", tmp_path)
     data = _download(page, "a[href$='/input/data']", tmp_path)
     assert 'dob = { dates = ["year", "decade"] }' in spec.read_text()
+    assert 'csv = "hierarchies/sex.csv"' in spec.read_text()
+    # the spec names a hierarchy file: the project holds both, and runs as it is
+    project = _download(page, "#dl-project", tmp_path)
 
     from blendin.cli import main
 
     out = tmp_path / "cli_release.csv"
-    result = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
+    result = CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(project), "-o",
                                        str(out), "--quiet"])
     assert result.exit_code == 0, result.output
     assert same_rows(out.read_bytes(), release.read_bytes())  # each run shuffles its rows

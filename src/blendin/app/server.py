@@ -460,7 +460,8 @@ def create_app(path: str | Path | None = None, *,
             response = HTMLResponse(html)
             if kind == "tree" and "tree" not in before and error is None:
                 # the group editor is drawn with the page: show it
-                response.headers["HX-Redirect"] = f"/s/{session.id}/#{tree_anchor(column)}"
+                response.headers["HX-Redirect"] = (f"/s/{session.id}/?edit=tree"
+                                                   f"#{tree_anchor(column)}")
             return response
         if error:
             session.error = error
