@@ -423,6 +423,8 @@ def current_tree(session: Session, column: str) -> dict | None:
     table = session.hierarchies.get(column) or {}
     if isinstance(table.get("tree"), dict) and table["tree"]:
         return table["tree"]
+    if is_nested(session.data.table.schema.field(column).type):
+        return None  # lists or records: no values to group (the spec refuses them as QIs)
     counts = value_counts(session, column)
     if len(counts) > TREE_VALUES:
         return None
