@@ -331,3 +331,33 @@ def snb_uniques(j: np.ndarray, f: np.ndarray, n: int, population: float) -> floa
     alpha, beta = math.exp(x), 1 / (1 + math.exp(-y))
     value = float(k * beta**alpha)
     return value if 0 <= value <= population else math.nan
+
+
+# -- individual and household risk with sampling weights (sdcMicro) -------------------------
+
+
+def individual_risk(fk: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Each class's individual re-identification risk, as sdcMicro estimates it
+    (Benedetti-Franconi, its ``approx`` method): ``fk`` records in the sample standing for
+    ``Fk`` (the sum of their sampling ``weights``) in the population, ``pk = fk / Fk``;
+
+    - ``fk = 1``: ``pk / (1 - pk) · log(1 / pk)``,
+    - ``fk = 2``: ``pk / (1 - pk) - (pk / (1 - pk))² · log(1 / pk)``,
+    - ``fk > 2``: ``pk / (fk - (1 - pk))``,
+    - ``fk = Fk`` (the class is the whole population): ``1 / fk``.
+
+    Without weights every record stands for itself: ``1 / fk``.
+
+    >>> individual_risk(np.array([1, 2, 3]), np.array([4.0, 4.0, 6.0])).round(6).tolist()
+    [0.462098, 0.306853, 0.2]
+    """
+    fk = np.asarray(fk, dtype=float)
+    if weights is None:
+        return 1.0 / fk
+    pk = fk / np.asarray(weights, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        odds = pk / (1.0 - pk)
+        log = np.log(1.0 / pk)
+        risk = np.where(fk == 1, odds * log,
+                        np.where(fk == 2, odds - odds ** 2 * log, pk / (fk - (1.0 - pk))))
+    return np.where(fk == weights, 1.0 / fk, risk)

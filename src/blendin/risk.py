@@ -37,11 +37,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.codes import COUNT, as_text
+from blendin.codes import COUNT, as_text, combine_keys
 from blendin.engines import engine_for
 from blendin.engines.sql import in_database
 from blendin.errors import BlendinError, preview
-from blendin.estimators import ESTIMATOR_NAMES, PopulationUniqueness, population_uniqueness
+from blendin.estimators import (
+    ESTIMATOR_NAMES,
+    PopulationUniqueness,
+    individual_risk,
+    population_uniqueness,
+)
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
@@ -60,6 +65,25 @@ class ModelRisk:
     highest: float
     average: float
     records_at_risk: float
+
+
+@dataclass(frozen=True)
+class IndividualRisk:
+    """Individual re-identification risk estimated as sdcMicro does, each class of ``fk``
+    records standing for the sum of their sampling ``weights`` in the population
+    (:func:`blendin.estimators.individual_risk`; without weights, ``1 / fk``): the records'
+    risks summed (the expected re-identifications), their average (sdcMicro's global
+    risk) and the highest. With ``household``, a household is re-identified when any
+    member is: ``1 - Π(1 - risk)`` over its members, given to each of them, summed and
+    averaged the same way."""
+
+    weights: str | None
+    household: str | None
+    expected: float
+    average: float
+    highest: float
+    household_expected: float | None = None
+    household_average: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +117,8 @@ class RiskReport:
     #: ``rows`` the table's records
     person: str | None = None
     rows: int | None = None
+    #: with sampling weights or households: sdcMicro's individual and household risk
+    individual: IndividualRisk | None = None
 
     def __repr__(self) -> str:
         return risk_summary(self).text()
@@ -142,6 +168,16 @@ class RiskReport:
             by = "no sample uniques" if p.model == "none" else f"by {p.model}"
             rows.append(f"  population uniques, Dankar  {p.dankar:.1f} = {_pct(p.share)} of "
                         f"the population ({by})")
+        if self.individual is not None:
+            i = self.individual
+            by = f"weights {i.weights!r}" if i.weights else "no weights: 1 / class size"
+            rows.append(f"individual risk    average {100 * i.average:.4f}%, highest "
+                        f"{_pct(i.highest)}, expected re-identifications {i.expected:.3f} "
+                        f"({by})")
+            if i.household is not None:
+                rows.append(f"household risk     average {100 * i.household_average:.4f}%, "
+                            f"expected re-identifications {i.household_expected:.3f} "
+                            f"(households {i.household!r})")
         for h in self.homogeneity.values():
             rows.append(f"homogeneous on {h.attribute}: {h.classes} classes, {h.records} "
                         f"records ({_pct(h.share)})")
@@ -172,6 +208,8 @@ def risk(
     schema: str | None = None,
     password_env: str | None = None,
     person: str | None = None,
+    weights: str | None = None,
+    household: str | None = None,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -184,7 +222,9 @@ def risk(
     database (``data`` its URL, ``table`` or ``query`` its rows) is grouped there.
     ``person`` (or the spec's person key) names the column of each record's person: every
     figure then counts people, a class holding the people of equal signatures
-    (docs/people.md).
+    (docs/people.md). ``weights`` (a column of sampling weights) and ``household`` (a
+    column of household ids) add sdcMicro's individual and household risk
+    (:class:`IndividualRisk`; either turns it on).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -211,14 +251,21 @@ def risk(
     # a file is read in batches; a Spark DataFrame stays on Spark, a table in its database
     engine = engine_for(data)
     source = engine.source(data)
-    _check_columns(source.columns, [*([person] if person else []), *names, *sensitive])
+    extra = [c for c in (weights, household) if c]
+    _check_columns(source.columns, [*([person] if person else []), *names, *sensitive,
+                                    *extra])
+    if person is not None and extra:
+        raise BlendinError("sampling weights and households are measured on records, and a "
+                           "person key counts people", fix="leave out --person, or "
+                           "--weights and --household")
     if person is not None and engine.name not in PERSON_ENGINES:
         raise BlendinError(f"the person key works on the embedded and SQL engines, not on "
                            f"{engine.name}", fix="measure a file, a DataFrame or a table in a "
                            "database, or leave out the person key (--person)")
     with file_pass(progress, f"reading {short_name(source)}") as told:
         tuples = engine.distinct(source, list(dict.fromkeys(
-            [*([person] if person else []), *names, *sensitive])), missing, progress=told)
+            [*([person] if person else []), *names, *sensitive, *extra])), missing,
+            progress=told)
     rows, joint = None, ()
     if person is not None:  # one row a person; people of equal signatures are a class
         require_keys(tuples, person, missing, lambda: source.batches([person]))
@@ -252,6 +299,7 @@ def risk(
         sizes=sizes,
         person=person,
         rows=rows,
+        individual=_individual(tuples, names, weights, household) if extra else None,
     )
     return report
 
@@ -337,6 +385,66 @@ def class_sizes(
     distinct = {s: grouped.column(f"__s_{s}_count_distinct").to_numpy().astype(np.int64)
                 for s in sensitive}
     return sizes, distinct, suppressed
+
+
+def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
+                household: str | None) -> IndividualRisk:
+    """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
+    the weight and household columns (suppressed records are not at risk)."""
+    starred = None
+    for c in qi:
+        at = pc.equal(tuples.column(c), SUPPRESSED)
+        starred = at if starred is None else pc.and_(starred, at)
+    kept = tuples.filter(pc.invert(starred))
+    count = kept.column(COUNT).to_numpy().astype(float)
+    codes = [pc.dictionary_encode(kept.column(c).combine_chunks()) for c in qi]
+    key = combine_keys([c.indices.to_numpy().astype(np.int64) for c in codes],
+                       [len(c.dictionary) for c in codes])
+    _, cls = np.unique(key, return_inverse=True)
+    cls = cls.reshape(-1)
+    fk = np.bincount(cls, weights=count)
+    total = None
+    if weights is not None:
+        total = np.bincount(cls, weights=count * _weights(kept.column(weights), weights))
+    rk = individual_risk(fk, total)
+    record = rk[cls]
+    expected = float((count * record).sum())
+    n = float(count.sum())
+    out = dict(weights=weights, household=household, expected=expected,
+               average=expected / n, highest=float(rk.max()))
+    if household is not None:
+        homes = pc.dictionary_encode(kept.column(household).combine_chunks())
+        home = homes.indices.to_numpy().astype(np.int64)
+        # 1 - prod(1 - r) over each household's members, through logs (no underflow)
+        with np.errstate(divide="ignore"):  # a risk of 1 is a log of -inf: a sure 1
+            safe = np.log1p(-np.minimum(record, 1.0))
+        home_risk = -np.expm1(np.bincount(home, weights=count * safe))
+        members = np.bincount(home, weights=count)
+        out["household_expected"] = float((home_risk * members).sum())
+        out["household_average"] = out["household_expected"] / n
+    return IndividualRisk(**out)
+
+
+def _weights(column: pa.ChunkedArray, name: str) -> np.ndarray:
+    """A column of sampling weights as numbers of 1 or more (a record stands for itself
+    and others like it), or an error naming the first value that is not."""
+    texts, at = np.unique(column.to_numpy(zero_copy_only=False).astype(str),
+                          return_inverse=True)
+    values = np.array([_number(v) for v in texts], dtype=float)  # each distinct text once
+    bad = [str(v) for v, x in zip(texts, values) if not np.isfinite(x) or x < 1]
+    if bad:
+        raise BlendinError(f"the weights column {name!r} holds {bad[0]!r}: a sampling "
+                           "weight is the number of people a record stands for (1 or more)",
+                           fix="give --weights the column of sampling weights, or leave it "
+                               "out")
+    return values[at.reshape(-1)]
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
 
 
 def _model_risk(sizes: np.ndarray, classes_at_risk_of: np.ndarray, threshold: float

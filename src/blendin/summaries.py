@@ -243,6 +243,14 @@ def risk_summary(report) -> Summary:
         p = report.population
         rows.append(("population uniques", f"{p.dankar:,.1f} of {p.population:,.0f} "
                                            f"({_pct(p.share)}, {p.model})"))
+    individual = getattr(report, "individual", None)
+    if individual is not None:
+        rows.append(("individual risk", f"average {100 * individual.average:.4f}%, "
+                                        f"{individual.expected:,.3f} expected "
+                                        "re-identifications"))
+        if individual.household is not None:
+            rows.append(("household risk", f"average {100 * individual.household_average:.4f}%"
+                                           f", {individual.household_expected:,.3f} expected"))
     for h in report.homogeneity.values():
         rows.append((f"one {h.attribute} only", f"{_count(h.classes)} classes, "
                                                 f"{_share(h.records, n)} records"))

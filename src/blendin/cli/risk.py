@@ -29,6 +29,12 @@ from blendin.cli.database import database_options, table_options
 @click.option("--person", default=None, metavar="COLUMN",
               help="The column naming each record's person: every figure counts people, "
               "not rows.")
+@click.option("--weights", default=None, metavar="COLUMN",
+              help="Sampling weights: adds each record's individual risk as sdcMicro "
+              "estimates it, their sum (expected re-identifications) and average.")
+@click.option("--household", default=None, metavar="COLUMN",
+              help="Household ids: adds the household risk (a household is re-identified "
+              "when any member is).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
@@ -36,11 +42,12 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  threshold: float, population: float | None,
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
                  encoding: str, table: str | None, query: str | None, schema: str | None,
-                 password_env: str | None, person: str | None,
-                 inputs: tuple[str, ...]) -> None:
+                 password_env: str | None, person: str | None, weights: str | None,
+                 household: str | None, inputs: tuple[str, ...]) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
-    estimated population uniques.
+    estimated population uniques; with --weights and --household, sdcMicro's individual
+    and household risk.
 
     Released labels (30-39, 021**, *) are compared as they are; rows whose
     quasi-identifiers are all * are suppressed and not at risk.
@@ -50,6 +57,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
     together: a class holds the people with equal values in every table.
 
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
+
+    Example: blendin risk survey.csv --qi region,sex,age --weights w --household hid
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import Source
@@ -70,7 +79,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
         report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
                       population=population, sampling_fraction=sampling_fraction,
                       missing=spec.missing if spec is not None else "", progress=bars,
-                      person=person, **rows)
+                      person=person, weights=weights, household=household, **rows)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=float))
     else:

@@ -1,0 +1,86 @@
+"""blendin beside sdcMicro (R), in the same run: figures and times of each method.
+
+    bash ../shared/peers/sdcmicro/build.sh /path/to/sdcMicro   # once (R and sdcMicro)
+    python benchmarks/bench_sdcmicro.py
+
+Methods so far: ``risk`` (individual risk with sampling weights, global risk, expected
+re-identifications, household risk) on sdcMicro's ``testdata`` (4,580 persons in
+households, the 7 keys of its documentation). sdcMicro's time is the median of
+``createSdcObj`` (which measures the risk) over ``--runs`` runs inside R; blendin's the
+median of ``bl.risk`` over as many, after a warm-up, on the same CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import arx_data
+
+import blendin as bl
+
+HARNESS = arx_data.DATA.parent / "peers" / "sdcmicro" / "SdcBench.R"
+TESTDATA = arx_data.DATA / "sdcmicro" / "testdata.csv"
+KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
+#: (blendin figure, sdcMicro figure) of the risk method
+RISK = (("average", "global_risk"), ("expected", "expected_reident"),
+        ("household_average", "hier_risk"), ("household_expected", "hier_expected_reident"),
+        ("highest", "indiv_risk_max"))
+
+
+def sdcmicro(method: str, runs: int, **options: str) -> dict:
+    command = ["Rscript", str(HARNESS), str(TESTDATA), method, KEYS, f"runs={runs}",
+               *(f"{k}={v}" for k, v in options.items())]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"SdcBench.R failed: {(proc.stderr or proc.stdout).strip()[-600:]}")
+    return json.loads(lines[-1])
+
+
+def timed(work, runs: int):
+    work()  # warm-up: imports, first read
+    times, result = [], None
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - started)
+    return result, 1000 * statistics.median(times)
+
+
+def risk(runs: int) -> None:
+    theirs = sdcmicro("risk", runs, w="sampling_weight", hh="ori_hid")
+    report, ms = timed(lambda: bl.risk(str(TESTDATA), KEYS, weights="sampling_weight",
+                                       household="ori_hid"), runs)
+    ours = report.individual
+    print(f"risk on testdata ({theirs['rows']:,} records, keys {KEYS}), weights and "
+          "households")
+    print(f"  {'figure':<22} {'blendin':>20} {'sdcMicro':>20} {'|diff|':>10}")
+    worst = 0.0
+    for mine, other in RISK:
+        a, b = getattr(ours, mine), theirs[other]
+        worst = max(worst, abs(a - b))
+        print(f"  {mine:<22} {a:20.15g} {b:20.15g} {abs(a - b):10.1e}")
+    print(f"  largest difference {worst:.1e}; time blendin {ms:.1f} ms, sdcMicro "
+          f"{theirs['ms']:.0f} ms (blendin/sdcMicro {ms / theirs['ms']:.2f}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("Rscript") is None or not HARNESS.is_file():
+        sys.exit("sdcMicro skipped: no Rscript or no harness (bash "
+                 "../shared/peers/sdcmicro/build.sh /path/to/sdcMicro)")
+    if not TESTDATA.is_file():
+        sys.exit(f"no data at {TESTDATA}")
+    risk(args.runs)
+
+
+if __name__ == "__main__":
+    main()
