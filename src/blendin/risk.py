@@ -29,6 +29,7 @@ Everything is computed from class sizes (one pyarrow group-by), never row by row
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,7 @@ from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory
+from blendin.suda import DIS_FRACTION, SpecialUniques, suda2
 from blendin.summaries import risk_summary
 
 #: the column that carries a person's joint set of event tuples (a class splits on it)
@@ -119,6 +121,11 @@ class RiskReport:
     rows: int | None = None
     #: with sampling weights or households: sdcMicro's individual and household risk
     individual: IndividualRisk | None = None
+    #: with ``suda=True``: the special uniques (SUDA2)
+    suda: SpecialUniques | None = None
+    #: with ``suda=True``: each distinct tuple of the QIs, its records and SUDA and
+    #: DIS-SUDA scores (every record of a tuple has its scores)
+    suda_scores: pa.Table | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return risk_summary(self).text()
@@ -130,6 +137,7 @@ class RiskReport:
     def to_dict(self) -> dict:
         out = asdict(self)
         out.pop("sizes")
+        out.pop("suda_scores")
         out["quasi_identifiers"] = list(self.quasi_identifiers)
         if self.population is not None:
             population = out["population"]
@@ -178,6 +186,14 @@ class RiskReport:
                 rows.append(f"household risk     average {100 * i.household_average:.4f}%, "
                             f"expected re-identifications {i.household_expected:.3f} "
                             f"(households {i.household!r})")
+        if self.suda is not None:
+            s = self.suda
+            rows.append(f"special uniques    {s.records_with_msu} records with a minimal "
+                        f"sample unique; SUDA score sum {s.score_sum:,.0f} (highest "
+                        f"{s.score_max:,.0f}), DIS-SUDA sum {s.dis_sum:.4f} (highest "
+                        f"{s.dis_max:.4f}, sampling fraction {s.dis_fraction:g})")
+            rows.append("  DIS-SUDA bands   " + ", ".join(
+                f"{band}: {n}" for band, n in s.bands.items()))
         for h in self.homogeneity.values():
             rows.append(f"homogeneous on {h.attribute}: {h.classes} classes, {h.records} "
                         f"records ({_pct(h.share)})")
@@ -210,6 +226,8 @@ def risk(
     person: str | None = None,
     weights: str | None = None,
     household: str | None = None,
+    suda: bool = False,
+    dis_fraction: float = DIS_FRACTION,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -224,7 +242,9 @@ def risk(
     figure then counts people, a class holding the people of equal signatures
     (docs/people.md). ``weights`` (a column of sampling weights) and ``household`` (a
     column of household ids) add sdcMicro's individual and household risk
-    (:class:`IndividualRisk`; either turns it on).
+    (:class:`IndividualRisk`; either turns it on). ``suda=True`` finds the special
+    uniques (:mod:`blendin.suda`; ``dis_fraction`` the sampling fraction of the DIS-SUDA
+    score).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -301,6 +321,12 @@ def risk(
         rows=rows,
         individual=_individual(tuples, names, weights, household) if extra else None,
     )
+    if suda:
+        if person is not None:
+            raise BlendinError("special uniques are found among records, and a person key "
+                               "counts people", fix="leave out --person, or --suda")
+        found, scores = _special_uniques(tuples, names, dis_fraction)
+        report = dataclasses.replace(report, suda=found, suda_scores=scores)
     return report
 
 
@@ -423,6 +449,27 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
         out["household_expected"] = float((home_risk * members).sum())
         out["household_average"] = out["household_expected"] / n
     return IndividualRisk(**out)
+
+
+def _special_uniques(tuples: pa.Table, qi: Sequence[str], fraction: float
+                     ) -> tuple[SpecialUniques, pa.Table]:
+    """SUDA2 on the distinct tuples of the QIs (suppressed records have no key values)."""
+    if not 0 < fraction <= 1:
+        raise BlendinError(f"the DIS-SUDA sampling fraction must be in (0, 1], got "
+                           f"{fraction}", fix="pass e.g. --dis-fraction 0.01")
+    starred = None
+    for c in qi:
+        at = pc.equal(tuples.column(c), SUPPRESSED)
+        starred = at if starred is None else pc.and_(starred, at)
+    grouped = tuples.filter(pc.invert(starred)).group_by(list(qi)).aggregate(
+        [(COUNT, "sum")])
+    counts = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
+    codes = np.stack([pc.dictionary_encode(grouped.column(c).combine_chunks()).indices
+                      .to_numpy().astype(np.int64) for c in qi], axis=1)
+    score, dis = suda2(codes, counts, fraction)
+    scores = pa.table({**{c: grouped.column(c) for c in qi}, "records": counts,
+                       "suda_score": score, "dis_suda_score": dis})
+    return SpecialUniques.of(score, dis, counts, fraction), scores
 
 
 def _weights(column: pa.ChunkedArray, name: str) -> np.ndarray:

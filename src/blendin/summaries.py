@@ -251,6 +251,10 @@ def risk_summary(report) -> Summary:
         if individual.household is not None:
             rows.append(("household risk", f"average {100 * individual.household_average:.4f}%"
                                            f", {individual.household_expected:,.3f} expected"))
+    special = getattr(report, "suda", None)
+    if special is not None:
+        rows.append(("special uniques", f"{_share(special.records_with_msu, n)} records, "
+                                        f"DIS-SUDA highest {special.dis_max:.4f}"))
     for h in report.homogeneity.values():
         rows.append((f"one {h.attribute} only", f"{_count(h.classes)} classes, "
                                                 f"{_share(h.records, n)} records"))

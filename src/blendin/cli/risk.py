@@ -35,6 +35,15 @@ from blendin.cli.database import database_options, table_options
 @click.option("--household", default=None, metavar="COLUMN",
               help="Household ids: adds the household risk (a household is re-identified "
               "when any member is).")
+@click.option("--suda", is_flag=True,
+              help="Find the special uniques (SUDA2): records singled out by few key values, "
+              "with SUDA and DIS-SUDA scores as sdcMicro computes them.")
+@click.option("--dis-fraction", default=0.01, show_default=True, type=float,
+              help="--suda: the sampling fraction of the DIS-SUDA score.")
+@click.option("--suda-out", default=None, type=click.Path(dir_okay=False),
+              help="--suda: write each combination of key values with its records and "
+              "scores (CSV, Parquet or Excel).")
+@click.option("--force", is_flag=True, help="Replace a --suda-out file that already exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
 @click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
@@ -43,11 +52,12 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
                  encoding: str, table: str | None, query: str | None, schema: str | None,
                  password_env: str | None, person: str | None, weights: str | None,
-                 household: str | None, inputs: tuple[str, ...]) -> None:
+                 household: str | None, suda: bool, dis_fraction: float,
+                 suda_out: str | None, force: bool, inputs: tuple[str, ...]) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
     estimated population uniques; with --weights and --household, sdcMicro's individual
-    and household risk.
+    and household risk; with --suda, the special uniques (SUDA2).
 
     Released labels (30-39, 021**, *) are compared as they are; rows whose
     quasi-identifiers are all * are suppressed and not at risk.
@@ -58,13 +68,21 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
     Example: blendin risk hospital.csv --qi zip,dob,sex --population 24000
 
-    Example: blendin risk survey.csv --qi region,sex,age --weights w --household hid
+    Example: blendin risk survey.csv --qi region,sex,age --weights w --household hid --suda
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.io import Source
     from blendin.progress import Progress
     from blendin.risk import risk
 
+    if suda_out is not None:
+        from blendin.errors import BlendinError
+        from blendin.outputs import check_paths
+
+        if not suda:
+            raise BlendinError("--suda-out writes the scores of --suda",
+                               fix="add --suda, or leave out --suda-out")
+        check_paths({"DATA": data}, {"--suda-out": (suda_out, "table")}, force=force)
     spec = None
     if spec_path is not None:
         from blendin.spec import Spec
@@ -79,7 +97,12 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
         report = risk(source, qi, spec=spec, sensitive=sensitive or (), threshold=threshold,
                       population=population, sampling_fraction=sampling_fraction,
                       missing=spec.missing if spec is not None else "", progress=bars,
-                      person=person, weights=weights, household=household, **rows)
+                      person=person, weights=weights, household=household, suda=suda,
+                      dis_fraction=dis_fraction, **rows)
+    if suda_out is not None:
+        from blendin.io import write_table
+
+        write_table(report.suda_scores, suda_out)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=float))
     else:
