@@ -57,6 +57,15 @@ def _session(client: TestClient) -> str:
     return response.headers["location"].rstrip("/")
 
 
+def _hospital_run(app, client, **limits):
+    """A new page with the hospital sample, run with ``k`` and ``max_suppression``."""
+    sid = _session(client)
+    client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+    client.post(f"{sid}/models", data={"m0:k": str(limits["k"]), "action": "run",
+                                       "max_suppression": str(limits["max_suppression"])})
+    return sid, _wait(app, sid)
+
+
 def _wait(app, sid: str, seconds: float = 60):
     session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
     deadline = time.monotonic() + seconds
@@ -64,6 +73,13 @@ def _wait(app, sid: str, seconds: float = 60):
         time.sleep(0.05)
     assert session.job.done
     return session
+
+
+#: an ARX hierarchy file for the hospital sample's marital_status
+MARITAL_ROWS = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
+                                                  ("Divorced", "Has married"),
+                                                  ("Widowed", "Has married"),
+                                                  ("Never married", "Never married")))
 
 
 @pytest.fixture
@@ -322,10 +338,7 @@ def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
 
 
 def test_an_arx_hierarchy_file_is_used_and_named_in_the_spec(app, tmp_path):
-    rows = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
-                                             ("Divorced", "Has married"),
-                                             ("Widowed", "Has married"),
-                                             ("Never married", "Never married")))
+    rows = MARITAL_ROWS
     with _client(app) as client:
         sid = _session(client)
         client.post(f"{sid}/load/sample", data={"sample": "hospital"})
@@ -475,11 +488,7 @@ def test_the_tradeoff_predicts_a_column_on_each_release(app):
     from blendin.app.state import Job
 
     with _client(app) as client:
-        sid = _session(client)
-        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
-        client.post(f"{sid}/models", data={"m0:k": "5", "max_suppression": "0.05",
-                                           "action": "run"})
-        session = _wait(app, sid)
+        sid, session = _hospital_run(app, client, k=5, max_suppression=0.05)
         run = session.runs[-1]
         assert "ethnicity" not in workflow.target_columns(session, run.spec)  # a QI
         workflow.tradeoff(session, run, Job("trade-off"), target="diagnosis")
@@ -501,11 +510,7 @@ def test_the_tradeoff_predicts_a_column_on_each_release(app):
 
 def test_the_release_card_and_the_labels_are_the_releases(app, tmp_path):
     with _client(app) as client:
-        sid = _session(client)
-        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
-        client.post(f"{sid}/models", data={"m0:k": "10", "max_suppression": "0.05",
-                                           "action": "run"})
-        session = _wait(app, sid)
+        sid, session = _hospital_run(app, client, k=10, max_suppression=0.05)
         assert session.job.error is None
         page = html.unescape(client.get(f"{sid}/").text)
         data = tmp_path / "hospital.csv"
@@ -529,10 +534,7 @@ def test_the_release_card_and_the_labels_are_the_releases(app, tmp_path):
 def test_a_project_bundle_is_run_by_the_cli_and_loaded_back(app, tmp_path):
     import zipfile
 
-    rows = "\n".join(f"{v};{g};*" for v, g in (("Married", "Has married"),
-                                             ("Divorced", "Has married"),
-                                             ("Widowed", "Has married"),
-                                             ("Never married", "Never married")))
+    rows = MARITAL_ROWS
     with _client(app) as client:
         sid = _session(client)
         client.post(f"{sid}/load/sample", data={"sample": "hospital"})
@@ -667,11 +669,7 @@ def test_a_column_with_too_many_values_gets_no_tree_editor(app, monkeypatch):
 
 def test_the_release_beside_the_input(app):
     with _client(app) as client:
-        sid = _session(client)
-        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
-        client.post(f"{sid}/models", data={"m0:k": "5", "max_suppression": "0.05",
-                                           "action": "run"})
-        session = _wait(app, sid)
+        sid, session = _hospital_run(app, client, k=5, max_suppression=0.05)
         result = session.runs[-1].result
         pages = {show: html.unescape(client.get(f"{sid}/?show={show}").text)
                  for show in ("all", "small", "suppressed")}
