@@ -184,6 +184,21 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_project(server
     assert result.exit_code == 0, result.output
     assert same_rows(out.read_bytes(), release.read_bytes())  # each run shuffles its rows
 
+    # a fresh page: the project loaded back onto the same table runs to the same release
+    fresh = context.new_page()
+    fresh.goto(server)
+    fresh.select_option("#sample", "hospital")
+    submit(fresh, "#load-sample")
+    fresh.set_input_files("#project-files", str(project))
+    submit(fresh, "#load-project")
+    assert "project loaded: 5 quasi-identifiers" in fresh.inner_text("body")
+    submit(fresh, "#run-button")
+    fresh.locator("#verdict").wait_for()
+    (tmp_path / "again").mkdir()
+    again = _download(fresh, "#dl-csv", tmp_path / "again")
+    assert same_rows(again.read_bytes(), release.read_bytes())
+    fresh.close()
+
     # a second run with another k, then the two side by side
     page.fill("input[name='m0:k']", "10")
     submit(page, "#run-button")
