@@ -43,12 +43,12 @@ def mdav(x: np.ndarray, k: int) -> np.ndarray:
     variance = x.var(axis=0)
     scaled = x / np.sqrt(np.where(variance > 0, variance, 1.0))
     group = np.full(n, -1, dtype=np.int64)
-    left = np.arange(n)
+    left = np.arange(n)  # the records not yet grouped, and their scaled values
+    points = scaled
+    total = points.sum(axis=0)  # kept up to date: the centroid without a pass
     number = 0
     while len(left) >= 2 * k:
-        points = scaled[left]
-        centre = points.mean(axis=0)
-        start = int(np.argmax(_distance(points, centre)))
+        start = int(np.argmax(_distance(points, total / len(left))))
         rounds = 2 if len(left) >= 3 * k else 1
         taken = np.zeros(len(left), dtype=bool)
         for _ in range(rounds):
@@ -60,14 +60,16 @@ def mdav(x: np.ndarray, k: int) -> np.ndarray:
             number += 1
             away[taken] = -np.inf
             start = int(np.argmax(away))  # the farthest from this group's first record
-        left = left[~taken]
+        total = total - points[taken].sum(axis=0)
+        left, points = left[~taken], points[~taken]
     if len(left):
         group[left] = number
     return group
 
 
 def _distance(points: np.ndarray, origin: np.ndarray) -> np.ndarray:
-    return np.square(points - origin).sum(axis=1)
+    gap = points - origin
+    return np.einsum("ij,ij->i", gap, gap)
 
 
 def aggregated(x: np.ndarray, group: np.ndarray) -> np.ndarray:
