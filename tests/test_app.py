@@ -26,7 +26,7 @@ with warnings.catch_warnings():  # starlette's notice about its httpx transport
     from starlette.testclient import TestClient
 
 import blendin as bl  # noqa: E402
-from blendin.app import create_app, profile, workflow  # noqa: E402
+from blendin.app import create_app, profile, trees, workflow  # noqa: E402
 from blendin.app.server import parse_size  # noqa: E402
 
 
@@ -617,7 +617,7 @@ def test_a_tree_is_built_from_the_columns_own_values(app):
         sid = _session(client)
         client.post(f"{sid}/load/sample", data={"sample": "hospital"})
         session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
-        counts = workflow.value_counts(session, "marital_status")
+        counts = trees.value_counts(session, "marital_status")
         # choosing the tree: every value a leaf of its own, no error, the editor drawn
         chosen = client.post(f"{sid}/hierarchy/marital_status", data={"kind": "tree"},
                              headers={"HX-Request": "true"})
@@ -633,7 +633,7 @@ def test_a_tree_is_built_from_the_columns_own_values(app):
         assert tree["ever married"] == {v: {} for v in ever}
         client.post(f"{sid}/hierarchy/marital_status/tree",
                     data={"items": ["ever married", "Never married"], "group": "anyone"})
-        items = workflow.tree_items(session, "marital_status")
+        items = trees.tree_items(session, "marital_status")
         assert [(i["name"], i["records"]) for i in items] == [("anyone", sum(counts.values()))]
         spec = workflow.build_spec(session)
         built = spec.build_hierarchies(session.data.table)["marital_status"]
@@ -658,7 +658,7 @@ def test_a_tree_is_built_from_the_columns_own_values(app):
 
 
 def test_a_column_with_too_many_values_gets_no_tree_editor(app, monkeypatch):
-    monkeypatch.setattr(workflow, "TREE_VALUES", 3)
+    monkeypatch.setattr(trees, "TREE_VALUES", 3)
     with _client(app) as client:
         sid = _session(client)
         client.post(f"{sid}/load/sample", data={"sample": "hospital"})

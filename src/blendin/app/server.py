@@ -36,7 +36,7 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from blendin.app import workflow
+from blendin.app import projects, trees, workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Session, Store, remove_stale_folders
 from blendin.app.views import beside, context, tree_anchor
@@ -399,7 +399,7 @@ def create_app(path: str | Path | None = None, *,
                     await run_in_threadpool(shutil.copyfileobj, upload.file, out, 1 << 20)
                 uploads.append((name, dest))
         try:
-            session.message = await run_in_threadpool(workflow.load_project, session, uploads)
+            session.message = await run_in_threadpool(projects.load_project, session, uploads)
         except BlendinError as error:
             session.error = f"error: {error}"
         finally:
@@ -435,11 +435,11 @@ def create_app(path: str | Path | None = None, *,
                     back(session, "hierarchies")
         if kind == "tree" and "tree" not in before:
             # the editor starts from the column's own values, each a leaf
-            start = workflow.current_tree(session, column)
+            start = trees.current_tree(session, column)
             if start is None:
                 html = env.get_template("preview.html").render(
                     column=column, preview=None, error=None,
-                    note=f"{column} has more than {workflow.TREE_VALUES} distinct values: "
+                    note=f"{column} has more than {trees.TREE_VALUES} distinct values: "
                          "group them with intervals, masking or an ARX hierarchy file")
                 return HTMLResponse(html) if request.headers.get("hx-request") else \
                     back(session, "hierarchies")
@@ -473,12 +473,12 @@ def create_app(path: str | Path | None = None, *,
         form = await request.form()
         try:
             if form.get("ungroup"):
-                workflow.ungroup(session, column, str(form["ungroup"]))
+                trees.ungroup(session, column, str(form["ungroup"]))
                 session.message = f"{column}: {form['ungroup']} ungrouped"
             else:
                 names = [str(v) for v in form.getlist("items")]
                 group = str(form.get("group", ""))
-                await run_in_threadpool(workflow.group_values, session, column, names, group)
+                await run_in_threadpool(trees.group_values, session, column, names, group)
                 session.message = f"{column}: {len(names)} grouped as {group.strip()}"
         except BlendinError as error:
             session.error = f"error: {error}"

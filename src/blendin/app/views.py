@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from blendin.app import workflow
+from blendin.app import trees, workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Run, Session
 from blendin.errors import BlendinError
@@ -34,12 +34,12 @@ def context(session: Session) -> dict:
     out["sensitive"] = [c for c, r in session.roles.items() if r == "sensitive"]
     out["hierarchy_forms"] = {q: workflow.builder_fields(session.hierarchies.get(q)
                                                           or {"flat": True}) for q in qis}
-    trees = [q for q in qis if out["hierarchy_forms"][q][0] == "tree"]
-    out["tree_items"] = {q: workflow.tree_items(session, q) for q in trees}
-    out["tree_defaults"] = {q: json.dumps(workflow.current_tree(session, q) or {})
+    edited = [q for q in qis if out["hierarchy_forms"][q][0] == "tree"]
+    out["tree_items"] = {q: trees.tree_items(session, q) for q in edited}
+    out["tree_defaults"] = {q: json.dumps(trees.current_tree(session, q) or {})
                             for q in qis}
     out["tree_anchors"] = {q: tree_anchor(q) for q in qis}
-    out["tree_limit"] = workflow.TREE_VALUES
+    out["tree_limit"] = trees.TREE_VALUES
     out["spec_problem"] = _spec_problem(session)
     runs = out["runs"]
     if runs:

@@ -14,7 +14,6 @@ import dataclasses
 import math
 import re
 import shlex
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,13 +33,13 @@ from blendin.engines.sql import SqlEngine, SqlSource, TableRef
 from blendin.errors import BlendinError
 from blendin.frequency import SensitiveDomain
 from blendin.hierarchy.builders import builder_from_toml
-from blendin.io import Source, to_arrow, unpack_zip, write_table, write_text
+from blendin.io import Source, to_arrow, write_table, write_text
 from blendin.models import DISTANCES
 from blendin.project import write_project
 from blendin.report.utility_html import release_keeps
 from blendin.risk import risk
 from blendin.search.common import POLICIES
-from blendin.spec import ALGORITHMS, METRICS, SECTIONS, Spec, project_spec
+from blendin.spec import ALGORITHMS, METRICS, SECTIONS, Spec
 from blendin.utility import utility
 
 READABLE = (".csv", ".tsv", ".txt", ".csv.gz", ".parquet", ".pq", ".xlsx")
@@ -396,121 +395,6 @@ def hierarchy_preview(session: Session, column: str, table: dict) -> dict:
     return {"height": hierarchy.height, "distinct": len(rows), "rows": shown}
 
 
-# -- the tree editor: groups built from the column's own values ---------------------------
-
-#: distinct values above which a column gets no tree editor (intervals, masking or a file)
-TREE_VALUES = 300
-
-
-def value_counts(session: Session, column: str) -> dict[str, int]:
-    """The column's distinct values (as text) with their records, most frequent first
-    (counted once per loaded table)."""
-    known = session.data.counted.get(column)
-    if known is not None:
-        return known
-    counted = pc.value_counts(pc.cast(session.data.table.column(column), pa.string()))
-    values = counted.field("values").to_pylist()
-    counts = counted.field("counts").to_pylist()
-    order = sorted(range(len(values)), key=lambda i: (-counts[i], str(values[i])))
-    known = {("" if values[i] is None else values[i]): int(counts[i]) for i in order}
-    session.data.counted[column] = known
-    return known
-
-
-def current_tree(session: Session, column: str) -> dict | None:
-    """The column's tree: the one chosen, else every value a leaf of its own (None when the
-    column has too many values to group by hand)."""
-    table = session.hierarchies.get(column) or {}
-    if isinstance(table.get("tree"), dict) and table["tree"]:
-        return table["tree"]
-    if is_nested(session.data.table.schema.field(column).type):
-        return None  # lists or records: no values to group (the spec refuses them as QIs)
-    counts = value_counts(session, column)
-    if len(counts) > TREE_VALUES:
-        return None
-    return {value: {} for value in counts}
-
-
-def tree_items(session: Session, column: str) -> list[dict]:
-    """The tree's top items as the editor lists them: name, whether a group, the records
-    under it and what it holds."""
-    tree = current_tree(session, column) or {}
-    counts = value_counts(session, column)
-    items = []
-    for name, child in tree.items():
-        leaves = _leaves(child) if child != {} else [name]
-        items.append({"name": name, "group": child != {},
-                      "records": sum(counts.get(v, 0) for v in leaves),
-                      "holds": _describe_group(child) if child != {} else ""})
-    return items
-
-
-def _leaves(node) -> list[str]:
-    if isinstance(node, list):
-        return list(node)
-    out = []
-    for key, child in node.items():
-        out.extend([key] if child == {} else _leaves(child))
-    return out
-
-
-def _describe_group(node) -> str:
-    names = list(node) if isinstance(node, dict) else list(node)
-    shown = ", ".join(names[:6]) + (f" … ({len(names)} in all)" if len(names) > 6 else "")
-    return shown
-
-
-def group_values(session: Session, column: str, names: list[str], group: str) -> None:
-    """Gather the tree's top items ``names`` into a new group ``group`` (a level above
-    them), where the first of them stood."""
-    tree = current_tree(session, column)
-    group = group.strip()
-    if tree is None:
-        raise BlendinError(f"{column!r} has more than {TREE_VALUES} values to group by hand",
-                           fix="use intervals, masking or an ARX hierarchy file")
-    if not names:
-        raise BlendinError("no value was ticked", fix="tick the values to put in one group")
-    if not group:
-        raise BlendinError("the new group has no name", fix="type its name, e.g. married")
-    unknown = [n for n in names if n not in tree]
-    if unknown:
-        raise BlendinError(f"{unknown[0]!r} is not at the top of the tree",
-                           fix="reload the page and tick again")
-    if group in tree and group not in names:
-        raise BlendinError(f"{group!r} is already at the top of the tree",
-                           fix="give the group another name")
-    moved = {n: tree[n] for n in names}
-    out: dict = {}
-    for key, child in tree.items():
-        if key == names[0]:
-            out[group] = moved
-        if key not in moved:
-            out[key] = child
-    session.hierarchies[column] = {"tree": out}
-    hierarchy_preview(session, column, session.hierarchies[column])  # the tree builds
-
-
-def ungroup(session: Session, column: str, group: str) -> None:
-    """Put the items of the top group ``group`` back at the top, where it stood."""
-    tree = current_tree(session, column) or {}
-    child = tree.get(group)
-    if not child:
-        raise BlendinError(f"{group!r} is not a group at the top of the tree",
-                           fix="reload the page")
-    items = {v: {} for v in child} if isinstance(child, list) else child
-    clash = [k for k in items if k in tree and k != group]
-    if clash:
-        raise BlendinError(f"{group!r} holds {clash[0]!r}, which is also at the top of the "
-                           "tree", fix="rename one of the two groups first")
-    out: dict = {}
-    for key, value in tree.items():
-        if key == group:
-            out.update(items)
-        else:
-            out[key] = value
-    session.hierarchies[column] = {"tree": out}
-
-
 # -- models and the spec -------------------------------------------------------------------
 
 
@@ -805,99 +689,6 @@ def _project(session: Session, run_: Run, folder: Path, stem: str) -> Path:
     if run_.result.levels:
         files["solution.json"] = download(session, run_, "solution")
     return write_project(folder / f"{stem}_project.zip", run_.spec, files)
-
-
-def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
-    """Take the roles, hierarchies, models and limits of a project bundle (a .zip), or of
-    a spec (.toml) given with the hierarchy files it names, for the loaded table; returns
-    what was loaded, in words."""
-    if session.data is None:
-        raise BlendinError("there is no table to apply the project to",
-                           fix="load the data first, then the project")
-    inbox = session.file("project")
-    shutil.rmtree(inbox, ignore_errors=True)
-    inbox.mkdir(mode=0o700)
-    zips = [p for name, p in uploads if suffix_of(name) == ".zip"]
-    specs = [(name, p) for name, p in uploads if suffix_of(name) == ".toml"]
-    if len(zips) + len(specs) != 1:
-        raise BlendinError("give one project: a .zip, or one .toml with its hierarchy files",
-                           fix="choose the bundle the app downloaded, or the spec and the "
-                               ".csv files it names")
-    if zips:
-        unpack_zip(zips[0], inbox)
-        spec_path = project_spec(inbox, "the bundle")
-    else:
-        spec_path = inbox / "spec.toml"
-        shutil.copyfile(specs[0][1], spec_path)
-        for name, path in uploads:
-            if suffix_of(name) == ".csv":
-                shutil.copyfile(path, inbox / Path(name).name)
-    document = _by_name(_toml_document(spec_path), inbox)
-    Spec.from_dict(document, base_dir=inbox).validate_columns(session.data.table.column_names)
-    _take(session, document, inbox)
-    qis = len(document.get("quasi_identifiers", {}))
-    return (f"project loaded: {qis} quasi-identifier{'s' if qis != 1 else ''}, "
-            f"{len(document.get('privacy', []))} privacy model(s); run it as it is or change "
-            "it")
-
-
-def _toml_document(path: Path) -> dict:
-    import tomllib
-
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise BlendinError(f"the project's spec is not valid TOML ({error})",
-                           fix="give the spec the app or blendin wrote") from None
-
-
-def _by_name(document: dict, inbox: Path) -> dict:
-    """The ``csv`` entries of ``document`` pointed at the files given with it: the path
-    as written when it exists in the project, else the file of the same name."""
-    def visit(node):
-        if isinstance(node, dict):
-            node = {k: visit(v) for k, v in node.items()}
-            where = node.get("csv")
-            if isinstance(where, str) and not (inbox / where).is_file():
-                if not (inbox / Path(where).name).is_file():
-                    raise BlendinError(f"the spec names the hierarchy file {where!r}, which "
-                                       "was not given", fix="give its .csv file with the "
-                                       "spec, or the project's .zip")
-                node["csv"] = Path(where).name
-            return node
-        if isinstance(node, list):
-            return [visit(v) for v in node]
-        return node
-
-    return visit(document)
-
-
-def _take(session: Session, document: dict, inbox: Path) -> None:
-    """The page's choices from a checked spec document, its files copied to the session's
-    hierarchy folder."""
-    attributes = document.get("attributes", {})
-    qis = document.get("quasi_identifiers", {})
-    roles = {c: "insensitive" for c in session.data.table.column_names}
-    roles |= {c: "identifier" for c in attributes.get("identifiers", [])}
-    roles |= {c: "sensitive" for c in attributes.get("sensitive", [])}
-    roles |= {c: "quasi-identifier" for c in qis}
-    if attributes.get("person"):
-        roles[attributes["person"]] = "person key"
-    folder = session.file("hierarchies")
-    folder.mkdir(exist_ok=True, mode=0o700)
-    hierarchies = dict(session.hierarchies)
-    for column, table in qis.items():
-        table = dict(table)
-        if isinstance(table.get("csv"), str):
-            dest = folder / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}.csv"
-            shutil.copyfile(inbox / table["csv"], dest)
-            table["csv"] = f"hierarchies/{dest.name}"
-        hierarchies[column] = table
-    anonymization = dict(document.get("anonymization", {}))
-    session.weights = dict(anonymization.pop("weights", {}))
-    session.roles, session.hierarchies = roles, hierarchies
-    session.models = [dict(m) for m in document.get("privacy", [])]
-    session.limits = anonymization
 
 
 def script_command(session: Session) -> str:

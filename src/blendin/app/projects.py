@@ -1,0 +1,107 @@
+"""Continuing a project in the app: a bundle (.zip), or a spec with the hierarchy files it
+names, taken onto the loaded table as the page's roles, hierarchies, models and limits."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from blendin.app.state import Session
+from blendin.app.workflow import suffix_of
+from blendin.errors import BlendinError
+from blendin.io import unpack_zip
+from blendin.spec import Spec, project_spec
+
+
+def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
+    """Take the roles, hierarchies, models and limits of a project bundle (a .zip), or of
+    a spec (.toml) given with the hierarchy files it names, for the loaded table; returns
+    what was loaded, in words."""
+    if session.data is None:
+        raise BlendinError("there is no table to apply the project to",
+                           fix="load the data first, then the project")
+    inbox = session.file("project")
+    shutil.rmtree(inbox, ignore_errors=True)
+    inbox.mkdir(mode=0o700)
+    zips = [p for name, p in uploads if suffix_of(name) == ".zip"]
+    specs = [(name, p) for name, p in uploads if suffix_of(name) == ".toml"]
+    if len(zips) + len(specs) != 1:
+        raise BlendinError("give one project: a .zip, or one .toml with its hierarchy files",
+                           fix="choose the bundle the app downloaded, or the spec and the "
+                               ".csv files it names")
+    if zips:
+        unpack_zip(zips[0], inbox)
+        spec_path = project_spec(inbox, "the bundle")
+    else:
+        spec_path = inbox / "spec.toml"
+        shutil.copyfile(specs[0][1], spec_path)
+        for name, path in uploads:
+            if suffix_of(name) == ".csv":
+                shutil.copyfile(path, inbox / Path(name).name)
+    document = _by_name(_toml_document(spec_path), inbox)
+    Spec.from_dict(document, base_dir=inbox).validate_columns(session.data.table.column_names)
+    _take(session, document, inbox)
+    qis = len(document.get("quasi_identifiers", {}))
+    return (f"project loaded: {qis} quasi-identifier{'s' if qis != 1 else ''}, "
+            f"{len(document.get('privacy', []))} privacy model(s); run it as it is or change "
+            "it")
+
+
+def _toml_document(path: Path) -> dict:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise BlendinError(f"the project's spec is not valid TOML ({error})",
+                           fix="give the spec the app or blendin wrote") from None
+
+
+def _by_name(document: dict, inbox: Path) -> dict:
+    """The ``csv`` entries of ``document`` pointed at the files given with it: the path
+    as written when it exists in the project, else the file of the same name."""
+    def visit(node):
+        if isinstance(node, dict):
+            node = {k: visit(v) for k, v in node.items()}
+            where = node.get("csv")
+            if isinstance(where, str) and not (inbox / where).is_file():
+                if not (inbox / Path(where).name).is_file():
+                    raise BlendinError(f"the spec names the hierarchy file {where!r}, which "
+                                       "was not given", fix="give its .csv file with the "
+                                       "spec, or the project's .zip")
+                node["csv"] = Path(where).name
+            return node
+        if isinstance(node, list):
+            return [visit(v) for v in node]
+        return node
+
+    return visit(document)
+
+
+def _take(session: Session, document: dict, inbox: Path) -> None:
+    """The page's choices from a checked spec document, its files copied to the session's
+    hierarchy folder."""
+    attributes = document.get("attributes", {})
+    qis = document.get("quasi_identifiers", {})
+    roles = {c: "insensitive" for c in session.data.table.column_names}
+    roles |= {c: "identifier" for c in attributes.get("identifiers", [])}
+    roles |= {c: "sensitive" for c in attributes.get("sensitive", [])}
+    roles |= {c: "quasi-identifier" for c in qis}
+    if attributes.get("person"):
+        roles[attributes["person"]] = "person key"
+    folder = session.file("hierarchies")
+    folder.mkdir(exist_ok=True, mode=0o700)
+    hierarchies = dict(session.hierarchies)
+    for column, table in qis.items():
+        table = dict(table)
+        if isinstance(table.get("csv"), str):
+            dest = folder / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}.csv"
+            shutil.copyfile(inbox / table["csv"], dest)
+            table["csv"] = f"hierarchies/{dest.name}"
+        hierarchies[column] = table
+    anonymization = dict(document.get("anonymization", {}))
+    session.weights = dict(anonymization.pop("weights", {}))
+    session.roles, session.hierarchies = roles, hierarchies
+    session.models = [dict(m) for m in document.get("privacy", [])]
+    session.limits = anonymization
