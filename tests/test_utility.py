@@ -331,3 +331,11 @@ def test_a_label_is_bounded_by_the_released_records_only():
     (x,) = [c for c in report.columns if c.name == "x"]
     # released 1s: no error; the suppressed 2: its distance to 1, the column's far end
     assert x.squared_error == pytest.approx(1 - 1 / 4)
+
+
+def test_a_column_at_the_top_reads_as_nothing_left():
+    release = pd.DataFrame({"x": ["*"] * 6, "s": list("ffmmff")})
+    df = INPUT.assign(s=list("ffmmff"))
+    report = utility(df, release, spec_of(x=X, s=S))
+    x = next(c for c in report.columns if c.name == "x")
+    assert x.line() == "x: nothing (every value is *)" and x.granularity == 0.0

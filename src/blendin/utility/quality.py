@@ -39,10 +39,10 @@ class ColumnQuality:
 
     def line(self) -> str:
         """One plain sentence: what the release shows of the column."""
+        if self.level == self.height - 1:
+            return f"{self.name}: nothing (every value is *)"
         if self.level == 0:
             shown = "values as they are"
-        elif self.level == self.height - 1:
-            shown = "nothing (every value is *)"
         else:
             shown = f"level {self.level} of {self.height - 1}, e.g. {self.example}"
         return f"{self.name}: {shown}; {100 * self.suppressed:.1f}% of values suppressed"
