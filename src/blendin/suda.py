@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from math import factorial
 
 import numpy as np
-import pandas as pd
 
 from blendin.errors import BlendinError
 
@@ -77,6 +76,8 @@ def suda2(codes: np.ndarray, counts: np.ndarray, dis_fraction: float = DIS_FRACT
 def _subset_key(codes: np.ndarray, cards: np.ndarray, mask: int) -> np.ndarray:
     """Dense codes 0..g-1 of the tuples' values on the key variables in ``mask`` (mixed
     radix, made dense again before it could overflow)."""
+    import pandas as pd  # a hash, not a sort: loaded when special uniques are asked for
+
     key = None
     for j in range(codes.shape[1]):
         if not mask >> j & 1:
