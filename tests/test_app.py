@@ -57,6 +57,15 @@ def _session(client: TestClient) -> str:
     return response.headers["location"].rstrip("/")
 
 
+def _hospital_with_marital_file(client) -> str:
+    """A new page with the hospital sample, marital_status from an ARX file."""
+    sid = _session(client)
+    client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+    client.post(f"{sid}/hierarchy/marital_status/file",
+                files={"file": ("marital.csv", MARITAL_ROWS.encode())})
+    return sid
+
+
 def _hospital_run(app, client, **limits):
     """A new page with the hospital sample, run with ``k`` and ``max_suppression``."""
     sid = _session(client)
@@ -338,12 +347,8 @@ def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
 
 
 def test_an_arx_hierarchy_file_is_used_and_named_in_the_spec(app, tmp_path):
-    rows = MARITAL_ROWS
     with _client(app) as client:
-        sid = _session(client)
-        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
-        client.post(f"{sid}/hierarchy/marital_status/file",
-                    files={"file": ("marital.csv", rows.encode())})
+        sid = _hospital_with_marital_file(client)
         session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
         assert session.hierarchies["marital_status"] == {
             "csv": "hierarchies/marital_status.csv"}
@@ -536,10 +541,7 @@ def test_a_project_bundle_is_run_by_the_cli_and_loaded_back(app, tmp_path):
 
     rows = MARITAL_ROWS
     with _client(app) as client:
-        sid = _session(client)
-        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
-        client.post(f"{sid}/hierarchy/marital_status/file",
-                    files={"file": ("marital.csv", rows.encode())})
+        sid = _hospital_with_marital_file(client)
         client.post(f"{sid}/models", data={"m0:k": "4", "max_suppression": "0.04",
                                            "action": "run"})
         session = _wait(app, sid)

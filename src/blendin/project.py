@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,20 +54,27 @@ def write_project(path: str | os.PathLike, spec: Spec,
 def _relocated(spec: Spec) -> tuple[dict[str, Any], dict[str, Path]]:
     """The spec's document with every ``csv`` entry pointing into ``hierarchies/``, and
     the files to copy there by their new names."""
-    document = spec.to_dict()
     files: dict[str, Path] = {}
+    document = csv_paths(spec.to_dict(),
+                         lambda where: f"{HIERARCHIES}/{_name_for(where, spec, files)}")
+    return document, files
 
-    def visit(node: Any) -> Any:
-        if isinstance(node, dict):
-            node = {k: visit(v) for k, v in node.items()}
-            if isinstance(node.get("csv"), str):
-                node["csv"] = f"{HIERARCHIES}/{_name_for(node['csv'], spec, files)}"
-            return node
-        if isinstance(node, list):
-            return [visit(v) for v in node]
+
+def csv_paths(node: Any, rename: Callable[[str], str]) -> Any:
+    """A spec document (or part of it) with each hierarchy file's path (every ``csv``
+    entry, wherever it sits) replaced by ``rename(path)``.
+
+    >>> csv_paths({"quasi_identifiers": {"x": {"csv": "a/x.csv"}}}, str.upper)
+    {'quasi_identifiers': {'x': {'csv': 'A/X.CSV'}}}
+    """
+    if isinstance(node, dict):
+        node = {k: csv_paths(v, rename) for k, v in node.items()}
+        if isinstance(node.get("csv"), str):
+            node["csv"] = rename(node["csv"])
         return node
-
-    return visit(document), files
+    if isinstance(node, list):
+        return [csv_paths(v, rename) for v in node]
+    return node
 
 
 def _name_for(where: str, spec: Spec, files: dict[str, Path]) -> str:

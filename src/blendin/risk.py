@@ -368,10 +368,7 @@ def class_sizes_of_tuples(
     >>> sorted(sizes.tolist()), sorted(distinct["s"].tolist()), gone
     ([1, 2], [1, 1], 1)
     """
-    starred = None
-    for c in qi:
-        at = pc.equal(tuples.column(c), SUPPRESSED)
-        starred = at if starred is None else pc.and_(starred, at)
+    starred = _starred(tuples, qi)
     counts = tuples.column(COUNT)
     suppressed = int(pc.sum(pc.filter(counts, starred)).as_py() or 0)
     kept = tuples.filter(pc.invert(starred))
@@ -381,6 +378,15 @@ def class_sizes_of_tuples(
     distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)
                 for s in sensitive}
     return sizes, distinct, suppressed
+
+
+def _starred(tuples: pa.Table, qi: Sequence[str]) -> pa.ChunkedArray:
+    """Which tuples show ``*`` in every quasi-identifier (suppressed records)."""
+    starred = None
+    for c in qi:
+        at = pc.equal(tuples.column(c), SUPPRESSED)
+        starred = at if starred is None else pc.and_(starred, at)
+    return starred
 
 
 def class_sizes(
@@ -417,11 +423,7 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
                 household: str | None) -> IndividualRisk:
     """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
     the weight and household columns (suppressed records are not at risk)."""
-    starred = None
-    for c in qi:
-        at = pc.equal(tuples.column(c), SUPPRESSED)
-        starred = at if starred is None else pc.and_(starred, at)
-    kept = tuples.filter(pc.invert(starred))
+    kept = tuples.filter(pc.invert(_starred(tuples, qi)))
     count = kept.column(COUNT).to_numpy().astype(float)
     codes = [pc.dictionary_encode(kept.column(c).combine_chunks()) for c in qi]
     key = combine_keys([c.indices.to_numpy().astype(np.int64) for c in codes],
@@ -457,11 +459,7 @@ def _special_uniques(tuples: pa.Table, qi: Sequence[str], fraction: float
     if not 0 < fraction <= 1:
         raise BlendinError(f"the DIS-SUDA sampling fraction must be in (0, 1], got "
                            f"{fraction}", fix="pass e.g. --dis-fraction 0.01")
-    starred = None
-    for c in qi:
-        at = pc.equal(tuples.column(c), SUPPRESSED)
-        starred = at if starred is None else pc.and_(starred, at)
-    grouped = tuples.filter(pc.invert(starred)).group_by(list(qi)).aggregate(
+    grouped = tuples.filter(pc.invert(_starred(tuples, qi))).group_by(list(qi)).aggregate(
         [(COUNT, "sum")])
     counts = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
     codes = np.stack([pc.dictionary_encode(grouped.column(c).combine_chunks()).indices

@@ -11,6 +11,7 @@ from blendin.app.state import Session
 from blendin.app.workflow import suffix_of
 from blendin.errors import BlendinError
 from blendin.io import unpack_zip
+from blendin.project import csv_paths
 from blendin.spec import Spec, project_spec
 
 
@@ -61,22 +62,16 @@ def _toml_document(path: Path) -> dict:
 def _by_name(document: dict, inbox: Path) -> dict:
     """The ``csv`` entries of ``document`` pointed at the files given with it: the path
     as written when it exists in the project, else the file of the same name."""
-    def visit(node):
-        if isinstance(node, dict):
-            node = {k: visit(v) for k, v in node.items()}
-            where = node.get("csv")
-            if isinstance(where, str) and not (inbox / where).is_file():
-                if not (inbox / Path(where).name).is_file():
-                    raise BlendinError(f"the spec names the hierarchy file {where!r}, which "
-                                       "was not given", fix="give its .csv file with the "
-                                       "spec, or the project's .zip")
-                node["csv"] = Path(where).name
-            return node
-        if isinstance(node, list):
-            return [visit(v) for v in node]
-        return node
+    def given(where: str) -> str:
+        if (inbox / where).is_file():
+            return where
+        if not (inbox / Path(where).name).is_file():
+            raise BlendinError(f"the spec names the hierarchy file {where!r}, which was not "
+                               "given", fix="give its .csv file with the spec, or the "
+                               "project's .zip")
+        return Path(where).name
 
-    return visit(document)
+    return csv_paths(document, given)
 
 
 def _take(session: Session, document: dict, inbox: Path) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from blendin.app import trees, workflow
 from blendin.app.profile import ROLES
 from blendin.app.state import Run, Session
+from blendin.codes import combine_keys
 from blendin.errors import BlendinError
 from blendin.report.html import utility_rows
 from blendin.report.plots import class_sizes
@@ -309,9 +310,8 @@ def _matched(run: Run, session: Session) -> dict | None:
     except BlendinError:
         run.beside = {}
         return None
-    key = np.zeros(a.records, np.int64)
-    for i, h in enumerate(a.hierarchies):
-        key = key * len(h.labels[a.levels[i]]) + a.general[:, i]
+    key = combine_keys(a.general, [len(h.labels[lv]) for h, lv in zip(a.hierarchies,
+                                                                       a.levels)])
     key = np.where(a.suppressed, -1, key)
     found, classes = np.unique(key, return_inverse=True)
     classes = classes.reshape(-1)

@@ -44,8 +44,8 @@ def keeps(report: UtilityReport) -> dict[str, Any]:
     columns = [{"line": c.line(), "name": c.name, "granularity": number(c.granularity),
                 "entropy": number(c.non_uniform_entropy),
                 "intensity": number(c.generalization_intensity),
-                "error": "–" if c.squared_error is None else number(c.squared_error),
-                "suppressed": pct(c.suppressed)} for c in report.columns]
+                "error": "–" if c.squared_error is None else number(c.squared_error)}
+               for c in report.columns]
     table = [{"name": f"{name} (columns)".replace("_", " "), "value": number(value),
               "meaning": MEANINGS[name]} for name, value in report.overall.items()]
     table += [{"name": name.replace("_", " "), "value": number(value),
