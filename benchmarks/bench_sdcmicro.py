@@ -107,7 +107,7 @@ def microaggregation(runs: int) -> None:
     import numpy as np
     import pyarrow.csv as csv
 
-    from blendin.microaggregation import Loss, aggregated, mdav
+    from blendin.transform.microaggregation import Loss, aggregated, mdav
 
     columns = ["expend", "income", "savings"]
     table = csv.read_csv(TESTDATA)

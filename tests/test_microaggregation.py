@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blendin.errors import BlendinError
-from blendin.microaggregation import Loss, aggregated, mdav
+from blendin.transform.microaggregation import Loss, aggregated, mdav
 
 TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "sdcmicro" / "testdata.csv"
 

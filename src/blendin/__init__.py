@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "from_csv": "blendin.hierarchy.arx",
     "to_csv": "blendin.hierarchy.arx",
     "as_builder": "blendin.hierarchy.builders",
+    "as_is": "blendin.hierarchy.builders",
     "builder_from_toml": "blendin.hierarchy.builders",
     "fixed": "blendin.hierarchy.builders",
     "flat": "blendin.hierarchy.builders",
@@ -140,6 +141,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
     from blendin.hierarchy.arx import from_csv, to_csv  # noqa: F401
     from blendin.hierarchy.builders import (  # noqa: F401
         as_builder,
+        as_is,
         builder_from_toml,
         fixed,
         flat,

@@ -42,7 +42,8 @@ from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory
 from blendin.spec import Spec, overlooked_warnings
-from blendin.summaries import check_summary
+from blendin.summaries import cells_text, check_summary
+from blendin.transform.cells import compatible
 
 #: how many problem combinations a report lists
 MAX_PROBLEMS = 20
@@ -111,6 +112,9 @@ class CheckReport:
     people: int | None = None
     suppressed_people: int | None = None
     event_level: list[str] = field(default_factory=list)
+    #: suppression by cells: the ``*`` cells of each QI (class sizes then count the records
+    #: compatible with a class, a ``*`` matching any value)
+    cells: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (figures that do not exist are None)."""
@@ -154,6 +158,12 @@ class CheckReport:
             f"  suppressed         {self.suppressed} ({share:.2%})",
             f"  violating records  {self.violating_records}",
         ]
+        if self.cells is not None:  # a class's size: the records compatible with it
+            lines[2:5] = [
+                f"  classes            {self.classes}",
+                f"  fewest compatible  {_show(self.min_class_size)} (a * matches any value)",
+                f"  blanked cells      {cells_text(self.cells)}",
+            ]
         if self.people is not None:  # classes count people
             lost = self.suppressed_people / self.people if self.people else 0.0
             lines[2:] = [
@@ -425,6 +435,9 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
     kept = ~_all_suppressed(qi_codes, distinct.num_rows)
+    by_cells = spec.suppression == "cells"
+    if by_cells:  # a record blank in every QI is released, and matches every record
+        kept[:] = True
     shown = _shown_suppressed(spec, distinct, kept)
     domains, value_codes = _domains(distinct, sensitive, spec, counts, kept | shown,
                                     reference)
@@ -433,6 +446,9 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         grouped = [*qi_codes, (np.arange(int(signature.max(initial=0)) + 1), signature)]
     class_of, first_row, n_classes = _group(grouped, kept)
     classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
+    cells = None
+    if by_cells:  # a blank cell matches any value (docs/sdc.md)
+        classes, cells = _compatible(qis, qi_codes, counts, first_row, classes)
     exposed = _exposed(spec.models, counts, shown, value_codes, domains)
     people = {i: _people(spec, distinct, qis, first_row, kept,
                          _population_source(m, population, spec, delimiter, encoding))
@@ -442,7 +458,8 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
                          show_values=show_values)
     present = spec.identifiers_present(columns)
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
-    counted = {"records": records, "suppressed": int(counts[~kept].sum())}
+    counted = {"records": records, "suppressed": int(counts[~kept].sum()),
+               "cells": cells}
     if rows is not None:
         counted = {"records": rows[0], "suppressed": rows[1], "people": records,
                    "suppressed_people": counted["suppressed"],
@@ -529,6 +546,23 @@ def _group(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], kept: np.ndarray):
     _, first, class_of = np.unique(key, return_index=True, return_inverse=True)
     kept_rows = np.flatnonzero(kept)
     return class_of.reshape(-1), kept_rows[first], len(first)
+
+
+def _compatible(qis: Sequence[str], qi_codes: Sequence[tuple[np.ndarray, np.ndarray]],
+                counts: np.ndarray, first_row: np.ndarray, classes: Classes):
+    """Suppression by cells: each class's size is the records compatible with it, equal
+    wherever neither shows ``*`` (records blank in every QI count too: they are released,
+    not suppressed). Also the ``*`` cells of each QI."""
+    codes = np.stack([index for _, index in qi_codes], axis=1)
+    stars = np.stack([index == _star(labels) for labels, index in qi_codes], axis=1)
+    sizes = compatible(codes, stars, counts, codes[first_row], stars[first_row])
+    cells = (stars * counts[:, None]).sum(axis=0)
+    return replace(classes, sizes=sizes), dict(zip(qis, (int(n) for n in cells)))
+
+
+def _star(labels: np.ndarray) -> int:
+    at = np.flatnonzero(labels == SUPPRESSED)
+    return int(at[0]) if len(at) else -1
 
 
 def _domains(distinct: pa.Table, sensitive: Sequence[str], spec: Spec, counts: np.ndarray,

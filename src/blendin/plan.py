@@ -9,6 +9,7 @@ engines do that (:mod:`blendin.engines.kernels`); this module plans it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,13 +20,14 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
-from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.lattice import NodeCheck, violating_of_keys
 from blendin.models import PrivacyModel
 from blendin.models.dp import sampled
 from blendin.models.presence import subset_rows
 from blendin.people import PeopleSummary, Signatures
 from blendin.spec import Spec
+from blendin.transform.cells import compatible, patterns, suppress_cells
 
 #: class keys up to this many are looked up in a bit set (16 MiB at most)
 DENSE_KEYS = 1 << 27
@@ -203,6 +205,9 @@ class Recoding:
     class_sizes: np.ndarray
     identifiers: tuple[str, ...] = ()
     missing: str = ""
+    #: suppression by cells: per suppressed key, the bit set of QIs whose cells its records
+    #: show blank (``*``); they are then released, not removed
+    blanks: np.ndarray | None = None
 
     def suppressed_rows(self, generalized_codes: np.ndarray) -> np.ndarray:
         """True for each row (given its generalized codes) that falls in a suppressed class."""
@@ -275,6 +280,55 @@ def plan_node(
         int(ft.counts[tuple_bad].sum()), tuple_bad, np.asarray(sizes, np.int64),
         tuple(identifiers), missing,
     )
+
+
+def with_cells(recoding: Recoding, ft: FrequencyTable, k: int,
+               priority: Sequence[str] = ()) -> tuple[Recoding, np.ndarray, int, np.ndarray]:
+    """``recoding`` with the records of its suppressed classes released, the fewest of
+    their QI cells blank so that every record is compatible with ``k`` (a blank matches
+    any value; :mod:`blendin.transform.cells`), the QIs named in ``priority`` blanked first.
+    Also the cells blanked per QI, the records with a blank and, per released class
+    (distinct released tuple), the records compatible with it.
+
+    >>> from blendin.models import KAnonymity
+    >>> import pandas as pd
+    >>> flat = Hierarchy.from_rows([["a"], ["b"]])
+    >>> ft = FrequencyTable.from_table(pd.DataFrame({"x": list("aab"), "y": list("aba")}),
+    ...                                {"x": flat, "y": flat})
+    >>> node = plan_node(ft, [0, 0], [KAnonymity(2)])
+    >>> cells, blanked, records, sizes = with_cells(node, ft, 2)
+    >>> blanked.tolist(), records, sorted(sizes.tolist())
+    ([1, 1], 2, [2, 2, 3])
+    """
+    for name, hierarchy, level in zip(ft.qi_names, ft.hierarchies, recoding.levels):
+        labels = [str(v) for v in hierarchy.labels[level]]
+        if SUPPRESSED in labels and len(labels) > 1:
+            raise BlendinError(
+                f"{name!r} has the label {SUPPRESSED!r} at level {level} beside other labels: "
+                "with suppression by cells it would read as a blank cell, matching any value",
+                fix=f"give that group of {name!r} another label in its hierarchy, or use "
+                    'suppression = "records"')
+    generalized = ft.generalized(recoding.levels)
+    keys, first, inverse = np.unique(recoding.keyer(generalized), return_index=True,
+                                     return_inverse=True)
+    counts = np.bincount(inverse.reshape(-1), weights=ft.counts).astype(np.int64)
+    codes = generalized[first]
+    names = list(ft.qi_names)
+    rest = sorted((j for j in range(len(names)) if names[j] not in priority),
+                  key=lambda j: -len(np.unique(codes[:, j])))
+    order = [names.index(name) for name in priority] + rest
+    blank = suppress_cells(codes, counts, k, priority=order)
+    bits = patterns(blank)
+    at = np.searchsorted(keys, recoding.suppressed_keys)
+    if bits.any() and not np.isin(np.flatnonzero(bits), at).all():
+        raise BlendinError("cell suppression blanked a class that meets k",
+                           fix="this is a bug in blendin; please report it with the spec")
+    blanked = (blank * counts[:, None]).sum(axis=0)
+    # classes as released: the blanked tuples merge with their equals
+    _, index = np.unique(np.where(blank, -1, codes), axis=0, return_index=True)
+    sizes = compatible(codes, blank, counts, codes[index], blank[index])
+    records = int(counts[blank.any(axis=1)].sum())
+    return dataclasses.replace(recoding, blanks=bits[at]), blanked, records, sizes
 
 
 def release_levels(levels: Mapping[str, int], qi_names: Sequence[str]) -> tuple[int, ...]:

@@ -41,8 +41,10 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "privacy": None,
     "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
                       "relaxed", "sets", "time_limit", "max_checks", "seed",
-                      "recode_suppressed"),
+                      "recode_suppressed", "suppression", "cell_priority"),
 }
+#: how records that would violate k lose their values: whole records, or single cells
+SUPPRESSION = ("records", "cells")
 #: the key of a ``[[privacy]]`` table that carries the sensitive attribute's hierarchy
 MODEL_HIERARCHY_KEY = "hierarchy"
 
@@ -93,6 +95,12 @@ class Spec:
     seed: int = 0
     #: release the suppressed records at a coarser node of their own where they can be
     recode_suppressed: bool = False
+    #: "records" removes the records of violating classes; "cells" blanks the fewest of
+    #: their QI cells instead, a blank matching any value (docs/sdc.md)
+    suppression: str = "records"
+    #: with cells: the QIs whose cells are blanked first (the rest after them, the columns
+    #: with the most distinct values first)
+    cell_priority: list[str] = field(default_factory=list)
     #: hierarchies of sensitive attributes (for t-closeness with hierarchical distance)
     sensitive_hierarchies: dict[str, HierarchyBuilder | Hierarchy] = field(default_factory=dict)
     #: input options: delimiter (None: sniffed), text encoding, the label of missing values
@@ -251,6 +259,8 @@ class Spec:
             max_checks=_whole(anon, "max_checks", None),
             seed=_whole(anon, "seed", 0),
             recode_suppressed=_flag(anon, "recode_suppressed"),
+            suppression=_text(anon, "suppression", "records", "anonymization"),
+            cell_priority=_names(anon, "cell_priority", "anonymization"),
             delimiter=_text(inp, "delimiter", None, "input"),
             encoding=_text(inp, "encoding", "utf-8", "input"),
             missing=_text(inp, "missing", "", "input"),
@@ -330,7 +340,9 @@ class Spec:
                  "relaxed": self.relaxed or None, "sets": self.sets or None,
                  "time_limit": None if self.time_limit == 10.0 else self.time_limit,
                  "max_checks": self.max_checks, "seed": self.seed or None,
-                 "recode_suppressed": self.recode_suppressed or None}
+                 "recode_suppressed": self.recode_suppressed or None,
+                 "suppression": None if self.suppression == "records" else self.suppression,
+                 "cell_priority": list(self.cell_priority) or None}
         doc["anonymization"].update({k: v for k, v in extra.items() if v is not None})
         return doc
 
@@ -460,6 +472,7 @@ class Spec:
                     f"unknown {key} {value!r}{_did_you_mean(str(value), valid)}",
                     fix=f"use one of: {', '.join(valid)}")
         self._check_budget()
+        self._check_cells()
         for name, weight in self.weights.items():
             if name not in self.quasi_identifiers:
                 raise BlendinError(
@@ -473,6 +486,38 @@ class Spec:
                 self.weights.values()):
             raise BlendinError("[anonymization] every weight is 0",
                                fix="give at least one quasi-identifier a weight above 0")
+
+    def _check_cells(self) -> None:
+        if self.suppression not in SUPPRESSION:
+            raise BlendinError(
+                f"unknown suppression {self.suppression!r}"
+                f"{_did_you_mean(str(self.suppression), SUPPRESSION)}",
+                fix='write suppression = "records" (whole records) or "cells" (single cells)')
+        if self.cell_priority and self.suppression != "cells":
+            raise BlendinError("[anonymization] cell_priority orders the cells to blank, and "
+                               f"suppression is {self.suppression!r}",
+                               fix='add suppression = "cells", or remove cell_priority')
+        for name in self.cell_priority:
+            if name not in self.quasi_identifiers:
+                raise BlendinError(
+                    f"[anonymization] cell_priority names {name!r}, which is not a "
+                    f"quasi-identifier{_did_you_mean(name, list(self.quasi_identifiers))}",
+                    fix="name only columns of [quasi_identifiers] in cell_priority")
+        if self.suppression != "cells":
+            return
+        others = [m.key for m in self.models if m.key != "k-anonymity"]
+        if others or not self.models:
+            raise BlendinError(
+                f'suppression = "cells" makes records compatible with k others, which '
+                f"k-anonymity asks; {', '.join(others)} counts classes that blanks blur",
+                fix='keep only model = "k-anonymity" with cells, or use suppression = '
+                    '"records"')
+        for what, used in (("a person key", self.person or self.tables),
+                           ("recode_suppressed", self.recode_suppressed),
+                           ('algorithm = "mondrian"', self.algorithm == "mondrian")):
+            if used:
+                raise BlendinError(f'suppression = "cells" does not work with {what}',
+                                   fix=f'use suppression = "records", or remove {what}')
 
     def _check_budget(self) -> None:
         limit, checks, seed = self.time_limit, self.max_checks, self.seed
@@ -673,10 +718,10 @@ def _kind_name(kind: type) -> str:
     return {dict: "a table", list: "a list", str: "text"}.get(kind, kind.__name__)
 
 
-def _names(section: Mapping, key: str) -> list[str]:
+def _names(section: Mapping, key: str, where: str = "attributes") -> list[str]:
     value = section.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BlendinError(f"[attributes] {key} must be a list of column names, got {value!r}",
+        raise BlendinError(f"[{where}] {key} must be a list of column names, got {value!r}",
                            fix=f'write {key} = ["column", ...]')
     return list(value)
 

@@ -132,6 +132,14 @@ def result_summary(result) -> Summary:
                        f"(limit {100 * result.spec.max_suppression:g}%)"),
         ("classes", f"{_count(report.classes)}, smallest {_figure(report.min_class_size)}"),
     ]
+    if getattr(result, "cells", None) is not None:
+        rows[1:] = [
+            ("blanked cells", cells_text(result.cells) + f" in "
+             f"{_share(result.cell_records, result.records)} records (limit "
+             f"{100 * result.spec.max_suppression:g}%)"),
+            ("classes", f"{_count(report.classes)}, the fewest compatible records "
+                        f"{_figure(report.min_class_size)}"),
+        ]
     if result.levels:
         heights = result.heights
         rows.append(("levels", ", ".join(f"{q} {lvl}/{heights[q] - 1}"
@@ -147,6 +155,13 @@ def result_summary(result) -> Summary:
     if len(minimal) > 1:
         rows.append(("k-minimal", _minimal_text(minimal)))
     return Summary("Result", verdict, report.passed, rows, _models_table(report.models))
+
+
+def cells_text(cells: dict[str, int]) -> str:
+    """``174 (relat 128, water 20, roof 14)``: the total, then each QI with a blank."""
+    shown = sorted(((n, q) for q, n in cells.items() if n), key=lambda c: -c[0])
+    each = ", ".join(f"{q} {_count(n)}" for n, q in shown)
+    return _count(sum(cells.values())) + (f" ({each})" if each else "")
 
 
 def _how(result) -> str:
@@ -195,6 +210,10 @@ def check_summary(report) -> Summary:
         ("violating", f"{_count(report.violating_records)} records in "
                       f"{_count(report.violating_classes)} classes"),
     ]
+    if getattr(report, "cells", None) is not None:
+        rows[1:3] = [("classes", f"{_count(report.classes)}, the fewest compatible records "
+                                 f"{_figure(report.min_class_size)}"),
+                     ("blanked cells", cells_text(report.cells))]
     if getattr(report, "people", None) is not None:  # classes count people
         rows[1:] = [
             ("people", _count(report.people) + " (classes count people)"),

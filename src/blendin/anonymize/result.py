@@ -22,7 +22,13 @@ from blendin.io import Source, file_kind, to_arrow, write_table, write_text
 from blendin.outputs import pending_location
 from blendin.related import check_folder, table_paths, write_tables
 from blendin.spec import Spec
-from blendin.summaries import fully_generalized, minimal_nodes, result_summary, summary_notes
+from blendin.summaries import (
+    cells_text,
+    fully_generalized,
+    minimal_nodes,
+    result_summary,
+    summary_notes,
+)
 from blendin.utility import utility
 
 
@@ -97,6 +103,13 @@ class Result:
     #: with a person key, in memory: each released row's person as a number (0, 1, ...;
     #: never the key), so that the report measures the release's risk in people
     release_people: Any = field(default=None, repr=False)
+    #: suppression by cells: the cells blanked (``*``) per QI, in ``cell_records`` records
+    #: that are released, not removed (``suppressed`` is then 0)
+    cells: dict[str, int] | None = None
+    cell_records: int = 0
+    #: ... and the records that fell short of k at the node (what the suppression limit
+    #: counts)
+    short_records: int = 0
 
     @property
     def table(self) -> pa.Table:
@@ -177,6 +190,9 @@ class Result:
             "recovered": self.recovered,
             "warnings": list(self.warnings),
             "people": dict(self.people) if self.people else None,
+            "cells": None if self.cells is None else {
+                "blanked": dict(self.cells), "records": self.cell_records,
+                "short_of_k": self.short_records},
             "tables": {name: {"records": rows, "released": self.released_by_table[name]}
                        for name, rows in self.records_by_table.items()}
             if self.records_by_table else None,
@@ -234,14 +250,24 @@ class Result:
                          f"({100 * gone / max(people['people'], 1):.2f}%, limit "
                          f"{100 * self.spec.max_suppression:g}%), {self.suppressed:,} records "
                          f"({share:.2f}%), {how}")
+        elif self.cells is not None:
+            short = 100 * self.short_records / max(self.records, 1)
+            lines.append(f"blanked cells: {cells_text(self.cells)} in {self.cell_records:,} "
+                         "records, released with * there, none removed ("
+                         f"{self.short_records:,} records fell short of k, {short:.2f}%, limit "
+                         f"{100 * self.spec.max_suppression:g}%)")
         else:
             lines.append(f"suppressed: {self.suppressed:,} records ({share:.2f}%, limit "
                          f"{100 * self.spec.max_suppression:g}%), {how}")
         unit = " people" if people else ""
-        lines.append(f"classes: {self.classes:,}, smallest {self.min_class_size:,}{unit}")
+        smallest = ("the fewest compatible records" if self.cells is not None
+                    else "smallest")
+        lines.append(f"classes: {self.classes:,}, {smallest} {self.min_class_size:,}{unit}")
         if self.utility:
             lines.append("utility: " + ", ".join(
-                f"{k} {_fmt(v)}" for k, v in self.utility.items()))
+                f"{k} {_fmt(v)}" for k, v in self.utility.items())
+                + (" (of the node, the records with blanks counted as suppressed)"
+                   if self.cells is not None else ""))
         if self.applied_from is None and self.algorithm != "mondrian":
             lines.append(f"nodes checked: {self.nodes_checked:,}")
         lines.append(f"time: {self.seconds:.3f} s")

@@ -146,6 +146,9 @@ def anonymize(
         engine = SqlEngine(replace=replace)
     if isinstance(output, TableRef):
         check_target(data, output, replace)
+    if isinstance(data, TableRef) and spec.suppression == "cells":
+        raise BlendinError('suppression = "cells" is not made in a database yet',
+                           fix='use suppression = "records", or export the table to a file')
     if isinstance(data, TableRef) and (group_column or original_row):
         raise BlendinError("a table in a database has no row order to number rows or "
                            "classes by", fix="leave out --group-column and --original-row "
@@ -199,7 +202,8 @@ def anonymize(
         solution=outcome.solution, requested_algorithm=algorithm,
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
-        recoded_parts=outcome.parts)
+        recoded_parts=outcome.parts, cells=outcome.cells, cell_records=outcome.cell_records,
+        short_records=outcome.short_records)
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)

@@ -24,7 +24,7 @@ from blendin.lattice import Checker, suppression_limit
 from blendin.metrics import utility_of_node
 from blendin.models import dp
 from blendin.people import PersonMask
-from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part
+from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part, with_cells
 from blendin.search import find
 from blendin.search.mondrian import mondrian, mondrian_utility
 from blendin.search.people import check_people, find_people, people_utility
@@ -50,6 +50,11 @@ class Outcome:
     utility: dict[str, float]
     #: further parts of a release with recode_suppressed ({"levels", "records"} each)
     parts: list[dict] = field(default_factory=list)
+    #: suppression by cells: the cells blanked per QI, the records that have one, and the
+    #: records that fell short of k at the node (the suppression limit counts them)
+    cells: dict[str, int] | None = None
+    cell_records: int = 0
+    short_records: int = 0
 
 
 FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
@@ -151,8 +156,25 @@ def full_domain_outcome(plan: Plan, levels: Sequence[int], *,
     utility = {k: plain(v) for k, v in found.items()}
     if getattr(solution, "check", None) is not None:  # planned: its classes are not kept
         solution = dataclasses.replace(solution, check=None)
+    if plan.spec.suppression == "cells":
+        return _cells_outcome(plan, recoding, named, nodes_checked, solution, utility)
     return Outcome(plan.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
                    solution, recoding.suppressed_records, recoding.class_sizes, utility)
+
+
+def _cells_outcome(plan: Plan, recoding: Recoding, named: dict[str, int], nodes_checked: int,
+                   solution: Any, utility: dict[str, float]) -> Outcome:
+    """The node's release with the records of its violating classes kept, the fewest QI
+    cells blank (``suppression = "cells"``); its utility is the node's, which counts those
+    records as suppressed."""
+    k = max(m.k for m in plan.models)
+    short = recoding.suppressed_records
+    recoding, blanked, records, sizes = with_cells(recoding, plan.ft, k,
+                                                   plan.spec.cell_priority)
+    cells = dict(zip(plan.ft.qi_names, (int(v) for v in blanked)))
+    return Outcome(plan.rows_of(FullDomainRecoder(recoding)), named, nodes_checked,
+                   solution, 0, sizes, utility, cells=cells, cell_records=records,
+                   short_records=short)
 
 
 def people_outcome(plan: Plan, levels: Sequence[int], *, nodes_checked: int = 0,

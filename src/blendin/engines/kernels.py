@@ -191,6 +191,9 @@ class FullDomainRecoder:
                   for i, (name, h) in enumerate(zip(main.qi_names, main.hierarchies))]
         codes = generalized_codes(main.hierarchies, main.levels, ground, rows)
         removed = main.suppressed_rows(codes)
+        if main.blanks is not None:  # suppression by cells: released with cells blank
+            self._blank(codes, removed)
+            removed[:] = False
         if self.persons is not None:
             removed |= self.persons(table)
         for stage, part in enumerate(self.parts, start=1):
@@ -213,6 +216,18 @@ class FullDomainRecoder:
         if self.number_people:
             marked = marked.append_column(PERSON_CLASS, pa.array(self.persons.class_of(table)))
         return marked, removed
+
+
+    def _blank(self, codes: np.ndarray, removed: np.ndarray) -> None:
+        """Show ``*`` in the cells the recoding blanks, in the ``removed`` rows."""
+        rows = np.flatnonzero(removed)
+        if not len(rows):
+            return
+        main = self.recoding
+        at = np.searchsorted(main.suppressed_keys, main.keyer(codes[rows]))
+        bits = main.blanks[at]
+        for i, star in enumerate(self.stars):
+            codes[rows[(bits >> i) & 1 == 1], i] = star
 
 
 def blanked(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa.Table:

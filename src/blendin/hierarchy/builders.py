@@ -14,15 +14,17 @@ from blendin.hierarchy.core import (
     restrict,
 )
 from blendin.hierarchy.fixed import Fixed, fixed
-from blendin.hierarchy.flat import Flat, flat
+from blendin.hierarchy.flat import AsIs, Flat, as_is, flat
 from blendin.hierarchy.registry import TOML_KEYS, as_builder, builder_from_toml
 
 __all__ = [
     "TOML_KEYS",
+    "AsIs",
     "Fixed",
     "Flat",
     "HierarchyBuilder",
     "as_builder",
+    "as_is",
     "assemble",
     "builder_from_toml",
     "distinct_text",

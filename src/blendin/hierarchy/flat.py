@@ -1,4 +1,4 @@
-"""Flat: every value generalizes straight to ``*``."""
+"""Flat: every value generalizes straight to ``*``; as is: no value generalizes."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, assemble, distinct_text
 
 
@@ -30,3 +31,29 @@ def flat() -> Flat:
     [['f', '*'], ['m', '*']]
     """
     return Flat()
+
+
+class AsIs(HierarchyBuilder):
+    """Every value stays as it is (height 1): the column is never generalized, only
+    suppressed (whole records, or single cells with ``suppression = "cells"``)."""
+
+    def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
+        ground = distinct_text(values)
+        if not len(ground):
+            raise BlendinError(f"column {name!r} has no values", fix="give a column with values")
+        return Hierarchy.from_rows([[value] for value in ground.tolist()], name=name)
+
+    def to_toml(self, base_dir: Path | None = None) -> dict:
+        return {"as_is": True}
+
+    def __repr__(self) -> str:
+        return "as_is()"
+
+
+def as_is() -> AsIs:
+    """Value -> itself: the attribute is released as it is or suppressed, never generalized.
+
+    >>> as_is().build(["m", "f"]).to_rows()
+    [['f'], ['m']]
+    """
+    return AsIs()

@@ -26,7 +26,7 @@ from blendin.hierarchy.core import (
 )
 from blendin.hierarchy.dates import dates
 from blendin.hierarchy.fixed import Fixed
-from blendin.hierarchy.flat import Flat
+from blendin.hierarchy.flat import AsIs, Flat
 from blendin.hierarchy.intervals import intervals
 from blendin.hierarchy.masking import Masking, masking
 from blendin.hierarchy.tree import tree
@@ -56,6 +56,7 @@ TOML_KEYS: dict[str, tuple[str, ...]] = {
     "dates": ("format",),
     "tree": (),
     "flat": (),
+    "as_is": (),
 }
 
 
@@ -150,6 +151,14 @@ def _make_flat(table: dict, base_dir: Path | None) -> HierarchyBuilder:
     return Flat()
 
 
+def _make_as_is(table: dict, base_dir: Path | None) -> HierarchyBuilder:
+    if table["as_is"] is not True:
+        raise BlendinError(
+            f"as_is = {table['as_is']!r}", fix="write as_is = true, or choose another hierarchy"
+        )
+    return AsIs()
+
+
 _MAKERS = {
     "csv": _make_csv,
     "intervals": _make_intervals,
@@ -157,6 +166,7 @@ _MAKERS = {
     "dates": _make_dates,
     "tree": _make_tree,
     "flat": _make_flat,
+    "as_is": _make_as_is,
 }
 
 
