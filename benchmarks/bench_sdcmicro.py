@@ -5,13 +5,14 @@
 
 Methods so far: ``risk`` (individual risk with sampling weights, global risk, expected
 re-identifications, household risk) on sdcMicro's ``testdata`` (4,580 persons in
-households, the 7 keys of its documentation), and ``suda2`` (special uniques) on testdata
-and on adult (30,162 records, 8 keys), and MDAV microaggregation of testdata's expend,
-income and savings (k = 3, 5, 10; sdcMicro's harness names its IL1 ``il1s``). sdcMicro's
-time is the median of the method's call
-(``createSdcObj``, ``suda2``) over ``--runs`` runs inside R, the file already read;
-blendin's the median of the whole ``bl.risk`` call on the CSV file (reading included) over
-as many, after a warm-up.
+households, the 7 keys of its documentation), ``suda2`` (special uniques) on testdata
+and on adult (30,162 records, 8 keys), local (cell) suppression to k = 3 on testdata and
+adult's first 5 keys (``localSuppression`` beside ``suppression = "cells"``), and MDAV
+microaggregation of testdata's expend, income and savings (k = 3, 5, 10; sdcMicro's harness
+names its IL1 ``il1s``). sdcMicro's time is the median of the method's call
+(``createSdcObj``, ``suda2``, ``localSuppression``) over ``--runs`` runs inside R, the file
+already read; blendin's the median of the whole ``bl.risk`` (``bl.anonymize``) call on the
+CSV file (reading included) over as many, after a warm-up.
 """
 
 from __future__ import annotations
@@ -103,6 +104,34 @@ def suda2(runs: int) -> None:
             print(f"  {'':<10} blendin/sdcMicro time {ms / theirs['ms']:.2f}x")
 
 
+def local_suppression(runs: int, k: int = 3) -> None:
+    """sdcMicro's localSuppression beside blendin's suppression = "cells" (every key as it
+    is), on testdata and on adult's first keys: cells blanked and time."""
+    print(f"\nlocal suppression to k = {k} (every key as it is)")
+    print(f"  {'data':<10} {'':<9} {'cells':>7}  {'per key':<58} {'ms':>9}")
+    with tempfile.TemporaryDirectory() as folder:
+        adult = arx_data.read("adult").rename_columns(
+            [c.replace("-", "_") for c in arx_data.read("adult").column_names])
+        path = Path(folder) / "adult.csv"
+        pcsv.write_csv(adult, path)
+        adult_keys = ",".join(c.replace("-", "_") for c in arx_data.SETS["adult"][1][:5])
+        for name, data, keys in (("testdata", TESTDATA, KEYS), ("adult", path, adult_keys)):
+            names = keys.split(",")
+            spec = bl.Spec(quasi_identifiers={q: bl.as_is() for q in names},
+                           models=[bl.KAnonymity(k)], max_suppression=1, suppression="cells")
+            theirs = sdcmicro("localsupp", runs, data, keys, k=str(k))
+            result, ms = timed(lambda d=data, s=spec: bl.anonymize(str(d), s), runs)
+            assert result.check.passed
+            for tool, per_key, took in (("blendin", result.cells, ms),
+                                        ("sdcMicro", theirs["per_key"], theirs["ms"])):
+                shown = ", ".join(f"{q} {int(n)}" for q, n in per_key.items() if n)
+                print(f"  {name:<10} {tool:<9} {int(sum(per_key.values())):>7,}  "
+                      f"{shown[:58]:<58} {took:>9.1f}")
+            print(f"  {'':<10} blendin/sdcMicro cells "
+                  f"{sum(result.cells.values()) / theirs['suppressed_cells']:.2f}x, "
+                  f"time {ms / theirs['ms']:.2f}x (blendin: the whole anonymize call)")
+
+
 def microaggregation(runs: int) -> None:
     import numpy as np
     import pyarrow.csv as csv
@@ -136,6 +165,7 @@ def main() -> None:
         sys.exit(f"no data at {TESTDATA}")
     risk(args.runs)
     suda2(args.runs)
+    local_suppression(args.runs)
     microaggregation(args.runs)
 
 

@@ -244,3 +244,46 @@ def test_fewer_cells_than_sdcmicro_on_its_testdata():
     result = bl.anonymize(df, spec)
     # sdcMicro 5.8.1 localSuppression(k = 3): 293 cells (relat 229, water 40, roof 14, ...)
     assert result.check.passed and sum(result.cells.values()) <= 293
+
+
+def test_risk_reads_a_star_as_any_value_with_cells(tmp_path):
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+    from blendin.estimators import individual_risk
+
+    release = pd.DataFrame({"a": ["x", "x", "*", "y", "y", "y"],
+                            "b": ["1", "*", "2", "2", "2", "*"],
+                            "w": [10.0, 20.0, 5.0, 1.0, 2.0, 4.0]})
+    codes = np.stack([pd.factorize(release[c])[0] for c in "ab"], axis=1)
+    stars = (release[["a", "b"]] == "*").to_numpy()
+    fk = pairwise(codes, stars)
+    report = bl.risk(release, "a,b", weights="w", cells=True)
+    assert report.cells and report.suppressed == 0 and report.records == 6
+    by_class = {tuple(r): f for r, f in zip(codes.tolist(), fk.tolist())}
+    assert sorted(report.sizes.tolist()) == sorted(by_class.values())
+    assert report.prosecutor.highest == pytest.approx(1 / fk.min())
+    assert report.prosecutor.average == pytest.approx((1 / fk).mean())
+    # sdcMicro's fk and Fk count the records and weights compatible with each record
+    same = np.all((codes[:, None] == codes[None]) | stars[:, None] | stars[None], axis=2)
+    weights = release["w"].to_numpy()
+    risk = individual_risk(fk.astype(float), same.astype(float) @ weights)
+    assert report.individual.expected == pytest.approx(risk.sum())
+    # read as values, * is a label: all but the two (y, 2) stand alone
+    assert bl.risk(release, "a,b").sample_uniques == 4
+    path = tmp_path / "release.csv"
+    release.to_csv(path, index=False)
+    run = CliRunner().invoke(main, ["risk", str(path), "--qi", "a,b", "--cells"])
+    assert run.exit_code == 0 and f"the fewest compatible records {fk.min()}" in run.output
+
+
+def test_the_report_shows_the_cells_and_measures_risk_with_them(tmp_path):
+    df = survey()
+    result = bl.anonymize(df, cells_spec())
+    page = result.report(tmp_path / "report.html", original=df).read_text()
+    assert "Cells blanked" in page and "Records short of k" in page
+    assert "Fewest compatible records" in page
+    from blendin.report.html import report_context
+
+    risk = {r["label"]: r["after"] for r in report_context(result, original=df)["risk"]}
+    assert risk["Smallest class"] == str(result.check.min_class_size)

@@ -54,6 +54,7 @@ from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory
 from blendin.suda import DIS_FRACTION, SpecialUniques, suda2
 from blendin.summaries import risk_summary
+from blendin.transform.cells import compatible
 
 #: the column that carries a person's joint set of event tuples (a class splits on it)
 _SIGNATURE = "__blendin_signature__"
@@ -126,6 +127,9 @@ class RiskReport:
     #: with ``suda=True``: each distinct tuple of the QIs, its records and SUDA and
     #: DIS-SUDA scores (every record of a tuple has its scores)
     suda_scores: pa.Table | None = field(default=None, repr=False)
+    #: a ``*`` in a QI matched any value (a release with blank cells): ``sizes`` are the
+    #: records compatible with each class
+    cells: bool = False
 
     def __repr__(self) -> str:
         return risk_summary(self).text()
@@ -156,7 +160,9 @@ class RiskReport:
             f"{self.person!r})"
             + (f" (+{self.suppressed} suppressed, not at risk)" if self.suppressed else ""),
             f"quasi-identifiers  {', '.join(self.quasi_identifiers)}",
-            f"classes            {self.classes} (smallest {_smallest(self.sizes)})",
+            f"classes            {self.classes} (smallest {_smallest(self.sizes)})"
+            if not self.cells else f"classes            {self.classes} (the fewest "
+            f"compatible records {_smallest(self.sizes)}; a * matches any value)",
             f"sample uniques     {self.sample_uniques} ({_pct(self.sample_uniques / n)})",
             f"{'risk':<12} {'highest':>8} {'average':>8}  records above {self.threshold:g}",
         ]
@@ -228,6 +234,7 @@ def risk(
     household: str | None = None,
     suda: bool = False,
     dis_fraction: float = DIS_FRACTION,
+    cells: bool | None = None,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
 
@@ -244,7 +251,10 @@ def risk(
     column of household ids) add sdcMicro's individual and household risk
     (:class:`IndividualRisk`; either turns it on). ``suda=True`` finds the special
     uniques (:mod:`blendin.suda`; ``dis_fraction`` the sampling fraction of the DIS-SUDA
-    score).
+    score). ``cells=True`` (the default for a spec with ``suppression = "cells"``) reads a
+    ``*`` in a QI as a blank cell that matches any value: a record's class is then every
+    record compatible with it (:mod:`blendin.transform.cells`), and a record blank in
+    every QI is released, not suppressed.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"age": ["30-39", "30-39", "40-49"], "sex": ["f", "f", "m"]})
@@ -294,15 +304,25 @@ def risk(
         if signature is not None:
             joint = (_SIGNATURE,)
             tuples = tuples.append_column(_SIGNATURE, pa.array(signature))
-    sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive, joint)
-    n = int(sizes.sum())
+    if cells is None:
+        cells = getattr(spec, "suppression", "records") == "cells"
+    if cells and person is not None:
+        raise BlendinError("blank cells are counted among records, and a person key counts "
+                           "people", fix="leave out --person, or --cells")
+    if cells:
+        records, sizes, distinct = _compatible_classes(tuples, names, sensitive)
+        suppressed = 0
+    else:
+        sizes, distinct, suppressed = class_sizes_of_tuples(tuples, names, sensitive, joint)
+        records = sizes
+    n = int(records.sum())
     if n == 0:
         raise BlendinError("every record is suppressed: there is no risk to measure",
                            fix="measure the risk of a table with unsuppressed records")
     fraction = _sampling_fraction(n, population, sampling_fraction)
-    prosecutor = _model_risk(sizes, sizes.astype(float), threshold)
+    prosecutor = _model_risk(records, sizes.astype(float), threshold)
     expected = sizes / fraction  # expected population class sizes under random sampling
-    journalist = _model_risk(sizes, expected, threshold)
+    journalist = _model_risk(records, expected, threshold)
     report = RiskReport(
         quasi_identifiers=tuple(names),
         records=n,
@@ -311,15 +331,17 @@ def risk(
         threshold=threshold,
         prosecutor=prosecutor,
         journalist=journalist,
-        marketer=float((sizes / expected).sum() / n),
-        sample_uniques=int((sizes == 1).sum()),
+        marketer=float((records / expected).sum() / n),
+        sample_uniques=int(records[sizes == 1].sum()),
         population=None if population is None and sampling_fraction is None else
         population_uniqueness(sizes, n / fraction),
-        homogeneity={s: _homogeneity(s, sizes, distinct[s]) for s in sensitive},
+        homogeneity={s: _homogeneity(s, records, distinct[s]) for s in sensitive},
         sizes=sizes,
         person=person,
         rows=rows,
-        individual=_individual(tuples, names, weights, household) if extra else None,
+        individual=_individual(tuples, names, weights, household, cells) if extra
+        else None,
+        cells=cells,
     )
     if suda:
         if person is not None:
@@ -380,6 +402,23 @@ def class_sizes_of_tuples(
     return sizes, distinct, suppressed
 
 
+def _compatible_classes(tuples: pa.Table, qi: Sequence[str], sensitive: Sequence[str]
+                        ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A release with blank cells: per class of equal QI values (``*`` a value), its
+    records, the records compatible with it (a ``*`` matches any value; the size that
+    gives its risk) and its distinct sensitive values."""
+    grouped = tuples.group_by(list(qi)).aggregate(
+        [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive])
+    records = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
+    codes = np.stack([pc.dictionary_encode(grouped.column(c)).combine_chunks().indices
+                      .to_numpy(zero_copy_only=False) for c in qi], axis=1).astype(np.int64)
+    blank = np.stack([pc.equal(grouped.column(c), SUPPRESSED).to_numpy(zero_copy_only=False)
+                      for c in qi], axis=1)
+    distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)
+                for s in sensitive}
+    return records, compatible(codes, blank, records), distinct
+
+
 def _starred(tuples: pa.Table, qi: Sequence[str]) -> pa.ChunkedArray:
     """Which tuples show ``*`` in every quasi-identifier (suppressed records)."""
     starred = None
@@ -420,20 +459,28 @@ def class_sizes(
 
 
 def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
-                household: str | None) -> IndividualRisk:
+                household: str | None, cells: bool = False) -> IndividualRisk:
     """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
-    the weight and household columns (suppressed records are not at risk)."""
-    kept = tuples.filter(pc.invert(_starred(tuples, qi)))
+    the weight and household columns (suppressed records are not at risk). With ``cells``
+    a ``*`` matches any value: a class's ``fk`` and ``Fk`` sum the records (and weights)
+    compatible with it, as sdcMicro's ``freqCalc`` counts missing keys."""
+    kept = tuples if cells else tuples.filter(pc.invert(_starred(tuples, qi)))
     count = kept.column(COUNT).to_numpy().astype(float)
     codes = [pc.dictionary_encode(kept.column(c).combine_chunks()) for c in qi]
     key = combine_keys([c.indices.to_numpy().astype(np.int64) for c in codes],
                        [len(c.dictionary) for c in codes])
-    _, cls = np.unique(key, return_inverse=True)
+    _, first, cls = np.unique(key, return_index=True, return_inverse=True)
     cls = cls.reshape(-1)
     fk = np.bincount(cls, weights=count)
     total = None
     if weights is not None:
         total = np.bincount(cls, weights=count * _weights(kept.column(weights), weights))
+    if cells:
+        matrix = np.stack([c.indices.to_numpy().astype(np.int64) for c in codes], axis=1)
+        blank = np.stack([pc.equal(kept.column(c), SUPPRESSED).to_numpy(
+            zero_copy_only=False) for c in qi], axis=1)
+        matrix, blank = matrix[first], blank[first]
+        fk, total = (None if t is None else compatible(matrix, blank, t) for t in (fk, total))
     rk = individual_risk(fk, total)
     record = rk[cls]
     expected = float((count * record).sum())

@@ -43,6 +43,10 @@ from blendin.cli.database import database_options, table_options
 @click.option("--suda-out", default=None, type=click.Path(dir_okay=False),
               help="--suda: write each combination of key values with its records and "
               "scores (CSV, Parquet or Excel).")
+@click.option("--cells", is_flag=True, default=None,
+              help="A * in a quasi-identifier is a blank cell that matches any value (a "
+              "release made with suppression = \"cells\"; the default with such a --spec): "
+              "a record's class is every record compatible with it.")
 @click.option("--force", is_flag=True, help="Replace a --suda-out file that already exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
@@ -53,14 +57,16 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  encoding: str, table: str | None, query: str | None, schema: str | None,
                  password_env: str | None, person: str | None, weights: str | None,
                  household: str | None, suda: bool, dis_fraction: float,
-                 suda_out: str | None, force: bool, inputs: tuple[str, ...]) -> None:
+                 suda_out: str | None, cells: bool | None, force: bool,
+                 inputs: tuple[str, ...]) -> None:
     """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
     marketer models, sample uniques, homogeneous classes, and (with --population) the
     estimated population uniques; with --weights and --household, sdcMicro's individual
     and household risk; with --suda, the special uniques (SUDA2).
 
     Released labels (30-39, 021**, *) are compared as they are; rows whose
-    quasi-identifiers are all * are suppressed and not at risk.
+    quasi-identifiers are all * are suppressed and not at risk. With --cells a * matches
+    any value, as in a release with blank cells.
 
     A table in a database (DATA a URL, with --table or --query) is grouped there.
     Related tables (--input NAME=FILE each, with the spec's [tables]) are measured
@@ -98,7 +104,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                       population=population, sampling_fraction=sampling_fraction,
                       missing=spec.missing if spec is not None else "", progress=bars,
                       person=person, weights=weights, household=household, suda=suda,
-                      dis_fraction=dis_fraction, **rows)
+                      dis_fraction=dis_fraction, cells=cells, **rows)
     if suda_out is not None:
         from blendin.io import write_table
 

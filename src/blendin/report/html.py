@@ -41,7 +41,7 @@ from blendin.report.words import (
     pct,
 )
 from blendin.risk import RiskReport, class_sizes, risk
-from blendin.summaries import fully_generalized, percent_of
+from blendin.summaries import cells_text, fully_generalized, percent_of
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -167,7 +167,8 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
     threshold, threshold_note = risk_threshold(spec, threshold)
     before_table = _input_table(original, spec, result.records)
     after = _risk(result.table_with_people() if result.release_people is not None
-                  else release, spec, threshold, population)
+                  else release, spec, threshold, population,
+                  cells=spec.suppression == "cells")
     before = (_risk(before_table, spec, threshold, population)
               if before_table is not None else None)
     mondrian = not result.levels and result.algorithm == "mondrian"
@@ -272,14 +273,16 @@ def _short_threshold_note(spec, threshold: float) -> str:
 
 
 def _risk(table: pa.Table, spec, threshold: float,
-          population: float | None = None) -> RiskReport | None:
-    """The risk of a table on the spec's QIs; None when every record is suppressed."""
+          population: float | None = None, cells: bool = False) -> RiskReport | None:
+    """The risk of a table on the spec's QIs; None when every record is suppressed.
+    ``cells``: a release with blank cells, whose ``*`` matches any value."""
     qis = list(spec.quasi_identifiers)
-    if not table.num_rows or not class_sizes(table, qis, (), spec.missing)[0].sum():
+    if not table.num_rows or (
+            not cells and not class_sizes(table, qis, (), spec.missing)[0].sum()):
         return None
     person = spec.person if spec.person in table.column_names else None  # the input's
     return risk(table, qis, sensitive=list(spec.sensitive), threshold=threshold,
-                missing=spec.missing, population=population, person=person)
+                missing=spec.missing, population=population, person=person, cells=cells)
 
 
 def _row(key: str, label: str, value: str, note: str = "") -> dict[str, str]:
@@ -330,6 +333,18 @@ def _released(result) -> list[dict[str, str]]:
     if result.algorithm == "mondrian" and result.classes != _classes(result):
         rows.insert(5, _row("groups", "Mondrian groups", count(result.classes),
                             "groups with the same released values count as one class"))
+    if getattr(result, "cells", None) is not None:
+        rows = [r for r in rows if r["key"] != "suppressed"]
+        short = result.short_records
+        rows[2:2] = [_row("cells", "Cells blanked", cells_text(result.cells),
+                          f"in {count(result.cell_records)} records, shown as *, which "
+                          "matches any value; no record removed"),
+                     _row("short", "Records short of k", count(short),
+                          f"{pct(short / records if records else 0.0)} of the input, "
+                          "before cells were blanked")]
+        rows = [{**r, "label": "Fewest compatible records",
+                 "note": "records that match a record wherever neither shows *"}
+                if r["key"] == "smallest" else r for r in rows]
     rows.extend(_search_rows(result))
     return rows
 

@@ -50,6 +50,7 @@ def compatible(codes: np.ndarray, blank: np.ndarray, counts: np.ndarray,
                ) -> np.ndarray:
     """For each query row (by default each row of the table), the records of the table
     compatible with it: equal on every column where neither is blank (itself included).
+    ``counts`` may be weights: their sum is then given.
 
     >>> codes = np.array([[0, 0], [0, 1], [1, 1]])
     >>> blank = np.array([[False, False], [False, True], [False, False]])
@@ -58,8 +59,8 @@ def compatible(codes: np.ndarray, blank: np.ndarray, counts: np.ndarray,
     """
     if query is None:
         query, query_blank = codes, blank
-    counts = np.asarray(counts, np.int64)
-    out = np.zeros(len(query), np.int64)
+    counts = np.asarray(counts)  # records, or weights (sums of sampling weights)
+    out = np.zeros(len(query), counts.dtype)
     table_patterns, query_patterns = patterns(blank), patterns(query_blank)
     columns = codes.shape[1]
     for b in np.unique(table_patterns):
@@ -75,7 +76,7 @@ def compatible(codes: np.ndarray, blank: np.ndarray, counts: np.ndarray,
 def _matches(table: np.ndarray, counts: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Per query row, the counts of the table rows equal to it (on every column given)."""
     if not table.shape[1]:
-        return np.full(len(query), counts.sum(), np.int64)
+        return np.full(len(query), counts.sum(), counts.dtype)
     stacked = np.concatenate([table, query])
     radices = [int(c.max()) + 1 for c in stacked.T]
     key = combine_keys(stacked, radices)  # together: a ranked key stays comparable
@@ -84,7 +85,7 @@ def _matches(table: np.ndarray, counts: np.ndarray, query: np.ndarray) -> np.nda
     asked = key[len(table):]
     at = np.minimum(np.searchsorted(keys, asked), max(len(keys) - 1, 0))
     hit = keys[at] == asked if len(keys) else np.zeros(len(asked), bool)
-    return np.where(hit, sums[at] if len(keys) else 0, 0).astype(np.int64)
+    return np.where(hit, sums[at] if len(keys) else 0, 0).astype(counts.dtype)
 
 
 def suppress_cells(codes: np.ndarray, counts: np.ndarray, k: int, *,
