@@ -66,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "covers": "blendin.labels",
     "METRICS": "blendin.metrics",
     "utility_of_node": "blendin.metrics",
+    "Microaggregate": "blendin.transform.microaggregation",
+    "Pram": "blendin.transform.pram",
     "AverageRisk": "blendin.models",
     "BetaLikeness": "blendin.models",
     "DeltaDisclosure": "blendin.models",
@@ -174,3 +176,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
     from blendin.risk import RiskReport, risk  # noqa: F401
     from blendin.search import POLICIES, Solution, find  # noqa: F401
     from blendin.spec import Spec  # noqa: F401
+    from blendin.transform.microaggregation import Microaggregate  # noqa: F401
+    from blendin.transform.pram import Pram  # noqa: F401

@@ -44,6 +44,8 @@ from blendin.related import in_memory
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import cells_text, check_summary
 from blendin.transform.cells import compatible
+from blendin.transform.microaggregation import Microaggregate, smallest_group
+from blendin.transform.table import numbers, transform_sets
 
 #: how many problem combinations a report lists
 MAX_PROBLEMS = 20
@@ -115,6 +117,10 @@ class CheckReport:
     #: suppression by cells: the ``*`` cells of each QI (class sizes then count the records
     #: compatible with a class, a ``*`` matching any value)
     cells: dict[str, int] | None = None
+    #: microaggregated columns (those aggregated together joined by ", "): the fewest
+    #: records sharing one released tuple, and whether each set reaches its k
+    microaggregated: dict[str, int] = field(default_factory=dict)
+    microaggregation_held: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (figures that do not exist are None)."""
@@ -145,6 +151,8 @@ class CheckReport:
             return f"PASSED: all {len(self.models)} privacy model(s) hold"
         if failed:
             return f"FAILED: {len(failed)} of {len(self.models)} privacy model(s) violated"
+        if not self.microaggregation_held:
+            return "FAILED: microaggregated values are shared by fewer than k records"
         return "FAILED"
 
     def __str__(self) -> str:
@@ -197,6 +205,10 @@ class CheckReport:
             lines.append("  the suppressed records show their sensitive values, and as one "
                          "group violate " + "; ".join(self.exposed_suppressed)
                          + " (empty them, as --suppressed keep does)")
+        for names, fewest in self.microaggregated.items():
+            lines.append(f"  microaggregated    {names}: the fewest records sharing values "
+                         f"{fewest}" + ("" if self.microaggregation_held else
+                                        " (FAILS its k)"))
         lines.append("models:")
         width = max(len(m.name) for m in self.models)
         for m in self.models:
@@ -313,7 +325,29 @@ def check(
     if overlooked:
         report.warnings[:0] = overlooked
         report.passed = report.passed and not strict
+    aggregated = [name for name, t in spec.transforms.items()
+                  if isinstance(t, Microaggregate)]
+    if aggregated:  # their released values, every record's (a few numeric columns)
+        report = check_transforms(source.read_all(aggregated), spec, report)
     return report
+
+
+def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckReport:
+    """``report`` with the spec's microaggregations verified on the released values of
+    ``table``: each set of columns aggregated together shares every released tuple among
+    at least k records (PRAM promises nothing a table can show)."""
+    smallest = {}
+    for columns, transform in transform_sets(spec.transforms):
+        if not isinstance(transform, Microaggregate):
+            continue
+        x = numbers(table, columns)
+        fewest = (min(smallest_group(x[:, [j]]) for j in range(len(columns)))
+                  if transform.method == "optimal" else smallest_group(x))
+        smallest[", ".join(columns)] = (fewest, transform.k)
+    held = all(fewest >= k or not table.num_rows for fewest, k in smallest.values())
+    return replace(report, passed=report.passed and held,
+                   microaggregated={name: fewest for name, (fewest, _) in smallest.items()},
+                   microaggregation_held=held)
 
 
 def _has_person(spec: Spec, columns: Sequence[str], engine: str) -> None:

@@ -27,6 +27,10 @@ from blendin.models import PrivacyModel, model_from_toml
 from blendin.normalize import text_steps
 from blendin.roles import overlooked_identifiers, same_name
 from blendin.search.common import POLICIES
+from blendin.transform.microaggregation import Microaggregate
+from blendin.transform.pram import Pram
+from blendin.transform.table import KINDS as TRANSFORMS
+from blendin.transform.table import Transform, transform_from_toml
 
 ALGORITHMS = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly", "mondrian")
 METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "height",
@@ -37,6 +41,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "input": ("delimiter", "encoding", "missing", "normalize"),
     "attributes": ("identifiers", "sensitive", "insensitive", "person"),
     "quasi_identifiers": None,
+    "transform": None,
     "tables": None,
     "privacy": None,
     "anonymization": ("max_suppression", "algorithm", "metric", "policy", "weights",
@@ -101,6 +106,10 @@ class Spec:
     #: with cells: the QIs whose cells are blanked first (the rest after them, the columns
     #: with the most distinct values first)
     cell_priority: list[str] = field(default_factory=list)
+    #: columns released transformed (microaggregated, PRAM), each with its transform; a
+    #: quasi-identifier among them (``transformed_qis``) is protected so, not generalized
+    transforms: dict[str, Transform] = field(default_factory=dict)
+    transformed_qis: list[str] = field(default_factory=list)
     #: hierarchies of sensitive attributes (for t-closeness with hierarchical distance)
     sensitive_hierarchies: dict[str, HierarchyBuilder | Hierarchy] = field(default_factory=dict)
     #: input options: delimiter (None: sniffed), text encoding, the label of missing values
@@ -168,7 +177,7 @@ class Spec:
             ("identifier", list(self.identifiers)),
             ("person key", list(dict.fromkeys([*([self.person] if self.person else []),
                                                *self.tables.values()]))),
-            ("quasi-identifier", list(self.quasi_identifiers)),
+            ("quasi-identifier", [*self.quasi_identifiers, *self.transformed_qis]),
             ("sensitive", list(self.sensitive)),
             ("insensitive", list(self.insensitive)),
         ]
@@ -270,7 +279,16 @@ class Spec:
         for name, entry in qis.items():
             where = f"[quasi_identifiers] {name}"
             _expect(entry, dict, where, f'an inline table such as {name} = {{ flat = true }}')
+            if any(kind in entry for kind in TRANSFORMS):  # protected, not generalized
+                spec.transforms[name] = transform_from_toml(entry, where)
+                spec.transformed_qis.append(name)
+                continue
             spec.quasi_identifiers[name] = _in_context(where, builder_from_toml, entry, base)
+        for name, entry in _section(table, "transform").items():
+            where = f"[transform] {name}"
+            _expect(entry, dict, where, f"an inline table such as {name} = "
+                                        "{ microaggregate = { k = 3 } }")
+            spec.transforms[name] = transform_from_toml(entry, where)
         privacy = table.get("privacy", [])
         _expect(privacy, list, "[[privacy]]", '[[privacy]] tables, e.g. model = "k-anonymity"')
         for i, entry in enumerate(privacy, start=1):
@@ -329,10 +347,16 @@ class Spec:
             doc["attributes"] = attrs
         if self.tables:
             doc["tables"] = {name: {"person": key} for name, key in self.tables.items()}
-        if self.quasi_identifiers:
+        if self.quasi_identifiers or self.transformed_qis:
             doc["quasi_identifiers"] = {
                 name: _builder_toml(name, h, self.base_dir)
                 for name, h in self.quasi_identifiers.items()}
+            doc["quasi_identifiers"].update({name: self.transforms[name].to_toml()
+                                             for name in self.transformed_qis})
+        other = {name: t.to_toml() for name, t in self.transforms.items()
+                 if name not in self.transformed_qis}
+        if other:
+            doc["transform"] = other
         doc["privacy"] = [self._model_toml(m) for m in self.models]
         doc["anonymization"] = {"max_suppression": float(self.max_suppression),
                                 "algorithm": self.algorithm, "metric": self.metric}
@@ -390,7 +414,26 @@ class Spec:
         self._check_models()
         self._check_limits()
         self._check_input()
+        self._check_transforms()
         return self
+
+    def _check_transforms(self) -> None:
+        roles = self.roles()
+        for name, transform in self.transforms.items():
+            if not isinstance(transform, Microaggregate | Pram):
+                raise BlendinError(f"the transform of {name!r} is {transform!r}",
+                                   fix="give Microaggregate(k) or Pram(pd=...)")
+            role = roles.get(name)
+            if name in self.quasi_identifiers:
+                raise BlendinError(f"{name!r} has a hierarchy and a transform",
+                                   fix=f"generalize {name!r} or transform it, not both")
+            if role in ("identifier", "person key"):
+                raise BlendinError(f"{name!r} is an {role} and has a transform: it is not "
+                                   "released", fix=f"remove the transform of {name!r}")
+        for name in self.transformed_qis:
+            if name not in self.transforms:
+                raise BlendinError(f"{name!r} is listed as a transformed quasi-identifier "
+                                   "without a transform", fix=f"give {name!r} a transform")
 
     def _check_tables(self) -> None:
         if not self.tables:

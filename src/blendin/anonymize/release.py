@@ -19,7 +19,7 @@ import pyarrow as pa
 from blendin.anonymize.prepare import pass_bar
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import Outcome
-from blendin.check import check_regrouped
+from blendin.check import check_regrouped, check_transforms
 from blendin.engines import is_spark
 from blendin.engines.databases import is_database
 from blendin.engines.embedded import STREAMED_SUFFIXES
@@ -27,11 +27,12 @@ from blendin.engines.kernels import RowColumns, Shuffle
 from blendin.engines.sql import SqlSource, TableRef
 from blendin.errors import BlendinError
 from blendin.excel import class_ids
-from blendin.io import _suffix, from_arrow
+from blendin.io import _suffix, from_arrow, to_arrow
 from blendin.outputs import check_paths
 from blendin.plan import Plan
 from blendin.progress import Progress
 from blendin.spec import Spec
+from blendin.transform.table import apply_transforms
 
 
 def with_row_columns(table: pa.Table, quasi_identifiers: Sequence[str], *,
@@ -100,6 +101,25 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
                 f"the release failed the independent check, so it was not released:\n{report}",
                 fix="this is a bug in blendin; please report it with the spec")
     return release, report
+
+
+def transformed(plan: Plan, release, report):
+    """The in-memory ``release`` with the spec's transforms applied (microaggregation,
+    PRAM), verified again (microaggregated values shared by k records), and what each
+    transform did."""
+    if plan.engine.name != "embedded":
+        raise BlendinError(f"transforms (microaggregate, pram) run on the embedded engine, "
+                           f"not on {plan.engine.name}",
+                           fix="anonymize a file or a DataFrame, or remove the transforms")
+    table, applied = apply_transforms(to_arrow(release.data), plan.spec.transforms,
+                                      plan.missing)
+    report = check_transforms(table, plan.spec, report)
+    if not report.passed:
+        raise BlendinError(
+            f"the release failed the independent check, so it was not released:\n{report}",
+            fix="this is a bug in blendin; please report it with the spec")
+    release.data = table
+    return release, report, applied
 
 
 def released_result(plan: Plan, outcome: Outcome, release, report, *, data, output,

@@ -110,6 +110,8 @@ class Result:
     #: ... and the records that fell short of k at the node (what the suppression limit
     #: counts)
     short_records: int = 0
+    #: what the spec's transforms did (microaggregation, PRAM), one entry a column set
+    transformed: list = field(default_factory=list)
 
     @property
     def table(self) -> pa.Table:
@@ -190,6 +192,7 @@ class Result:
             "recovered": self.recovered,
             "warnings": list(self.warnings),
             "people": dict(self.people) if self.people else None,
+            "transformed": [applied.to_dict() for applied in self.transformed],
             "cells": None if self.cells is None else {
                 "blanked": dict(self.cells), "records": self.cell_records,
                 "short_of_k": self.short_records},
@@ -271,6 +274,7 @@ class Result:
         if self.applied_from is None and self.algorithm != "mondrian":
             lines.append(f"nodes checked: {self.nodes_checked:,}")
         lines.append(f"time: {self.seconds:.3f} s")
+        lines += [applied.line() for applied in self.transformed]
         models = "; ".join(str(m) for m in self.spec.models)
         lines.append(f"verified by the checker: {models}")
         lines += summary_notes(self)

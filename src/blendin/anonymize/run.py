@@ -13,6 +13,7 @@ from blendin.anonymize.release import (
     released_result,
     shuffle_for,
     streamed,
+    transformed,
     verify,
     written,
 )
@@ -146,6 +147,9 @@ def anonymize(
         engine = SqlEngine(replace=replace)
     if isinstance(output, TableRef):
         check_target(data, output, replace)
+    if isinstance(data, TableRef) and spec.transforms:
+        raise BlendinError("transforms (microaggregate, pram) are not made in a database "
+                           "yet", fix="export the table to a file, or remove the transforms")
     if isinstance(data, TableRef) and spec.suppression == "cells":
         raise BlendinError('suppression = "cells" is not made in a database yet',
                            fix='use suppression = "records", or export the table to a file')
@@ -190,10 +194,15 @@ def anonymize(
             outcome.recoder.number_people = True  # a row's class is its person's
         rows = RowColumns(list(plan.qis), group_column=group_column,
                           original_row=original_row, index_base=index_base)
+        # a transform works on every released record: the release is held, then written
         release, report = verify(plan, outcome, suppressed, rows=rows,
-                                 output=streamed(output), output_delimiter=output_delimiter,
+                                 output=None if spec.transforms else streamed(output),
+                                 output_delimiter=output_delimiter,
                                  escape_formulas=escape_formulas, bars=bars,
                                  shuffle=shuffle_for(keep_order, shuffle_seed, plan))
+        applied = []
+        if spec.transforms:
+            release, report, applied = transformed(plan, release, report)
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
     result = released_result(
@@ -203,7 +212,7 @@ def anonymize(
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
         recoded_parts=outcome.parts, cells=outcome.cells, cell_records=outcome.cell_records,
-        short_records=outcome.short_records)
+        short_records=outcome.short_records, transformed=applied)
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)

@@ -187,6 +187,7 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "insensitive": _other_columns(release, spec),
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
+        "transformed": _transformed(result),
         "keeps": release_keeps(result, before_table),
         "utility": utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
@@ -457,8 +458,32 @@ def _examples(release: pa.Table, column: str, missing: str) -> list[str]:
 
 
 def _other_columns(release: pa.Table, spec) -> list[str]:
-    named = {*spec.quasi_identifiers, *spec.sensitive, *spec.identifiers}
+    named = {*spec.quasi_identifiers, *spec.sensitive, *spec.identifiers, *spec.transforms}
     return [c for c in release.column_names if c not in named]
+
+
+def _transformed(result) -> list[dict[str, Any]]:
+    """What each transform did, as the report shows it: microaggregation's groups and
+    losses, PRAM's parameters and its transition matrix (in percent)."""
+    rows = []
+    for applied in getattr(result, "transformed", []):
+        t = applied.transform
+        row = {"columns": list(applied.columns), "kind": applied.kind}
+        if applied.kind == "microaggregate":
+            loss = applied.loss
+            row.update(method={"mdav": "MDAV, the columns together",
+                               "optimal": "optimal, each column alone"}[t.method], k=t.k,
+                       groups=count(applied.groups), smallest=count(applied.smallest),
+                       il1=number(loss.il1), il1s=number(loss.il1s),
+                       squared_error=f"{loss.squared_error:.4g}")
+        else:
+            row.update(how=("the transition matrix given" if t.transition is not None
+                            else f"invariant PRAM, pd {t.pd:g}, alpha {t.alpha:g}"),
+                       seed=t.seed, changed=count(applied.changed),
+                       levels=applied.levels,
+                       matrix=[[f"{100 * p:.1f}" for p in r] for r in applied.matrix])
+        rows.append(row)
+    return rows
 
 
 def _model_rows(report, models: Sequence) -> list[dict[str, Any]]:
