@@ -30,12 +30,13 @@ from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
 from blendin.engines.sql import SqlSource, in_database
 from blendin.errors import BlendinError
+from blendin.estimators import sampling_weights
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
-from blendin.models import PrivacyModel
+from blendin.models import IndividualRisk, PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
@@ -304,7 +305,8 @@ def check(
     _has_person(spec, source.columns, engine.name)
     spec.validate_columns(source.columns, released=True)
     columns = list(dict.fromkeys([*([spec.person] if spec.person else []),
-                                  *spec.quasi_identifiers, *spec.sensitive]))
+                                  *spec.quasi_identifiers, *spec.sensitive,
+                                  *weighed_columns(spec)]))
     with file_pass(progress, f"checking {short_name(source)}") as told:
         # the QIs as they stand: an empty cell is not the missing label a reader sees
         distinct = engine.distinct(source, columns, "", progress=told)
@@ -330,6 +332,12 @@ def check(
     if aggregated:  # their released values, every record's (a few numeric columns)
         report = check_transforms(source.read_all(aggregated), spec, report)
     return report
+
+
+def weighed_columns(spec: Spec) -> list[str]:
+    """The sampling weights column, where a model weighs records by it."""
+    weighed = any(isinstance(m, IndividualRisk) for m in spec.models)
+    return [spec.sampling_weights] if weighed and spec.sampling_weights else []
 
 
 def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckReport:
@@ -484,8 +492,10 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     if by_cells:  # a blank cell matches any value (docs/sdc.md)
         classes, cells = _compatible(qis, qi_codes, counts, first_row, classes)
     exposed = _exposed(spec.models, counts, shown, value_codes, domains)
-    people = {i: _people(spec, distinct, qis, first_row, kept,
-                         _population_source(m, population, spec, delimiter, encoding))
+    people = {i: _weights_per_class(spec, distinct, class_of, n_classes, kept, counts)
+              if isinstance(m, IndividualRisk) else
+              _people(spec, distinct, qis, first_row, kept,
+                      _population_source(m, population, spec, delimiter, encoding))
               for i, m in enumerate(spec.models) if m.needs_population}
     results, ok = _evaluate(spec.models, classes, records, domains, people)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
@@ -747,6 +757,23 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
             sensitive=sensitive,
         ))
     return problems
+
+
+def _weights_per_class(spec: Spec, distinct: pa.Table, class_of: np.ndarray, n_classes: int,
+                       kept: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The people each class stands for: the sum of its records' sampling weights (the
+    spec's ``[attributes] sampling_weights``, a column of the table), or its records."""
+    if spec.sampling_weights is None:
+        people = counts[kept].astype(float)
+    else:
+        if spec.sampling_weights not in distinct.column_names:
+            raise BlendinError(
+                f"individual-risk weighs each record by {spec.sampling_weights!r}, which "
+                "the table lacks", fix="check the table with its sampling weights column")
+        weights = sampling_weights(distinct.column(spec.sampling_weights).filter(
+            pa.array(kept)), spec.sampling_weights, "[attributes] sampling_weights")
+        people = weights * counts[kept]
+    return np.bincount(class_of, weights=people, minlength=n_classes)
 
 
 def _population_source(model, population, spec: Spec, delimiter, encoding) -> Source:

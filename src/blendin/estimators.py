@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from blendin.errors import BlendinError
+
 #: Dankar et al.: below this sampling fraction Pitman's model is preferred
 DANKAR_PITMAN_LIMIT = 0.1
 
@@ -361,3 +363,29 @@ def individual_risk(fk: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
         risk = np.where(fk == 1, odds * log,
                         np.where(fk == 2, odds - odds ** 2 * log, pk / (fk - (1.0 - pk))))
     return np.where(fk == weights, 1.0 / fk, risk)
+
+
+def sampling_weights(column, name: str, option: str = "--weights") -> np.ndarray:
+    """A column of sampling weights (any array-like of text or numbers) as numbers of 1 or
+    more (a record stands for itself and others like it), or an error naming the first
+    value that is not and the ``option`` that named the column.
+
+    >>> sampling_weights(np.array(["2", "1.5"]), "w").tolist()
+    [2.0, 1.5]
+    """
+    values = column.to_numpy(zero_copy_only=False) if hasattr(column, "to_numpy") else column
+    texts, at = np.unique(np.asarray(values).astype(str), return_inverse=True)
+    numbers = np.array([_number(v) for v in texts], dtype=float)  # each distinct text once
+    bad = [str(v) for v, x in zip(texts, numbers) if not np.isfinite(x) or x < 1]
+    if bad:
+        raise BlendinError(f"the weights column {name!r} holds {bad[0]!r}: a sampling weight "
+                           "is the number of people a record stands for (1 or more)",
+                           fix=f"give {option} the column of sampling weights, or leave it out")
+    return numbers[at.reshape(-1)]
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")

@@ -47,6 +47,7 @@ from blendin.estimators import (
     PopulationUniqueness,
     individual_risk,
     population_uniqueness,
+    sampling_weights,
 )
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
@@ -71,7 +72,7 @@ class ModelRisk:
 
 
 @dataclass(frozen=True)
-class IndividualRisk:
+class IndividualRiskFigures:
     """Individual re-identification risk estimated as sdcMicro does, each class of ``fk``
     records standing for the sum of their sampling ``weights`` in the population
     (:func:`blendin.estimators.individual_risk`; without weights, ``1 / fk``): the records'
@@ -121,7 +122,7 @@ class RiskReport:
     person: str | None = None
     rows: int | None = None
     #: with sampling weights or households: sdcMicro's individual and household risk
-    individual: IndividualRisk | None = None
+    individual: IndividualRiskFigures | None = None
     #: with ``suda=True``: the special uniques (SUDA2)
     suda: SpecialUniques | None = None
     #: with ``suda=True``: each distinct tuple of the QIs, its records and SUDA and
@@ -249,7 +250,7 @@ def risk(
     figure then counts people, a class holding the people of equal signatures
     (docs/people.md). ``weights`` (a column of sampling weights) and ``household`` (a
     column of household ids) add sdcMicro's individual and household risk
-    (:class:`IndividualRisk`; either turns it on). ``suda=True`` finds the special
+    (:class:`IndividualRiskFigures`; either turns it on). ``suda=True`` finds the special
     uniques (:mod:`blendin.suda`; ``dis_fraction`` the sampling fraction of the DIS-SUDA
     score). ``cells=True`` (the default for a spec with ``suppression = "cells"``) reads a
     ``*`` in a QI as a blank cell that matches any value: a record's class is then every
@@ -273,6 +274,8 @@ def risk(
                     population=population, sampling_fraction=sampling_fraction,
                     missing=spec.missing, progress=progress, person=stacked.key)
     person = person if person is not None else getattr(spec, "person", None)
+    weights = weights if weights is not None else getattr(spec, "sampling_weights", None)
+    household = household if household is not None else getattr(spec, "household", None)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
                            fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
@@ -459,7 +462,7 @@ def class_sizes(
 
 
 def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
-                household: str | None, cells: bool = False) -> IndividualRisk:
+                household: str | None, cells: bool = False) -> IndividualRiskFigures:
     """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
     the weight and household columns (suppressed records are not at risk). With ``cells``
     a ``*`` matches any value: a class's ``fk`` and ``Fk`` sum the records (and weights)
@@ -474,7 +477,7 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
     fk = np.bincount(cls, weights=count)
     total = None
     if weights is not None:
-        total = np.bincount(cls, weights=count * _weights(kept.column(weights), weights))
+        total = np.bincount(cls, weights=count * sampling_weights(kept.column(weights), weights))
     if cells:
         matrix = np.stack([c.indices.to_numpy().astype(np.int64) for c in codes], axis=1)
         blank = np.stack([pc.equal(kept.column(c), SUPPRESSED).to_numpy(
@@ -497,7 +500,7 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
         members = np.bincount(home, weights=count)
         out["household_expected"] = float((home_risk * members).sum())
         out["household_average"] = out["household_expected"] / n
-    return IndividualRisk(**out)
+    return IndividualRiskFigures(**out)
 
 
 def _special_uniques(tuples: pa.Table, qi: Sequence[str], fraction: float
@@ -515,28 +518,6 @@ def _special_uniques(tuples: pa.Table, qi: Sequence[str], fraction: float
     scores = pa.table({**{c: grouped.column(c) for c in qi}, "records": counts,
                        "suda_score": score, "dis_suda_score": dis})
     return SpecialUniques.of(score, dis, counts, fraction), scores
-
-
-def _weights(column: pa.ChunkedArray, name: str) -> np.ndarray:
-    """A column of sampling weights as numbers of 1 or more (a record stands for itself
-    and others like it), or an error naming the first value that is not."""
-    texts, at = np.unique(column.to_numpy(zero_copy_only=False).astype(str),
-                          return_inverse=True)
-    values = np.array([_number(v) for v in texts], dtype=float)  # each distinct text once
-    bad = [str(v) for v, x in zip(texts, values) if not np.isfinite(x) or x < 1]
-    if bad:
-        raise BlendinError(f"the weights column {name!r} holds {bad[0]!r}: a sampling "
-                           "weight is the number of people a record stands for (1 or more)",
-                           fix="give --weights the column of sampling weights, or leave it "
-                               "out")
-    return values[at.reshape(-1)]
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
 
 
 def _model_risk(sizes: np.ndarray, classes_at_risk_of: np.ndarray, threshold: float

@@ -39,7 +39,8 @@ METRICS = ("loss", "gcp", "discernibility", "aecs", "precision", "entropy", "hei
 #: the keys each TOML section accepts (None: any column name)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
     "input": ("delimiter", "encoding", "missing", "normalize"),
-    "attributes": ("identifiers", "sensitive", "insensitive", "person"),
+    "attributes": ("identifiers", "sensitive", "insensitive", "person", "sampling_weights",
+                   "household"),
     "quasi_identifiers": None,
     "transform": None,
     "tables": None,
@@ -78,6 +79,11 @@ class Spec:
     #: the column naming each record's person (a patient id): with it every count that
     #: protects people counts people, not rows (docs/people.md); never released
     person: str | None = None
+    #: survey microdata (docs/sdc.md): the column of each record's sampling weight (the
+    #: people it stands for) and of its household; risk measures them, and the
+    #: individual-risk model bounds the risk the weights give
+    sampling_weights: str | None = None
+    household: str | None = None
     #: related tables released together (docs/people.md): each table's name and the column
     #: holding the person key in it; the first is the person table (one row a person)
     tables: dict[str, str] = field(default_factory=dict)
@@ -255,6 +261,8 @@ class Spec:
             sensitive=_names(attrs, "sensitive"),
             insensitive=_names(attrs, "insensitive"),
             person=_text(attrs, "person", None, "attributes"),
+            sampling_weights=_text(attrs, "sampling_weights", None, "attributes"),
+            household=_text(attrs, "household", None, "attributes"),
             tables=_tables(_section(table, "tables"), _text(attrs, "person", None,
                                                                 "attributes")),
             max_suppression=_number(anon, "max_suppression", 0.0),
@@ -339,10 +347,10 @@ class Spec:
         inp = {k: v for k, v in inp.items() if v is not None}
         if inp:
             doc["input"] = inp
+        single = ("person", "sampling_weights", "household")
         attrs = {k: list(getattr(self, k)) for k in SECTIONS["attributes"]
-                 if getattr(self, k) and k != "person"}
-        if self.person:
-            attrs["person"] = self.person
+                 if getattr(self, k) and k not in single}
+        attrs.update({k: getattr(self, k) for k in single if getattr(self, k)})
         if attrs:
             doc["attributes"] = attrs
         if self.tables:
@@ -398,7 +406,7 @@ class Spec:
                                    "(--person patient_id)")
         self._check_tables()
         for key in SECTIONS["attributes"]:
-            if key == "person":
+            if key in ("person", "sampling_weights", "household"):
                 continue
             value = getattr(self, key)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -412,6 +420,7 @@ class Spec:
                     fix="give a builder such as intervals(5, 10), masking(), flat(), "
                     "from_csv(path), or a Hierarchy")
         self._check_models()
+        self._check_survey()
         self._check_limits()
         self._check_input()
         self._check_transforms()
@@ -434,6 +443,26 @@ class Spec:
             if name not in self.transforms:
                 raise BlendinError(f"{name!r} is listed as a transformed quasi-identifier "
                                    "without a transform", fix=f"give {name!r} a transform")
+
+    def _check_survey(self) -> None:
+        for key in ("sampling_weights", "household"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise BlendinError(f"[attributes] {key} must be one column name, got "
+                                   f"{value!r}", fix=f'write {key} = "column"')
+            if value is not None and self.person is not None:
+                raise BlendinError(f"[attributes] {key} is measured on records, and a person "
+                                   "key counts people",
+                                   fix=f"remove {key} or person from [attributes]")
+        risky = [m for m in self.models if m.key == "individual-risk"]
+        others = [m.key for m in self.models if m.needs_population and m not in risky]
+        if risky and others:
+            raise BlendinError(f"individual-risk counts the sampling weights of each class, "
+                               f"and {others[0]} counts a population: one at a time",
+                               fix=f"remove individual-risk or {others[0]}")
+        if risky and self.person is not None:
+            raise BlendinError("individual-risk is estimated on records, and a person key "
+                               "counts people", fix="remove individual-risk or the person key")
 
     def _check_tables(self) -> None:
         if not self.tables:
@@ -596,6 +625,14 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
             raise BlendinError(f"the data has duplicate column names: {preview(dupes)}",
                                fix="give every column a distinct name in the header")
         present = set(names)
+        survey = [(f"[attributes] {k}", getattr(self, k))
+                  for k in ("sampling_weights", "household") if getattr(self, k)]
+        for role, name in survey:
+            if name not in present:
+                near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise BlendinError(f"the data has no column {name!r} ({role})",
+                                   fix=f"{hint}The columns are: {preview(names, 12)}")
         for role, columns in self._role_lists():
             if released and role == "identifier":
                 continue

@@ -18,10 +18,11 @@ from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
+from blendin.estimators import sampling_weights
 from blendin.frequency import FrequencyTable
 from blendin.heap import keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
-from blendin.models import dp, presence
+from blendin.models import IndividualRisk, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import (
     PERSON_ENGINES,
@@ -96,6 +97,11 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     sensitive_hierarchies = spec.build_sensitive_hierarchies(distinct)
     for model, people in tables:
         model.bind(presence.Population.from_distinct(people, hierarchies))
+    weighed = [m for m in spec.models if isinstance(m, IndividualRisk)]
+    if weighed:  # each tuple's people: the sum of its records' sampling weights
+        people = weights_of_tuples(engine, source, spec, distinct, bars)
+        for model in weighed:
+            model.bind(presence.Population.from_distinct(people, hierarchies))
     if sample is not None:
         distinct = dp.sample_of(sample, distinct)
     elif subset is not None:  # the input is the population; the subset is released
@@ -124,6 +130,24 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     return Plan.of(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
                    subset=subset, sample=sample, warnings=warnings, people=people,
                    signatures=signatures)
+
+
+def weights_of_tuples(engine, source, spec: Spec, distinct: pa.Table,
+                      bars: Progress | None) -> pa.Table:
+    """The distinct QI tuples with the people each stands for (column ``COUNT``): the sum
+    of their records' ``[attributes] sampling_weights``, or their records without."""
+    qis = list(spec.quasi_identifiers)
+    if spec.sampling_weights is None:
+        return decoded(distinct.group_by(qis).aggregate([(COUNT, "sum")])
+                       .rename_columns([*qis, COUNT]))
+    with pass_bar(bars, "reading the weights", source) as told:
+        weighted = decoded(engine.distinct(source, [*qis, spec.sampling_weights],
+                                           spec.missing, progress=told))
+    people = sampling_weights(weighted.column(spec.sampling_weights),
+                              spec.sampling_weights, "[attributes] sampling_weights")
+    people = people * weighted.column(COUNT).to_numpy()
+    return (weighted.select(qis).append_column(COUNT, pa.array(people))
+            .group_by(qis).aggregate([(COUNT, "sum")]).rename_columns([*qis, COUNT]))
 
 
 def refuse_with_person(spec: Spec, engine, sample, subset: str | None) -> None:

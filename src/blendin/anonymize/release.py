@@ -19,7 +19,7 @@ import pyarrow as pa
 from blendin.anonymize.prepare import pass_bar
 from blendin.anonymize.result import Result
 from blendin.anonymize.search import Outcome
-from blendin.check import check_regrouped, check_transforms
+from blendin.check import check_regrouped, check_transforms, weighed_columns
 from blendin.engines import is_spark
 from blendin.engines.databases import is_database
 from blendin.engines.embedded import STREAMED_SUFFIXES
@@ -85,7 +85,8 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
     the input (docs/spec.md).
     """
     person = [plan.person] if plan.person else []
-    columns = list(dict.fromkeys([*person, *plan.qis, *plan.sensitive]))
+    columns = list(dict.fromkeys([*person, *plan.qis, *plan.sensitive,
+                                  *weighed_columns(plan.spec)]))
     hidden = {"hidden": person} if person else {}  # counted by the checker, not released
     with pass_bar(bars, "releasing", plan.source) as told, plan.engine.release(
             plan.source, outcome.recoder, check_columns=columns, missing=plan.missing,

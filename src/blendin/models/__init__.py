@@ -36,6 +36,7 @@ from blendin.models.diversity import (
     recursive_levels,
 )
 from blendin.models.dp import DifferentialPrivacy, safepub_beta, safepub_delta, safepub_k
+from blendin.models.individual import IndividualRisk
 from blendin.models.k import KAnonymity
 from blendin.models.kmap import KMAP_ESTIMATORS, KMap, derived_k
 from blendin.models.likeness import LIKENESS_VARIANTS, BetaLikeness, DeltaDisclosure
@@ -53,7 +54,7 @@ __all__ = [
     "KMAP_ESTIMATORS", "KMap", "LIKENESS_VARIANTS", "BetaLikeness", "DeltaDisclosure",
     "PopulationUniqueness", "derived_k", "DeltaPresence", "Population", "PopulationModel",
     "DifferentialPrivacy", "safepub_beta", "safepub_delta", "safepub_k",
-    "DistinctLDiversity", "EntropyLDiversity", "KAnonymity", "PrivacyModel",
+    "DistinctLDiversity", "EntropyLDiversity", "IndividualRisk", "KAnonymity", "PrivacyModel",
     "RecursiveCLDiversity", "ReleaseModel", "SampleUniqueness", "TCloseness", "entropies",
     "model_from_toml", "recursive_levels", "violating",
 ]
@@ -73,6 +74,7 @@ MODELS: dict[str, tuple[type[PrivacyModel], tuple[str, ...], tuple[str, ...]]] =
     BetaLikeness.key: (BetaLikeness, ("attribute", "beta"), ("variant",)),
     DeltaDisclosure.key: (DeltaDisclosure, ("attribute", "delta"), ()),
     DeltaPresence.key: (DeltaPresence, ("dmin", "dmax", "subset"), ()),
+    IndividualRisk.key: (IndividualRisk, ("threshold",), ()),
     DifferentialPrivacy.key: (DifferentialPrivacy, ("epsilon", "delta"),
                               ("generalization_budget", "seed", "degree", "steps")),
 }

@@ -56,7 +56,8 @@ class Population:
     def __init__(self, tuples: np.ndarray, counts: np.ndarray,
                  hierarchies: Sequence[Hierarchy]) -> None:
         self.tuples = np.asarray(tuples, dtype=np.int64)
-        self.counts = np.asarray(counts, dtype=np.int64)
+        counts = np.asarray(counts)  # people, or sums of sampling weights (float)
+        self.counts = counts if counts.dtype.kind == "f" else counts.astype(np.int64)
         self.hierarchies = tuple(hierarchies)
         #: one contiguous array per QI (gathers along a column of ``tuples`` are strided)
         self._columns = [np.ascontiguousarray(self.tuples[:, i]) for i in range(
@@ -78,12 +79,16 @@ class Population:
     def size(self) -> int:
         return int(self.counts.sum())
 
+    @property
+    def _kind(self) -> np.dtype:
+        return self.counts.dtype
+
     def counts_at(self, levels: Sequence[int], class_codes: Sequence[np.ndarray]) -> np.ndarray:
         """People in each class, the classes given by their codes at ``levels`` (one array
         per QI); a class no person falls in counts 0."""
         n = len(class_codes[0]) if len(class_codes) else 0
         if not self.hierarchies:
-            return np.full(n, self.size, np.int64)
+            return np.full(n, self.counts.sum(), self._kind)
         radices = [len(h.labels[lv]) for h, lv in zip(self.hierarchies, levels)]
         if math.prod(radices) <= _DENSE_FACTOR * len(self.counts) + _DENSE_SLACK:
             # a small key space: one dense count per key, no sort
@@ -94,7 +99,7 @@ class Population:
                 ours = ours * radix + np.take(h.codes[lv], column)
                 theirs = theirs * radix + np.asarray(code, np.int64)
             dense = np.bincount(ours, weights=self.counts, minlength=math.prod(radices))
-            return dense[theirs].astype(np.int64)
+            return dense[theirs].astype(self._kind)
         ours = np.stack([np.take(h.codes[lv], column) for column, h, lv in zip(
             self._columns, self.hierarchies, levels)], axis=1).astype(np.int64)
         theirs = np.stack([np.asarray(c, np.int64) for c in class_codes], axis=1)
@@ -103,9 +108,9 @@ class Population:
         uniq, inverse = np.unique(key[:len(ours)], return_inverse=True)
         sums = np.bincount(inverse.reshape(-1), weights=self.counts, minlength=len(uniq))
         if not len(uniq):
-            return np.zeros(n, np.int64)
+            return np.zeros(n, self._kind)
         pos = np.minimum(np.searchsorted(uniq, key[len(ours):]), len(uniq) - 1)
-        return np.where(uniq[pos] == key[len(ours):], sums[pos], 0).astype(np.int64)
+        return np.where(uniq[pos] == key[len(ours):], sums[pos], 0).astype(self._kind)
 
 
 class PopulationModel(PrivacyModel):

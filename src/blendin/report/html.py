@@ -41,6 +41,7 @@ from blendin.report.words import (
     pct,
 )
 from blendin.risk import RiskReport, class_sizes, risk
+from blendin.suda import DIS_FRACTION
 from blendin.summaries import cells_text, fully_generalized, percent_of
 
 TEMPLATE = "report.html.j2"
@@ -207,16 +208,17 @@ def _passed(report) -> bool:
 
 
 def _input_table(original, spec, records: int) -> pa.Table | None:
-    """The input's person key, QI and sensitive columns, read as the release was (the
-    spec's delimiter)."""
+    """The input's person key, QI and sensitive columns (and the sampling weights and
+    households the spec names), read as the release was (the spec's delimiter)."""
     if original is None:
         return None
 
     source = original if hasattr(original, "read_all") else Source(
         original, delimiter=spec.delimiter, encoding=spec.encoding)
 
+    survey = [c for c in (spec.sampling_weights, spec.household) if c]
     columns = list(dict.fromkeys([*([spec.person] if spec.person else []),
-                                  *spec.quasi_identifiers, *spec.sensitive]))
+                                  *spec.quasi_identifiers, *spec.sensitive, *survey]))
     spec.validate_columns(source.columns)
 
     subset = subset_column(spec.models, source.columns)
@@ -235,6 +237,9 @@ def _input_table(original, spec, records: int) -> pa.Table | None:
             fix="pass the input the release was made from as original=")
     return table
 
+
+#: the report finds the special uniques (SUDA2) up to this many quasi-identifiers
+SUDA_QIS = 8
 
 #: the risk threshold when the spec names no k
 DEFAULT_THRESHOLD = 0.2
@@ -282,8 +287,14 @@ def _risk(table: pa.Table, spec, threshold: float,
             not cells and not class_sizes(table, qis, (), spec.missing)[0].sum()):
         return None
     person = spec.person if spec.person in table.column_names else None  # the input's
+    survey = {k: getattr(spec, name) for k, name in (("weights", "sampling_weights"),
+                                                     ("household", "household"))
+              if getattr(spec, name) in table.column_names}
+    # special uniques over every subset of the QIs: 2^8 - 1 of them at most here
+    suda = person is None and not cells and len(qis) <= SUDA_QIS
     return risk(table, qis, sensitive=list(spec.sensitive), threshold=threshold,
-                missing=spec.missing, population=population, person=person, cells=cells)
+                missing=spec.missing, population=population, person=person, cells=cells,
+                suda=suda, **survey)
 
 
 def _row(key: str, label: str, value: str, note: str = "") -> dict[str, str]:
@@ -560,6 +571,7 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         return {"key": key, "label": label, "note": note,
                 "before": get(before) if before is not None else "–",
                 "after": get(after) if after is not None else "–"}
+    both.reports = [r for r in (before, after) if r is not None]
 
     def share(n, r):
         return f"{count(n)} ({pct(n / r.records)})"
@@ -605,6 +617,10 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
             "population-uniques", "Population uniques (estimate)", _population_uniques,
             "people unique in the whole population on the quasi-identifiers, estimated "
             "from the class sizes (Zayatz, Pitman, SNB; Dankar et al. choose the model)"))
+    if any(getattr(r, "individual", None) is not None for r in (before, after)):
+        rows += _individual_rows(both)
+    if any(getattr(r, "suda", None) is not None for r in (before, after)):
+        rows += _suda_rows(both)
     for i, s in enumerate(sensitive):
         rows.append(both(
             f"homogeneous-{i}", f"Classes with one value of {s}",
@@ -612,6 +628,52 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
                             f"{share(r.homogeneity[s].records, r)} records"),
             "everyone in such a class has the same value: it is disclosed"))
     return rows
+
+
+def _individual_rows(both) -> list[dict[str, str]]:
+    """sdcMicro's individual and household risk, where the spec names sampling weights or
+    households (docs/sdc.md)."""
+    def get(figure, shown=pct):
+        def read(r):
+            value = getattr(r.individual, figure, None) if r.individual is not None else None
+            return "–" if value is None else shown(value)
+        return read
+
+    rows = [
+        both("individual-average", "Individual risk, average", get("average"),
+             "sdcMicro's global risk: each record's risk estimated from the sampling "
+             "weights of its class (Benedetti-Franconi)"),
+        both("individual-highest", "Individual risk, highest", get("highest")),
+        both("individual-expected", "Expected re-identifications", get("expected", number),
+             "the sum of the records' individual risks"),
+    ]
+    if any(r.individual is not None and r.individual.household is not None
+           for r in both.reports):
+        rows += [both("household-average", "Household risk, average",
+                      get("household_average"),
+                      "a household is re-identified when any member is: 1 - Π(1 - risk)"),
+                 both("household-expected", "Expected households' re-identifications",
+                      get("household_expected", number))]
+    return rows
+
+
+def _suda_rows(both) -> list[dict[str, str]]:
+    """The special uniques (SUDA2, sdcMicro's scores; docs/sdc.md)."""
+    def get(read):
+        return lambda r: "–" if r.suda is None else read(r.suda, r)
+
+    def records(s, r):
+        return f"{count(s.records_with_msu)} ({pct(s.records_with_msu / r.records)})"
+
+    return [
+        both("suda-records", "Records with a special unique", get(records),
+             "alone in the table on a few of their values, while not alone on any fewer "
+             "(SUDA2's minimal sample uniques)"),
+        both("suda-dis-max", "DIS-SUDA score, highest", get(lambda s, r: f"{s.dis_max:.4f}"),
+             "the probability that a record unique on those values is a correct match, "
+             f"for a sampling fraction of {DIS_FRACTION}"),
+        both("suda-dis-sum", "DIS-SUDA score, sum", get(lambda s, r: f"{s.dis_sum:.4f}")),
+    ]
 
 
 def _population_uniques(r: RiskReport) -> str:
