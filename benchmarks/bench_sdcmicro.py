@@ -33,6 +33,8 @@ import pyarrow.csv as pcsv
 import blendin as bl
 
 HARNESS = arx_data.DATA.parent / "peers" / "sdcmicro" / "SdcBench.R"
+#: sdcMicro's pram, which the shared harness does not run
+PRAM = Path(__file__).resolve().parent / "sdcmicro" / "Pram.R"
 TESTDATA = arx_data.DATA / "sdcmicro" / "testdata.csv"
 KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
 #: (blendin figure, sdcMicro figure) of the risk method
@@ -42,13 +44,21 @@ RISK = (("average", "global_risk"), ("expected", "expected_reident"),
 
 
 def sdcmicro(method: str, runs: int, data: Path = TESTDATA, keys: str = KEYS,
-             **options: str) -> dict:
+             timeout: float = 3600, **options: str) -> dict | None:
+    """sdcMicro's figures and time (None when it did not finish within ``timeout``)."""
     command = ["Rscript", str(HARNESS), str(data), method, keys, f"runs={runs}",
                *(f"{k}={v}" for k, v in options.items())]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    return _rscript(command, timeout)
+
+
+def _rscript(command: list[str], timeout: float) -> dict | None:
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
-        sys.exit(f"SdcBench.R failed: {(proc.stderr or proc.stdout).strip()[-600:]}")
+        sys.exit(f"{command[1]} failed: {(proc.stderr or proc.stdout).strip()[-600:]}")
     return json.loads(lines[-1])
 
 
@@ -132,6 +142,72 @@ def local_suppression(runs: int, k: int = 3) -> None:
                   f"time {ms / theirs['ms']:.2f}x (blendin: the whole anonymize call)")
 
 
+def pram(runs: int) -> None:
+    """PRAM of one column (invariant, pd 0.8, alpha 0.5): values changed and time, the
+    column already in memory on both sides."""
+    import numpy as np
+
+    from blendin.transform.pram import Pram
+
+    print("\npram (invariant, pd 0.8, alpha 0.5)")
+    print(f"  {'data':<22} {'':<9} {'records':>9} {'changed':>9} {'ms':>9}")
+    with tempfile.TemporaryDirectory() as folder:
+        adult = arx_data.read("adult").rename_columns(
+            [c.replace("-", "_") for c in arx_data.read("adult").column_names])
+        path = Path(folder) / "adult.csv"
+        pcsv.write_csv(adult, path)
+        for name, data, column in (("testdata hhcivil", TESTDATA, "hhcivil"),
+                                   ("adult occupation", path, "occupation")):
+            theirs = _rscript(["Rscript", str(PRAM), str(data), column, f"runs={runs}"], 3600)
+            values = np.asarray(pcsv.read_csv(data).column(column).to_pylist()).astype(str)
+            (after, _, _), ms = timed(lambda v=values: Pram(pd=0.8, seed=1).apply(v), runs)
+            changed = int((after != values).sum())
+            for tool, row in (("blendin", (len(values), changed, ms)),
+                              ("sdcMicro", (theirs["rows"], theirs["changed"], theirs["ms"]))):
+                print(f"  {name:<22} {tool:<9} {row[0]:>9,} {row[1]:>9,} {row[2]:>9.1f}")
+            print(f"  {'':<22} blendin/sdcMicro time {ms / theirs['ms']:.2f}x")
+
+
+def large(runs: int, rows: int = 1_000_000, timeout: float = 900) -> None:
+    """A 1M-row adult-like table with sampling weights and households: risk, SUDA2 and
+    local suppression beside sdcMicro, each where sdcMicro finishes within ``timeout``."""
+    import adult_like
+    import numpy as np
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory() as folder:
+        table = pa.concat_tables(adult_like.chunks(rows))
+        rng = np.random.default_rng(0)
+        table = table.rename_columns([c.replace("-", "_") for c in table.column_names])
+        table = table.append_column("w", pa.array(rng.choice([50.0, 100.0, 200.0], rows)))
+        table = table.append_column("hid", pa.array(np.arange(rows) // 3))
+        path = Path(folder) / "adult1m.csv"
+        pcsv.write_csv(table, path)
+        keys = ",".join(c.replace("-", "_") for c in arx_data.SETS["adult"][1][:5])
+        print(f"\n{rows:,}-row adult-like table (keys {keys}; weights, households of 3)")
+        print(f"  {'method':<18} {'blendin':>12} {'sdcMicro':>14} {'ratio':>7}  figures")
+        theirs = sdcmicro("risk", 1, path, keys, timeout, w="w", hh="hid")
+        report, ms = timed(lambda: bl.risk(str(path), keys, weights="w", household="hid"), 1)
+        _row("risk", ms, theirs, f"global risk {report.individual.average:.6g}" + (
+            f" (sdcMicro {theirs['global_risk']:.6g})" if theirs else ""))
+        theirs = sdcmicro("suda2", 1, path, keys, timeout)
+        report, ms = timed(lambda: bl.risk(str(path), keys, suda=True), 1)
+        _row("suda2", ms, theirs, f"records with an MSU {report.suda.records_with_msu:,}" + (
+            f" (sdcMicro {theirs['records_with_msu']:,})" if theirs else ""))
+        spec = bl.Spec(quasi_identifiers={q: bl.as_is() for q in keys.split(",")},
+                       models=[bl.KAnonymity(3)], max_suppression=1, suppression="cells")
+        theirs = sdcmicro("localsupp", 1, path, keys, timeout, k="3")
+        result, ms = timed(lambda: bl.anonymize(str(path), spec), 1)
+        _row("local suppression", ms, theirs, f"cells {sum(result.cells.values()):,}" + (
+            f" (sdcMicro {theirs['suppressed_cells']:,})" if theirs else ""))
+
+
+def _row(method: str, ms: float, theirs: dict | None, figures: str) -> None:
+    other = f"{theirs['ms']:>12,.0f}ms" if theirs else f"{'(> timeout)':>14}"
+    ratio = f"{ms / theirs['ms']:>6.2f}x" if theirs else f"{'':>7}"
+    print(f"  {method:<18} {ms:>10,.0f}ms {other} {ratio}  {figures}")
+
+
 def microaggregation(runs: int) -> None:
     import numpy as np
     import pyarrow.csv as csv
@@ -157,6 +233,10 @@ def microaggregation(runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--large", type=int, default=0, metavar="ROWS",
+                        help="also an adult-like table of ROWS rows (e.g. 1000000)")
+    parser.add_argument("--timeout", type=float, default=900,
+                        help="seconds sdcMicro may take on the large table, per method")
     args = parser.parse_args()
     if shutil.which("Rscript") is None or not HARNESS.is_file():
         sys.exit("sdcMicro skipped: no Rscript or no harness (bash "
@@ -167,6 +247,9 @@ def main() -> None:
     suda2(args.runs)
     local_suppression(args.runs)
     microaggregation(args.runs)
+    pram(args.runs)
+    if args.large:
+        large(args.runs, args.large, args.timeout)
 
 
 if __name__ == "__main__":

@@ -204,14 +204,20 @@ def _round(codes, counts, blank, todo, k, priority) -> np.ndarray:
     return np.array(again, np.int64)
 
 
+#: sets of up to this many cells are tried in full; a row that needs more grows its set one
+#: cell at a time (C(24, 3) = 2,024 sets, where all of 24 columns' would be 16 million)
+EXHAUSTIVE = 3
+
+
 def _plans(codes, counts, blank, todo, k, priority):
     """Per row of ``todo``: the fewest further blanks that bring it to ``k`` (the first such
-    set in priority order) and the count it then reaches."""
+    set in priority order, among sets of up to EXHAUSTIVE cells; then grown greedily) and
+    the count it then reaches."""
     columns = codes.shape[1]
     planned = np.zeros((len(todo), columns), bool)
     reached = np.zeros(len(todo), np.int64)
     open_ = np.ones(len(todo), bool)
-    for size in range(1, columns + 1):
+    for size in range(1, min(columns, EXHAUSTIVE) + 1):
         for chosen in combinations(priority, size):
             extra = np.zeros(columns, bool)
             extra[list(chosen)] = True
@@ -227,4 +233,28 @@ def _plans(codes, counts, blank, todo, k, priority):
             open_[done] = False
             if not open_.any():
                 return planned, reached
-    return planned, reached  # every open row is blank everywhere at the last size
+    _grown(codes, counts, blank, todo, k, priority, planned, reached, open_)
+    return planned, reached
+
+
+def _grown(codes, counts, blank, todo, k, priority, planned, reached, open_) -> None:
+    """The rows still ``open_`` blank, one cell at a time, the cell that brings them the
+    most compatible records (the first in priority order among equals), until they reach
+    ``k`` (in place). Blanking every cell reaches any k the table allows."""
+    while open_.any():
+        rows = np.flatnonzero(open_)
+        best = np.full(len(rows), -1, np.int64)
+        gain = np.full(len(rows), -1, np.int64)
+        for column in priority:
+            shown = ~(blank[todo[rows], column] | planned[rows, column])
+            if not shown.any():
+                continue
+            trial = blank[todo[rows]] | planned[rows]
+            trial[:, column] = True
+            count = compatible(codes, blank, counts, codes[todo[rows]], trial)
+            better = shown & (count > gain)
+            best[better], gain[better] = column, count[better]
+        planned[rows, best] = True
+        done = gain >= k
+        reached[rows[done]] = gain[done]
+        open_[rows[done]] = False
