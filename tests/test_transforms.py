@@ -186,6 +186,8 @@ k = 2
     ('[transform]\nincome = { microaggregate = { k = 3, metod = "mdav" } }',
      "unknown microaggregate option 'metod'"),
     ('[transform]\nincome = { shuffle = true }', "a transform is one of"),
+    ('[attributes]\nsensitive = ["dx"]\n[[privacy]]\nmodel = "distinct-l-diversity"\n'
+     'attribute = "dx"\nl = 2\n[transform]\ndx = { pram = {} }', "which its transform"),
 ])
 def test_the_spec_refuses_transforms_it_cannot_make(section, message):
     text = ('[quasi_identifiers]\nregion = { flat = true }\n[[privacy]]\nmodel = '

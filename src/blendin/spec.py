@@ -439,6 +439,11 @@ class Spec:
             if role in ("identifier", "person key"):
                 raise BlendinError(f"{name!r} is an {role} and has a transform: it is not "
                                    "released", fix=f"remove the transform of {name!r}")
+            read = [m.key for m in self.models if m.attribute == name]
+            if read:
+                raise BlendinError(f"{read[0]} is verified on the values of {name!r}, which "
+                                   "its transform would then change",
+                                   fix=f"remove the transform of {name!r}, or that model")
         for name in self.transformed_qis:
             if name not in self.transforms:
                 raise BlendinError(f"{name!r} is listed as a transformed quasi-identifier "
