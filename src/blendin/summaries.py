@@ -148,6 +148,7 @@ def result_summary(result) -> Summary:
         rows.append(("utility", ", ".join(f"{k} {_figure(float(v))}"
                                           for k, v in result.utility.items())))
     rows.append(("algorithm", _how(result)))
+    rows += [("transformed", applied.line()) for applied in getattr(result, "transformed", [])]
     for qi in fully_generalized(result):
         rows.append(("note", f"{qi} shows one value for every record (see summary())"))
     rows += [("warning", w) for w in getattr(result, "warnings", [])]

@@ -283,6 +283,11 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     a table of several rows per person is protected person by person: every class counts
     people, and a person's rows are released or suppressed together.
 
+    Survey microdata (docs/sdc.md): suppression = "cells" under [anonymization] blanks
+    single quasi-identifier cells instead of whole records; a [transform] section
+    microaggregates numeric columns and randomizes categorical ones (PRAM); model =
+    "individual-risk" bounds the risk the [attributes] sampling_weights give.
+
     In a database (DATA postgresql://USER@HOST:PORT/DB, duckdb:///FILE or FILE.duckdb,
     with --table or --query) the rows never leave it: the database groups them, the search
     runs here, and the release is made there as --output-table (in the database -o names),
