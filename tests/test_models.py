@@ -592,7 +592,7 @@ def test_every_model_is_registered():
                            "recursive-cl-diversity", "t-closeness", "average-risk",
                            "sample-uniqueness", "population-uniqueness", "k-map",
                            "beta-likeness", "delta-disclosure", "delta-presence",
-                           "differential-privacy"}
+                           "differential-privacy", "individual-risk"}
     assert str(DistinctLDiversity("dx", 3)) == "distinct-l-diversity of 'dx' (l = 3)"
 
 

@@ -89,6 +89,8 @@ MODEL_MEANINGS: dict[str, str] = {
     "population-uniqueness": "At most {threshold} of the population is estimated to be "
                              "unique on the released values ({estimator}).",
     "k-map": "Every class stands for at least {k} people of the population (estimated).",
+    "individual-risk": "Every released record's individual risk, estimated from the sampling "
+                       "weights of its class as sdcMicro does, is at most {threshold}.",
     "beta-likeness": "No value of {attribute} is more than {beta} times more frequent, "
                      "relatively, in a class than overall ({variant}).",
     "delta-disclosure": "In every class the share of each value of {attribute} is within "
@@ -531,6 +533,7 @@ def _meaning(key: str, params: dict) -> str:
 #: the parameter a model's figure is compared with
 BOUNDS = {"k-anonymity": "k", "t-closeness": "t", "average-risk": "threshold",
           "sample-uniqueness": "threshold", "population-uniqueness": "threshold",
+          "individual-risk": "threshold",
           "beta-likeness": "beta", "delta-disclosure": "delta", "delta-presence": "dmax"}
 
 
