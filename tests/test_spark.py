@@ -72,6 +72,24 @@ def test_same_node_and_same_release_as_embedded(spark, algorithm):
     assert ours.check.passed and ours.check.to_dict() == embedded.check.to_dict()
 
 
+def test_cells_as_embedded_and_transforms_refused(spark):
+    import dataclasses
+
+    import blendin as bl
+
+    df = table()
+    spec = dataclasses.replace(spec_for(df), models=[KAnonymity(3)], max_suppression=0.3,
+                               suppression="cells")
+    ours, embedded = anonymize(spark.createDataFrame(df), spec), anonymize(df, spec)
+    assert ours.check.passed and ours.cells == embedded.cells and sum(ours.cells.values())
+    assert multiset(ours.data) == multiset(embedded.data)
+    numeric = next(c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
+                   and c not in spec.roles())
+    spec = dataclasses.replace(spec_for(df), transforms={numeric: bl.Microaggregate(3)})
+    with pytest.raises(BlendinError, match="embedded engine"):
+        anonymize(spark.createDataFrame(df), spec)
+
+
 def test_t_closeness_kept_records_and_pandas_in(spark):
     df = table(seed=5)
     spec = spec_for(df, models=[KAnonymity(5), TCloseness("dx", 0.3)], max_suppression=0.1)

@@ -252,6 +252,6 @@ def test_mdav_through_the_spec_matches_sdcmicro_on_its_testdata():
     result = bl.anonymize(df, spec)
     (applied,) = result.transformed
     # sdcMicro 5.8.1: microaggregation(.., method = "mdav", aggr = 3): 1,526 groups,
-    # dUtility(.., "IL1") 533.3433570202
+    # dUtility(.., "IL1s") 533.3433570202
     assert applied.groups == 1526
     assert applied.loss.il1s == pytest.approx(533.3433570202, abs=1e-6)
