@@ -41,39 +41,41 @@ def mdav(x: np.ndarray, k: int) -> np.ndarray:
         raise BlendinError(f"microaggregation needs k of 1 or more, got {k}",
                            fix="give e.g. k = 3")
     variance = x.var(axis=0)
-    scaled = x / np.sqrt(np.where(variance > 0, variance, 1.0))
+    # centred too (distances do not change): the expansion below then loses no precision
+    # to a large mean
+    scaled = (x - x.mean(axis=0)) / np.sqrt(np.where(variance > 0, variance, 1.0))
     group = np.full(n, -1, dtype=np.int64)
-    # the records not yet grouped (the first ``live`` of ``left``) and their scaled values,
-    # one array a column: a distance is a few passes over short arrays, and a group's
-    # records leave by taking the places of the last ones (a few moves, not a copy)
+    # the records not yet grouped (the first ``live`` of ``left``) and their scaled values;
+    # a group's records leave by taking the places of the last ones (a few moves, not a
+    # copy). A squared distance is |p|² - 2 p·o + |o|²: one matrix-vector product a pass
     left = np.arange(n)
-    points = [column.copy() for column in scaled.T]
+    points = scaled.copy()
+    norms = np.einsum("ij,ij->i", points, points)
     total = scaled.sum(axis=0)  # kept up to date: the centroid without a pass
-    buffer = np.empty(n)
     live, number = n, 0
     while live >= 2 * k:
-        view = [column[:live] for column in points]
-        away = _distance(view, total / live, buffer[:live])
-        start = int(np.argmax(away))
+        view, squares = points[:live], norms[:live]
+        start = int(np.argmax(_distance(view, squares, total / live)))
         taken = []
         for _ in range(2 if live >= 3 * k else 1):
-            away = _distance(view, [column[start] for column in view], buffer[:live])
+            away = _distance(view, squares, view[start])
             for earlier in taken:
                 away[earlier] = np.inf
             nearest = _nearest(away, k)
             taken.append(nearest)
             group[left[nearest]] = number
             number += 1
-            total -= [column[nearest].sum() for column in view]
+            total -= view[nearest].sum(axis=0)
             away[np.concatenate(taken)] = -np.inf
             start = int(np.argmax(away))  # the farthest from this group's first record
-        live = _remove(np.concatenate(taken), live, left, points)
+        live = _remove(np.concatenate(taken), live, left, points, norms)
     if live:
         group[left[:live]] = number
     return group
 
 
-def _remove(gone: np.ndarray, live: int, left: np.ndarray, points: list[np.ndarray]) -> int:
+def _remove(gone: np.ndarray, live: int, left: np.ndarray, points: np.ndarray,
+            norms: np.ndarray) -> int:
     """Drop the rows ``gone`` from the first ``live`` rows: the last rows that stay move
     into their places. Returns the rows left."""
     after = live - len(gone)
@@ -82,8 +84,8 @@ def _remove(gone: np.ndarray, live: int, left: np.ndarray, points: list[np.ndarr
     tail[gone[gone >= after] - after] = False
     movers = np.flatnonzero(tail) + after
     left[holes] = left[movers]
-    for column in points:
-        column[holes] = column[movers]
+    points[holes] = points[movers]
+    norms[holes] = norms[movers]
     return after
 
 
@@ -99,15 +101,12 @@ def _nearest(away: np.ndarray, k: int) -> np.ndarray:
     return nearest
 
 
-def _distance(points: list[np.ndarray], origin, out: np.ndarray) -> np.ndarray:
-    """Squared distance of every point (one array a column) to ``origin``, into ``out``."""
-    np.subtract(points[0], origin[0], out=out)
-    np.multiply(out, out, out=out)
-    gap = np.empty_like(out)
-    for column, at in zip(points[1:], origin[1:]):
-        np.subtract(column, at, out=gap)
-        np.multiply(gap, gap, out=gap)
-        out += gap
+def _distance(points: np.ndarray, squares: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """Squared distance of every point to ``origin`` (``squares``: the points' own)."""
+    out = points @ origin
+    out *= -2.0
+    out += squares
+    out += origin @ origin
     return out
 
 
