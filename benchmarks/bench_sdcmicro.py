@@ -62,6 +62,15 @@ def _rscript(command: list[str], timeout: float) -> dict | None:
     return json.loads(lines[-1])
 
 
+def adult_csv(folder: str) -> Path:
+    """adult as sdcMicro's harness reads it (commas, names without "-"), in ``folder``."""
+    adult = arx_data.read("adult")
+    path = Path(folder) / "adult.csv"
+    pcsv.write_csv(adult.rename_columns([c.replace("-", "_") for c in adult.column_names]),
+                   path)
+    return path
+
+
 def timed(work, runs: int):
     work()  # warm-up: imports, first read
     times, result = [], None
@@ -95,10 +104,7 @@ def suda2(runs: int) -> None:
           f"{'DIS sum':>14} {'DIS max':>10} {'ms':>8}")
     with tempfile.TemporaryDirectory() as folder:
         # sdcMicro's harness reads commas and names without "-": adult is written so
-        adult = arx_data.read("adult").rename_columns(
-            [c.replace("-", "_") for c in arx_data.read("adult").column_names])
-        path = Path(folder) / "adult.csv"
-        pcsv.write_csv(adult, path)
+        path = adult_csv(folder)
         adult_keys = ",".join(c.replace("-", "_") for c in arx_data.SETS["adult"][1])
         for name, data, keys in (("testdata", TESTDATA, KEYS), ("adult", path, adult_keys)):
             theirs = sdcmicro("suda2", runs, data, keys)
@@ -120,10 +126,7 @@ def local_suppression(runs: int, k: int = 3) -> None:
     print(f"\nlocal suppression to k = {k} (every key as it is)")
     print(f"  {'data':<10} {'':<9} {'cells':>7}  {'per key':<58} {'ms':>9}")
     with tempfile.TemporaryDirectory() as folder:
-        adult = arx_data.read("adult").rename_columns(
-            [c.replace("-", "_") for c in arx_data.read("adult").column_names])
-        path = Path(folder) / "adult.csv"
-        pcsv.write_csv(adult, path)
+        path = adult_csv(folder)
         adult_keys = ",".join(c.replace("-", "_") for c in arx_data.SETS["adult"][1][:5])
         for name, data, keys in (("testdata", TESTDATA, KEYS), ("adult", path, adult_keys)):
             names = keys.split(",")
@@ -152,10 +155,7 @@ def pram(runs: int) -> None:
     print("\npram (invariant, pd 0.8, alpha 0.5)")
     print(f"  {'data':<22} {'':<9} {'records':>9} {'changed':>9} {'ms':>9}")
     with tempfile.TemporaryDirectory() as folder:
-        adult = arx_data.read("adult").rename_columns(
-            [c.replace("-", "_") for c in arx_data.read("adult").column_names])
-        path = Path(folder) / "adult.csv"
-        pcsv.write_csv(adult, path)
+        path = adult_csv(folder)
         for name, data, column in (("testdata hhcivil", TESTDATA, "hhcivil"),
                                    ("adult occupation", path, "occupation")):
             theirs = _rscript(["Rscript", str(PRAM), str(data), column, f"runs={runs}"], 3600)

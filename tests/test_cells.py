@@ -37,6 +37,12 @@ def distinct(records: np.ndarray):
     return tuples, inverse.reshape(-1), counts
 
 
+def drawn(data, columns: int, rows: int, highest: int) -> np.ndarray:
+    """A table of ``rows`` records of codes 0..``highest`` drawn by hypothesis."""
+    row = st.lists(st.integers(0, highest), min_size=columns, max_size=columns)
+    return np.array(data.draw(st.lists(row, min_size=rows, max_size=rows)))
+
+
 tables = st.integers(1, 4).flatmap(lambda m: st.lists(
     st.tuples(st.lists(st.integers(0, 3), min_size=m, max_size=m),
               st.lists(st.booleans(), min_size=m, max_size=m)), min_size=1, max_size=30))
@@ -56,9 +62,7 @@ def test_compatible_counts_the_pairs_that_agree_wherever_neither_is_blank(rows):
 @settings(max_examples=150, deadline=None)
 @given(st.integers(1, 4), st.integers(2, 5), st.data())
 def test_every_record_reaches_k_and_only_short_records_lose_cells(m, k, data):
-    n = data.draw(st.integers(k, 40))
-    records = np.array(data.draw(st.lists(st.lists(st.integers(0, 4), min_size=m, max_size=m),
-                                          min_size=n, max_size=n)))
+    records = drawn(data, m, data.draw(st.integers(k, 40)), 4)
     tuples, of_record, counts = distinct(records)
     blank = suppress_cells(tuples, counts, k)
     per_record = blank[of_record]
@@ -94,9 +98,7 @@ def fewest_cells(records: np.ndarray, k: int) -> int:
 @settings(max_examples=40, deadline=None, derandomize=True)
 @given(st.integers(1, 3), st.integers(2, 3), st.data())
 def test_beside_the_fewest_cells_by_brute_force(m, k, data):
-    n = data.draw(st.integers(k, 6))
-    records = np.array(data.draw(st.lists(st.lists(st.integers(0, 2), min_size=m, max_size=m),
-                                          min_size=n, max_size=n)))
+    records = drawn(data, m, data.draw(st.integers(k, 6)), 2)
     tuples, _, counts = distinct(records)
     ours = int((suppress_cells(tuples, counts, k) * counts[:, None]).sum())
     fewest = fewest_cells(records, k)
