@@ -707,3 +707,54 @@ def test_the_release_beside_the_input(app):
     suppressed = rows(pages["suppressed"])
     assert len(suppressed) == min(result.suppressed, 50)
     assert all(c[-1] == "suppressed" for c in suppressed)
+
+
+def test_a_project_with_cells_and_transforms_keeps_them_in_the_app(app, tmp_path):
+    spec_text = """
+[attributes]
+identifiers = ["name", "ssn"]
+sensitive = ["diagnosis"]
+
+[quasi_identifiers]
+zip = { masking = 5 }
+sex = { flat = true }
+dob = { dates = ["year", "decade"] }
+ethnicity = { pram = { pd = 0.7, seed = 3 } }
+
+[transform]
+marital_status = { pram = { pd = 0.9 } }
+
+[[privacy]]
+model = "k-anonymity"
+k = 3
+
+[anonymization]
+max_suppression = 0.3
+suppression = "cells"
+cell_priority = ["sex", "zip"]
+"""
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        loaded = html.unescape(client.post(f"{sid}/load/project", files=[
+            ("files", ("spec.toml", spec_text.encode()))]).text)
+        assert "Kept as written (the page has no fields for them): ethnicity (pram), " \
+               "marital_status (pram)" in loaded
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        page = html.unescape(client.get(f"{sid}/").text)
+        assert 'id="carried"' in page and 'value="sex, zip"' in page
+        built = workflow.build_spec(session)
+        assert built.to_dict() == bl.Spec.from_dict(
+            __import__("tomllib").loads(spec_text)).to_dict()
+        client.post(f"{sid}/models", data={"m0:k": "3", "max_suppression": "0.3",
+                                           "suppression": "cells",
+                                           "cell_priority": "sex, zip", "action": "run"})
+        session = _wait(app, sid)
+        assert session.job.error is None
+        run = session.runs[-1]
+        assert run.result.cells is not None and run.result.check.passed
+        assert [a.columns for a in run.result.transformed] == [("ethnicity",),
+                                                               ("marital_status",)]
+        shown = html.unescape(client.get(f"{sid}/").text)
+        blanked = sum(run.result.cells.values())
+        assert f'id="cells">{blanked:,} (' in shown and "PRAM: marital_status" in shown

@@ -51,6 +51,8 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
 }
 #: how records that would violate k lose their values: whole records, or single cells
 SUPPRESSION = ("records", "cells")
+#: the [attributes] keys of survey microdata (docs/sdc.md): one column each
+SURVEY = ("sampling_weights", "household")
 #: the key of a ``[[privacy]]`` table that carries the sensitive attribute's hierarchy
 MODEL_HIERARCHY_KEY = "hierarchy"
 
@@ -347,7 +349,7 @@ class Spec:
         inp = {k: v for k, v in inp.items() if v is not None}
         if inp:
             doc["input"] = inp
-        single = ("person", "sampling_weights", "household")
+        single = ("person", *SURVEY)
         attrs = {k: list(getattr(self, k)) for k in SECTIONS["attributes"]
                  if getattr(self, k) and k not in single}
         attrs.update({k: getattr(self, k) for k in single if getattr(self, k)})
@@ -406,7 +408,7 @@ class Spec:
                                    "(--person patient_id)")
         self._check_tables()
         for key in SECTIONS["attributes"]:
-            if key in ("person", "sampling_weights", "household"):
+            if key in ("person", *SURVEY):
                 continue
             value = getattr(self, key)
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -450,7 +452,7 @@ class Spec:
                                    "without a transform", fix=f"give {name!r} a transform")
 
     def _check_survey(self) -> None:
-        for key in ("sampling_weights", "household"):
+        for key in SURVEY:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value):
                 raise BlendinError(f"[attributes] {key} must be one column name, got "
@@ -630,8 +632,7 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
             raise BlendinError(f"the data has duplicate column names: {preview(dupes)}",
                                fix="give every column a distinct name in the header")
         present = set(names)
-        survey = [(f"[attributes] {k}", getattr(self, k))
-                  for k in ("sampling_weights", "household") if getattr(self, k)]
+        survey = [(f"[attributes] {k}", getattr(self, k)) for k in SURVEY if getattr(self, k)]
         for role, name in survey:
             if name not in present:
                 near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)

@@ -12,7 +12,7 @@ from blendin.app.workflow import suffix_of
 from blendin.errors import BlendinError
 from blendin.io import unpack_zip
 from blendin.project import csv_paths
-from blendin.spec import Spec, project_spec
+from blendin.spec import SURVEY, TRANSFORMS, Spec, project_spec
 
 
 def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
@@ -44,9 +44,21 @@ def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
     Spec.from_dict(document, base_dir=inbox).validate_columns(session.data.table.column_names)
     _take(session, document, inbox)
     qis = len(document.get("quasi_identifiers", {}))
+    carried = carried_text(session)
     return (f"project loaded: {qis} quasi-identifier{'s' if qis != 1 else ''}, "
             f"{len(document.get('privacy', []))} privacy model(s); run it as it is or change "
-            "it")
+            "it" + (f". Kept as written (the page has no fields for them): {carried}"
+                    if carried else ""))
+
+
+def carried_text(session: Session) -> str:
+    """What the page keeps of a project without showing fields for it, in words."""
+    carried = session.carried
+    parts = [f"{column} ({next(iter(table))})" for section in ("quasi_identifiers",
+                                                               "transform")
+             for column, table in carried.get(section, {}).items()]
+    parts += [f"{key} {value}" for key, value in carried.get("attributes", {}).items()]
+    return ", ".join(parts)
 
 
 def _toml_document(path: Path) -> dict:
@@ -79,10 +91,15 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
     hierarchy folder."""
     attributes = document.get("attributes", {})
     qis = document.get("quasi_identifiers", {})
+    transformed = {c: t for c, t in qis.items() if any(k in t for k in TRANSFORMS)}
+    qis = {c: t for c, t in qis.items() if c not in transformed}
     roles = {c: "insensitive" for c in session.data.table.column_names}
     roles |= {c: "identifier" for c in attributes.get("identifiers", [])}
     roles |= {c: "sensitive" for c in attributes.get("sensitive", [])}
     roles |= {c: "quasi-identifier" for c in qis}
+    session.carried = {name: section for name, section in (
+        ("quasi_identifiers", transformed), ("transform", document.get("transform", {})),
+        ("attributes", {k: attributes[k] for k in SURVEY if k in attributes})) if section}
     if attributes.get("person"):
         roles[attributes["person"]] = "person key"
     folder = session.file("hierarchies")
@@ -96,6 +113,8 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
             table["csv"] = f"hierarchies/{dest.name}"
         hierarchies[column] = table
     anonymization = dict(document.get("anonymization", {}))
+    if "cell_priority" in anonymization:  # a field of the page: the names, by commas
+        anonymization["cell_priority"] = ", ".join(anonymization["cell_priority"])
     session.weights = dict(anonymization.pop("weights", {}))
     session.roles, session.hierarchies = roles, hierarchies
     session.models = [dict(m) for m in document.get("privacy", [])]

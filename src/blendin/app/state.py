@@ -155,6 +155,10 @@ class Session:
     weights: dict[str, float] = field(default_factory=dict)
     models: list[dict] = field(default_factory=list)
     limits: dict[str, Any] = field(default_factory=dict)
+    #: what a loaded project holds that the page has no fields for (its [transform]
+    #: section, quasi-identifiers protected by a transform, sampling weights and
+    #: households): kept as written in every spec the page builds, and named on the page
+    carried: dict[str, dict] = field(default_factory=dict)
     runs: list[Run] = field(default_factory=list)
     job: Job | None = None
     message: str | None = None

@@ -9,11 +9,13 @@ import numpy as np
 
 from blendin.app import trees, workflow
 from blendin.app.profile import ROLES
+from blendin.app.projects import carried_text
 from blendin.app.state import Run, Session
 from blendin.codes import combine_keys
 from blendin.errors import BlendinError
 from blendin.report.html import utility_rows
 from blendin.report.plots import class_sizes
+from blendin.summaries import cells_text
 
 
 def context(session: Session) -> dict:
@@ -42,6 +44,7 @@ def context(session: Session) -> dict:
     out["tree_anchors"] = {q: tree_anchor(q) for q in qis}
     out["tree_limit"] = trees.TREE_VALUES
     out["spec_problem"] = _spec_problem(session)
+    out["carried"] = carried_text(session)
     runs = out["runs"]
     if runs:
         out["last"] = describe(runs[-1], session)
@@ -91,6 +94,9 @@ def describe(run: Run, session: Session) -> dict:
         "released": result.table.num_rows,
         "suppressed": result.suppressed,
         "suppressed_share": result.suppressed / max(result.records, 1),
+        "cells": cells_text(result.cells) if result.cells is not None else None,
+        "cell_records": result.cell_records,
+        "transformed": [applied.line() for applied in result.transformed],
         "max_suppression": result.spec.max_suppression,
         "classes": result.classes,
         "min_class": result.min_class_size,

@@ -277,6 +277,7 @@ def set_data(session: Session, loaded: Loaded) -> None:
         session.models.append({"model": "distinct-l-diversity", "attribute": sensitive[0],
                                "l": 2})
     session.limits = {"max_suppression": 0.05}
+    session.carried = {}
 
 
 def preview(loaded: Loaded) -> dict:
@@ -431,7 +432,8 @@ SWITCHES = ("relaxed", "sets", "recode_suppressed")
 LABELS = {"relaxed": "relaxed (Mondrian)", "sets": "sets (Mondrian)",
           "recode_suppressed": "recode suppressed records (full-domain)",
           "time_limit": "time limit, s (heuristic)", "max_checks": "node checks (heuristic)",
-          "seed": "seed (heuristic)"}
+          "seed": "seed (heuristic)", "suppression": "suppression (records or cells)",
+          "cell_priority": "cells blanked first (QIs, by commas)"}
 
 
 def choices() -> dict[str, tuple]:
@@ -461,13 +463,20 @@ def spec_document(session: Session) -> dict:
     if keys:  # every count then counts people (docs/people.md)
         attributes["person"] = keys[0]
     anonymization = {k: v for k, v in session.limits.items() if v not in (None, "")}
+    if isinstance(anonymization.get("cell_priority"), str):  # the field's names, by commas
+        anonymization["cell_priority"] = _items(anonymization["cell_priority"])
     weights = {q: w for q, w in session.weights.items() if q in qis and w != 1}
     if weights:
         anonymization["weights"] = weights
+    carried = session.carried  # a project's sections the page has no fields for
+    attributes |= carried.get("attributes", {})
     doc = {"input": dict(session.data.options)} if session.data.options else {}
+    if carried.get("transform"):
+        doc["transform"] = dict(carried["transform"])
     return doc | {
         "attributes": {k: v for k, v in attributes.items() if v},
-        "quasi_identifiers": {q: session.hierarchies.get(q) or {"flat": True} for q in qis},
+        "quasi_identifiers": {q: session.hierarchies.get(q) or {"flat": True} for q in qis}
+        | carried.get("quasi_identifiers", {}),
         "privacy": [dict(m) for m in session.models],
         "anonymization": anonymization,
     }
