@@ -330,6 +330,10 @@ def check(
     aggregated = [name for name, t in spec.transforms.items()
                   if isinstance(t, Microaggregate)]
     if aggregated:  # their released values, every record's (a few numeric columns)
+        if not hasattr(source, "read_all"):
+            raise BlendinError(f"microaggregated columns are checked on a file or a "
+                               f"DataFrame, not on {engine.name}",
+                               fix="check the release as a file (or export the table)")
         report = check_transforms(source.read_all(aggregated), spec, report)
     return report
 
