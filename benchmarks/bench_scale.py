@@ -4,6 +4,7 @@ size, embedded and on Spark local[2], next to the floor: pyarrow reading the sam
     python benchmarks/bench_scale.py                                # 1M and 10M rows, CSV
     python benchmarks/bench_scale.py --rows 1000000 --rows 10000000 --format parquet
     python benchmarks/bench_scale.py --rows 100000000 --format parquet --no-spark
+    python benchmarks/bench_scale.py --rows 3000000 --cores 1,2,all --no-spark
 
 The tables are adult replicated and jittered (``adult_like.py``: age +-3, every other column
 resampled among its hierarchy's leaves with p = 0.1), written once per size under
@@ -152,10 +153,18 @@ def measure(command: list[str]) -> tuple[float, float, float, str]:
     return seconds, max(peak, usage.ru_maxrss * 1024) / 2**20, cpu, text
 
 
-def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
+def pinned(cores: str) -> list[str]:
+    """The command prefix that runs a process on its first ``cores`` cores (``taskset``), or
+    on every core for ``all``."""
+    return [] if cores == "all" else ["taskset", "-c", f"0-{int(cores) - 1}"]
+
+
+def run(rows: int, fmt: str, spark: bool, master: str, cores: str = "all") -> dict:
     data, spec = prepare(rows, fmt)
     floor = "whole" if rows <= WHOLE_FLOOR_ROWS else "stream"
-    floor_s, floor_mib, floor_cpu, _ = measure([sys.executable, "-c", FLOOR, str(data), floor])
+    on = pinned(cores)
+    floor_s, floor_mib, floor_cpu, _ = measure(
+        [*on, sys.executable, "-c", FLOOR, str(data), floor])
 
     def blendin(engine: str) -> list[str]:
         out = data.parent / f"release-{engine}.parquet"  # a file, or Spark's folder
@@ -163,13 +172,13 @@ def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
                 str(data), "--spec", str(spec), "-o", str(out), "--force", "--json",
                 "--engine", engine]
 
-    row = {"rows": rows, "format": fmt, "floor": floor, "floor_s": floor_s,
+    row = {"rows": rows, "format": fmt, "cores": cores, "floor": floor, "floor_s": floor_s,
            "floor_mib": floor_mib, "floor_cpu": floor_cpu}
-    seconds, mib, cpu, text = measure(blendin("embedded"))
+    seconds, mib, cpu, text = measure([*on, *blendin("embedded")])
     levels = json.loads(text)["levels"]
     row.update(embedded_s=seconds, embedded_mib=mib, embedded_cpu=cpu, levels=levels)
     if spark:
-        seconds, mib, cpu, text = measure(blendin("spark") + ["--spark-master", master,
+        seconds, mib, cpu, text = measure([*on, *blendin("spark")] + ["--spark-master", master,
                                                 "--spark-conf", "spark.ui.enabled=false",
                                                 "--spark-conf", "spark.driver.memory=4g"])
         row.update(spark_s=seconds, spark_mib=mib, spark_cpu=cpu,
@@ -179,13 +188,15 @@ def run(rows: int, fmt: str, spark: bool, master: str) -> dict:
 
 def show(rows: list[dict]) -> None:
     spark = any("spark_s" in r for r in rows)
-    head = (f"{'rows':>12} {'format':>8} {'floor':>7} {'floor s':>8} {'floor MiB':>10}"
+    head = (f"{'rows':>12} {'format':>8} {'cores':>5} {'floor':>7} {'floor s':>8} "
+            f"{'floor MiB':>10}"
             f" {'embedded s':>11} {'x floor':>8} {'cpu s':>7} {'embedded MiB':>13}")
     if spark:
         head += f" {'spark s':>8} {'cpu s':>7} {'spark MiB':>10} {'same node':>10}"
     print(head)
     for r in rows:
-        line = (f"{r['rows']:>12,} {r['format']:>8} {r['floor']:>7} {r['floor_s']:>8.2f}"
+        line = (f"{r['rows']:>12,} {r['format']:>8} {r.get('cores', 'all'):>5} "
+                f"{r['floor']:>7} {r['floor_s']:>8.2f}"
                 f" {r['floor_mib']:>10.0f} {r['embedded_s']:>11.2f}"
                 f" {r['embedded_s'] / r['floor_s']:>8.1f} {r['embedded_cpu']:>7.1f}"
                 f" {r['embedded_mib']:>13.0f}")
@@ -193,9 +204,11 @@ def show(rows: list[dict]) -> None:
             line += (f" {r['spark_s']:>8.1f} {r['spark_cpu']:>7.1f} {r['spark_mib']:>10.0f}"
                      f" {'yes' if r['spark_same'] else 'NO':>10}")
         print(line)
+    speedups(rows)
     by_format: dict[str, list[dict]] = {}
     for r in rows:
-        by_format.setdefault(r["format"], []).append(r)
+        if r.get("cores", "all") == "all":
+            by_format.setdefault(r["format"], []).append(r)
     for fmt, group in by_format.items():
         if len(group) < 2:
             continue
@@ -207,6 +220,17 @@ def show(rows: list[dict]) -> None:
         print(f"growth exponents ({fmt}, {first['rows']:,} -> {last['rows']:,} rows): {exps}")
 
 
+def speedups(rows: list[dict]) -> None:
+    """Per table: its times on one core over its times on each other setting."""
+    one = {(r["rows"], r["format"]): r for r in rows if r.get("cores") == "1"}
+    for r in rows:
+        base = one.get((r["rows"], r["format"]))
+        if base is not None and r.get("cores") != "1":
+            print(f"{r['rows']:,} {r['format']}: 1 -> {r['cores']} cores, embedded "
+                  f"{base['embedded_s'] / r['embedded_s']:.2f}x faster, the floor "
+                  f"{base['floor_s'] / r['floor_s']:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, action="append",
@@ -216,17 +240,24 @@ def main() -> None:
     parser.add_argument("--no-spark", action="store_true", help="the embedded engine only")
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--json", help="also write one JSON line per measurement here")
+    parser.add_argument("--cores", default="all",
+                        help="run each measurement on these many cores, by taskset, e.g. "
+                             "1,2,all (default: all)")
     args = parser.parse_args()
     arx_data.path("adult")  # exits with a message when the data is absent
+    settings = [c.strip() for c in args.cores.split(",") if c.strip()]
+    if any(c != "all" and (not c.isdigit() or int(c) < 1) for c in settings):
+        parser.error(f"--cores takes whole numbers and all, got {args.cores!r}")
     rows = []
     for fmt in args.format or ["csv"]:
         for n in args.rows or [1_000_000, 10_000_000]:
-            row = run(n, fmt, not args.no_spark, args.spark_master)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+            for cores in settings:
+                row = run(n, fmt, not args.no_spark, args.spark_master, cores)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if args.json:
+                    with open(args.json, "a") as f:
+                        f.write(json.dumps(row) + "\n")
     show(rows)
 
 

@@ -78,3 +78,44 @@ def test_work_on_the_pool_does_its_own_items_in_turn():
     runner.join(timeout=60)
     assert not runner.is_alive(), "the pool waits on itself"
     assert sorted(seen) == list(range(10 * (parallel.workers() + 2)))
+
+
+def test_threads_are_limited_here_and_in_arrow_and_the_answers_stay_the_same(monkeypatch):
+    import pyarrow as pa
+    from engine_cases import spec_for, table
+
+    import blendin as bl
+
+    df = table()
+    everything = bl.anonymize(df, spec_for(df), shuffle_seed=1)
+    try:
+        bl.set_threads(1)
+        assert parallel.workers() == 1 and pa.cpu_count() == 1
+        one = bl.anonymize(df, spec_for(df), shuffle_seed=1)
+    finally:
+        bl.set_threads(None)
+    assert parallel.workers() == parallel.cores() == pa.cpu_count()
+    assert one.levels == everything.levels and one.data.equals(everything.data)
+    monkeypatch.setenv(parallel.THREADS_VARIABLE, "two")
+    with pytest.raises(bl.BlendinError, match="BLENDIN_THREADS = 'two'"):
+        parallel.workers()
+
+
+def test_the_cli_takes_threads_and_names_a_bad_variable(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    data = tmp_path / "t.csv"
+    data.write_text("age,sex\n30,f\n31,m\n30,f\n")
+    try:
+        ok = CliRunner().invoke(main, ["--threads", "1", "risk", str(data), "--qi", "age"])
+        assert ok.exit_code == 0 and "records" in ok.output and parallel.workers() == 1
+    finally:
+        parallel.set_threads(None)
+    bad = CliRunner().invoke(main, ["--threads", "0", "risk", str(data), "--qi", "age"])
+    assert bad.exit_code == 2 and "--threads" in bad.output
+    monkeypatch.setenv(parallel.THREADS_VARIABLE, "0")
+    run = CliRunner().invoke(main, ["risk", str(data), "--qi", "age"])
+    assert run.exit_code == 2 and "BLENDIN_THREADS = '0'" in run.output
+    assert "Traceback" not in run.output

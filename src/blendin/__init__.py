@@ -67,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "METRICS": "blendin.metrics",
     "utility_of_node": "blendin.metrics",
     "Microaggregate": "blendin.transform.microaggregation",
+    "set_threads": "blendin.parallel",
     "Pram": "blendin.transform.pram",
     "AverageRisk": "blendin.models",
     "BetaLikeness": "blendin.models",
@@ -174,6 +175,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names as if imported eagerl
         TCloseness,
         model_from_toml,
     )
+    from blendin.parallel import set_threads  # noqa: F401
     from blendin.report import render_report, write_report  # noqa: F401
     from blendin.risk import RiskReport, risk  # noqa: F401
     from blendin.search import POLICIES, Solution, find  # noqa: F401

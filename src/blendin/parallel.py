@@ -1,5 +1,6 @@
 """Work on the machine's cores for calls that release the GIL (Arrow's kernels, NumPy's
-gathers and sorts): one shared pool, made on first use."""
+gathers and sorts): one shared pool, made on first use, of every core the process may run
+on, or as many threads as ``BLENDIN_THREADS`` (``blendin --threads N``) allows."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+
+from blendin.errors import BlendinError
 
 _PREFIX = "blendin-work"
 _pool: ThreadPoolExecutor | None = None
@@ -22,12 +25,71 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def workers() -> int:
-    """Threads the pool uses: the cores this process may run on."""
+#: the environment variable that limits the threads (as ``--threads`` and set_threads do)
+THREADS_VARIABLE = "BLENDIN_THREADS"
+
+
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def workers() -> int:
+    """Threads the pool (and Arrow's) use: every core this process may run on, or fewer
+    where ``BLENDIN_THREADS`` (``--threads``) says so.
+
+    >>> os.environ[THREADS_VARIABLE] = "1"; workers()
+    1
+    >>> del os.environ[THREADS_VARIABLE]
+    """
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not text:
+        if _arrow_threads is not None:  # limited before: every core again
+            _limit_arrow(cores())
+        return cores()
+    if not text.isdigit() or int(text) < 1:
+        raise BlendinError(f"{THREADS_VARIABLE} = {text!r} is not a number of threads",
+                           fix=f"set {THREADS_VARIABLE} to a whole number of 1 or more (or "
+                               "--threads N), or unset it to use every core")
+    limit = min(int(text), cores())
+    _limit_arrow(limit)
+    return limit
+
+
+def set_threads(threads: int | None) -> None:
+    """Use at most ``threads`` threads (None: every core) from now on, here and in Arrow.
+
+    >>> set_threads(1); workers()
+    1
+    >>> set_threads(None)
+    """
+    global _pool
+    if threads is None:
+        os.environ.pop(THREADS_VARIABLE, None)
+    else:
+        os.environ[THREADS_VARIABLE] = str(threads)
+    if _pool is not None:  # made for another count
+        _pool.shutdown(wait=False)
+        _pool = None
+    if threads is None:
+        _limit_arrow(cores())
+    workers()  # checks the value, and tells Arrow
+
+
+_arrow_threads: int | None = None
+
+
+def _limit_arrow(threads: int) -> None:
+    """Arrow's own thread pool (its kernels and readers) to ``threads`` threads."""
+    global _arrow_threads
+    if _arrow_threads != threads:
+        import pyarrow as pa
+
+        pa.set_cpu_count(threads)
+        _arrow_threads = threads
 
 
 def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = True,

@@ -79,14 +79,24 @@ def _stop(signum: int, frame) -> None:
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show the full traceback of errors.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Use at most N threads (default: every core; or BLENDIN_THREADS).")
 @click.version_option(package_name="blendin")
 @click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
+def main(ctx: click.Context, debug: bool, threads: int | None) -> None:
     """blendin: release tabular data safely (k-anonymity, l-diversity, t-closeness).
 
     Example: blendin demo
+
+    Example: blendin --threads 4 anonymize data.csv --spec release.toml -o release.csv
     """
     ctx.obj = {"debug": debug}
+    from blendin.parallel import set_threads, workers
+
+    if threads is not None:
+        set_threads(threads)
+    else:
+        workers()  # BLENDIN_THREADS, when set, is checked and applied before any work
 
 
 def _register() -> None:
