@@ -313,11 +313,8 @@ def with_cells(recoding: Recoding, ft: FrequencyTable, k: int,
                                      return_inverse=True)
     counts = np.bincount(inverse.reshape(-1), weights=ft.counts).astype(np.int64)
     codes = generalized[first]
-    names = list(ft.qi_names)
-    rest = sorted((j for j in range(len(names)) if names[j] not in priority),
-                  key=lambda j: -len(np.unique(codes[:, j])))
-    order = [names.index(name) for name in priority] + rest
-    blank = suppress_cells(codes, counts, k, priority=order)
+    blank = suppress_cells(codes, counts, k,
+                           priority=[list(ft.qi_names).index(name) for name in priority])
     bits = patterns(blank)
     at = np.searchsorted(keys, recoding.suppressed_keys)
     if bits.any() and not np.isin(np.flatnonzero(bits), at).all():

@@ -89,15 +89,15 @@ def _matches(table: np.ndarray, counts: np.ndarray, query: np.ndarray) -> np.nda
 
 
 def suppress_cells(codes: np.ndarray, counts: np.ndarray, k: int, *,
-                   priority: Sequence[int] | None = None,
+                   priority: Sequence[int] = (),
                    blank: np.ndarray | None = None) -> np.ndarray:
     """The blank mask (rows × columns) that makes every row compatible with at least ``k``
     records, blanking only rows that fall short and as few cells as it finds.
 
     ``codes`` are distinct tuples (one row each, non-negative codes) and ``counts`` their
-    records; ``priority`` orders the columns, first blanked first (default: the columns with
-    the most distinct values first, sdcMicro's default importance); ``blank`` holds blanks
-    already there.
+    records; ``priority`` names the columns blanked first, in order, the others following
+    with the most distinct values first (sdcMicro's default importance); ``blank`` holds
+    blanks already there.
     """
     codes = np.asarray(codes, np.int64)
     counts = np.asarray(counts, np.int64)
@@ -107,14 +107,14 @@ def suppress_cells(codes: np.ndarray, counts: np.ndarray, k: int, *,
             f"the table holds {int(counts.sum()):,} records, fewer than k = {k}: no cell "
             "suppression makes a record compatible with k", fix="lower k, or give more records")
     blank = np.zeros((rows, columns), bool) if blank is None else blank.copy()
-    if priority is None:
-        distinct = [len(np.unique(c)) for c in codes.T]
-        priority = sorted(range(columns), key=lambda j: -distinct[j])
+    distinct = [len(np.unique(c)) for c in codes.T]
+    order = [*priority, *sorted((j for j in range(columns) if j not in priority),
+                                key=lambda j: -distinct[j])]
     todo = np.flatnonzero(compatible(codes, blank, counts) < k)
     planned = todo
     while len(todo):
-        todo = _round(codes, counts, blank, todo, k, list(priority))
-    _restore(codes, counts, blank, planned, k, list(priority)[::-1])
+        todo = _round(codes, counts, blank, todo, k, order)
+    _restore(codes, counts, blank, planned, k, order[::-1])
     return blank
 
 
