@@ -549,8 +549,7 @@ def _all_suppressed(qi_codes: Sequence[tuple[np.ndarray, np.ndarray]], rows: int
     :func:`_codes`)."""
     mask = np.ones(rows, dtype=bool)
     for labels, index in qi_codes:
-        star = np.flatnonzero(labels == SUPPRESSED)
-        mask &= index == star[0] if len(star) else False
+        mask &= index == _star(labels)  # -1 (no ``*`` among the labels) matches no row
     return mask
 
 
@@ -609,6 +608,7 @@ def _compatible(qis: Sequence[str], qi_codes: Sequence[tuple[np.ndarray, np.ndar
 
 
 def _star(labels: np.ndarray) -> int:
+    """The index of ``*`` among sorted distinct ``labels``; -1 when it is not one."""
     at = np.flatnonzero(labels == SUPPRESSED)
     return int(at[0]) if len(at) else -1
 

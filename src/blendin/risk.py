@@ -413,13 +413,18 @@ def _compatible_classes(tuples: pa.Table, qi: Sequence[str], sensitive: Sequence
     grouped = tuples.group_by(list(qi)).aggregate(
         [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive])
     records = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
-    codes = np.stack([pc.dictionary_encode(grouped.column(c)).combine_chunks().indices
-                      .to_numpy(zero_copy_only=False) for c in qi], axis=1).astype(np.int64)
-    blank = np.stack([pc.equal(grouped.column(c), SUPPRESSED).to_numpy(zero_copy_only=False)
-                      for c in qi], axis=1)
     distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)
                 for s in sensitive}
-    return records, compatible(codes, blank, records), distinct
+    return records, compatible(*_qi_codes(grouped, qi), records), distinct
+
+
+def _qi_codes(table: pa.Table, qi: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's QI values as codes (rows × QIs, int64) and where they are ``*``."""
+    codes = np.stack([pc.dictionary_encode(table.column(c).combine_chunks()).indices
+                      .to_numpy(zero_copy_only=False) for c in qi], axis=1).astype(np.int64)
+    blank = np.stack([pc.equal(table.column(c), SUPPRESSED).to_numpy(zero_copy_only=False)
+                      for c in qi], axis=1)
+    return codes, blank
 
 
 def _starred(tuples: pa.Table, qi: Sequence[str]) -> pa.ChunkedArray:
@@ -469,21 +474,17 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
     compatible with it, as sdcMicro's ``freqCalc`` counts missing keys."""
     kept = tuples if cells else tuples.filter(pc.invert(_starred(tuples, qi)))
     count = kept.column(COUNT).to_numpy().astype(float)
-    codes = [pc.dictionary_encode(kept.column(c).combine_chunks()) for c in qi]
-    key = combine_keys([c.indices.to_numpy().astype(np.int64) for c in codes],
-                       [len(c.dictionary) for c in codes])
+    codes, blank = _qi_codes(kept, qi)
+    key = combine_keys(codes, [int(c.max(initial=0)) + 1 for c in codes.T])
     _, first, cls = np.unique(key, return_index=True, return_inverse=True)
     cls = cls.reshape(-1)
     fk = np.bincount(cls, weights=count)
     total = None
     if weights is not None:
         total = np.bincount(cls, weights=count * sampling_weights(kept.column(weights), weights))
-    if cells:
-        matrix = np.stack([c.indices.to_numpy().astype(np.int64) for c in codes], axis=1)
-        blank = np.stack([pc.equal(kept.column(c), SUPPRESSED).to_numpy(
-            zero_copy_only=False) for c in qi], axis=1)
-        matrix, blank = matrix[first], blank[first]
-        fk, total = (None if t is None else compatible(matrix, blank, t) for t in (fk, total))
+    if cells:  # each class's fk and Fk: the records and weights compatible with it
+        fk, total = (None if t is None else compatible(codes[first], blank[first], t)
+                     for t in (fk, total))
     rk = individual_risk(fk, total)
     record = rk[cls]
     expected = float((count * record).sum())
@@ -512,9 +513,7 @@ def _special_uniques(tuples: pa.Table, qi: Sequence[str], fraction: float
     grouped = tuples.filter(pc.invert(_starred(tuples, qi))).group_by(list(qi)).aggregate(
         [(COUNT, "sum")])
     counts = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
-    codes = np.stack([pc.dictionary_encode(grouped.column(c).combine_chunks()).indices
-                      .to_numpy().astype(np.int64) for c in qi], axis=1)
-    score, dis = suda2(codes, counts, fraction)
+    score, dis = suda2(_qi_codes(grouped, qi)[0], counts, fraction)
     scores = pa.table({**{c: grouped.column(c) for c in qi}, "records": counts,
                        "suda_score": score, "dis_suda_score": dis})
     return SpecialUniques.of(score, dis, counts, fraction), scores

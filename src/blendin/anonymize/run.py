@@ -180,6 +180,10 @@ def anonymize(
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
         plan = prepare(data, spec, engine, bars=bars, strict=strict)
+        if spec.transforms and plan.engine.name != "embedded":  # before the search
+            raise BlendinError(f"transforms (microaggregate, pram) run on the embedded "
+                               f"engine, not on {plan.engine.name}",
+                               fix="anonymize a file or a DataFrame, or remove the transforms")
         for added in (group_column, original_row):
             if added is not None and added in plan.source.columns:
                 raise BlendinError(f"the input already has a column {added!r}, the name "

@@ -79,16 +79,12 @@ class Population:
     def size(self) -> int:
         return int(self.counts.sum())
 
-    @property
-    def _kind(self) -> np.dtype:
-        return self.counts.dtype
-
     def counts_at(self, levels: Sequence[int], class_codes: Sequence[np.ndarray]) -> np.ndarray:
         """People in each class, the classes given by their codes at ``levels`` (one array
         per QI); a class no person falls in counts 0."""
         n = len(class_codes[0]) if len(class_codes) else 0
         if not self.hierarchies:
-            return np.full(n, self.counts.sum(), self._kind)
+            return np.full(n, self.counts.sum(), self.counts.dtype)
         radices = [len(h.labels[lv]) for h, lv in zip(self.hierarchies, levels)]
         if math.prod(radices) <= _DENSE_FACTOR * len(self.counts) + _DENSE_SLACK:
             # a small key space: one dense count per key, no sort
@@ -99,7 +95,7 @@ class Population:
                 ours = ours * radix + np.take(h.codes[lv], column)
                 theirs = theirs * radix + np.asarray(code, np.int64)
             dense = np.bincount(ours, weights=self.counts, minlength=math.prod(radices))
-            return dense[theirs].astype(self._kind)
+            return dense[theirs].astype(self.counts.dtype)
         ours = np.stack([np.take(h.codes[lv], column) for column, h, lv in zip(
             self._columns, self.hierarchies, levels)], axis=1).astype(np.int64)
         theirs = np.stack([np.asarray(c, np.int64) for c in class_codes], axis=1)
@@ -108,9 +104,9 @@ class Population:
         uniq, inverse = np.unique(key[:len(ours)], return_inverse=True)
         sums = np.bincount(inverse.reshape(-1), weights=self.counts, minlength=len(uniq))
         if not len(uniq):
-            return np.zeros(n, self._kind)
+            return np.zeros(n, self.counts.dtype)
         pos = np.minimum(np.searchsorted(uniq, key[len(ours):]), len(uniq) - 1)
-        return np.where(uniq[pos] == key[len(ours):], sums[pos], 0).astype(self._kind)
+        return np.where(uniq[pos] == key[len(ours):], sums[pos], 0).astype(self.counts.dtype)
 
 
 class PopulationModel(PrivacyModel):
