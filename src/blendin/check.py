@@ -352,10 +352,7 @@ def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckR
     for columns, transform in transform_sets(spec.transforms):
         if not isinstance(transform, Microaggregate):
             continue
-        x = numbers(table, columns)
-        fewest = (min(smallest_group(x[:, [j]]) for j in range(len(columns)))
-                  if transform.method == "optimal" else smallest_group(x))
-        smallest[", ".join(columns)] = (fewest, transform.k)
+        smallest[", ".join(columns)] = (smallest_group(numbers(table, columns)), transform.k)
     held = all(fewest >= k or not table.num_rows for fewest, k in smallest.values())
     return replace(report, passed=report.passed and held,
                    microaggregated={name: fewest for name, (fewest, _) in smallest.items()},

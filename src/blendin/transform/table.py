@@ -138,7 +138,7 @@ def apply_transforms(table: pa.Table, transforms: Mapping[str, Transform],
 
 def transform_sets(transforms: Mapping[str, Transform]) -> list[tuple[tuple[str, ...], Transform]]:
     """The column sets transformed together: the columns of one MDAV microaggregation, and
-    every other column alone."""
+    every other column alone (an "optimal" microaggregation among them)."""
     together: dict[Transform, list[str]] = {}
     alone = []
     for name, transform in transforms.items():
@@ -175,19 +175,13 @@ def numbers(table: pa.Table, columns: tuple[str, ...]) -> np.ndarray:
 def _microaggregate(table: pa.Table, columns: tuple[str, ...], transform: Microaggregate
                     ) -> tuple[pa.Table, Applied]:
     x = numbers(table, columns)
-    released = x.copy()
-    groups = 0
-    for j, group in enumerate(transform.groups(x) if len(x) else []):
-        at = slice(None) if transform.method == "mdav" else slice(j, j + 1)
-        released[:, at] = aggregated(x[:, at], group)
-        groups = max(groups, int(group.max()) + 1)
+    (group,) = transform.groups(x)  # one grouping: "optimal" sets hold one column
+    released = aggregated(x, group)
     for j, name in enumerate(columns):
         at = table.schema.get_field_index(name)
         table = table.set_column(at, pa.field(name, pa.float64()), pa.array(released[:, j]))
-    smallest = min((smallest_group(released[:, [j]]) for j in range(len(columns)))
-                   if transform.method == "optimal" else [smallest_group(released)])
-    return table, Applied(columns, transform, groups=groups, smallest=smallest,
-                          loss=Loss.of(x, released))
+    return table, Applied(columns, transform, groups=int(group.max()) + 1,
+                          smallest=smallest_group(released), loss=Loss.of(x, released))
 
 
 def _pram(table: pa.Table, name: str, transform: Pram, missing: str
