@@ -632,16 +632,10 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
             raise BlendinError(f"the data has duplicate column names: {preview(dupes)}",
                                fix="give every column a distinct name in the header")
         present = set(names)
-        survey = [(f"[attributes] {k}", getattr(self, k)) for k in SURVEY if getattr(self, k)]
-        for role, name in survey:
-            if name not in present:
-                near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-                hint = f"did you mean {near[0]!r}? " if near else ""
-                raise BlendinError(f"the data has no column {name!r} ({role})",
-                                   fix=f"{hint}The columns are: {preview(names, 12)}")
-        for role, columns in self._role_lists():
-            if released and role == "identifier":
-                continue
+        wanted = [(f"[attributes] {k}", [getattr(self, k)]) for k in SURVEY if getattr(self, k)]
+        wanted += [(role, columns) for role, columns in self._role_lists()
+                   if not (released and role == "identifier")]
+        for role, columns in wanted:
             for name in columns:
                 if name not in present:
                     near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
