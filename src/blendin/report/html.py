@@ -574,7 +574,6 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         return {"key": key, "label": label, "note": note,
                 "before": get(before) if before is not None else "–",
                 "after": get(after) if after is not None else "–"}
-    both.reports = [r for r in (before, after) if r is not None]
 
     def share(n, r):
         return f"{count(n)} ({pct(n / r.records)})"
@@ -620,9 +619,10 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
             "population-uniques", "Population uniques (estimate)", _population_uniques,
             "people unique in the whole population on the quasi-identifiers, estimated "
             "from the class sizes (Zayatz, Pitman, SNB; Dankar et al. choose the model)"))
-    if any(getattr(r, "individual", None) is not None for r in (before, after)):
-        rows += _individual_rows(both)
-    if any(getattr(r, "suda", None) is not None for r in (before, after)):
+    reports = [r for r in (before, after) if r is not None]
+    if any(getattr(r, "individual", None) is not None for r in reports):
+        rows += _individual_rows(both, reports)
+    if any(getattr(r, "suda", None) is not None for r in reports):
         rows += _suda_rows(both)
     for i, s in enumerate(sensitive):
         rows.append(both(
@@ -633,7 +633,7 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
     return rows
 
 
-def _individual_rows(both) -> list[dict[str, str]]:
+def _individual_rows(both, reports: Sequence[RiskReport]) -> list[dict[str, str]]:
     """sdcMicro's individual and household risk, where the spec names sampling weights or
     households (docs/sdc.md)."""
     def get(figure, shown=pct):
@@ -651,7 +651,7 @@ def _individual_rows(both) -> list[dict[str, str]]:
              "the sum of the records' individual risks"),
     ]
     if any(r.individual is not None and r.individual.household is not None
-           for r in both.reports):
+           for r in reports):
         rows += [both("household-average", "Household risk, average",
                       get("household_average"),
                       "a household is re-identified when any member is: 1 - Π(1 - risk)"),
