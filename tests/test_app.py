@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 import time
+import tomllib
 from collections import Counter
 from urllib.parse import quote
 
@@ -745,7 +746,7 @@ cell_priority = ["sex", "zip"]
         assert 'id="carried"' in page and 'value="sex, zip"' in page
         built = workflow.build_spec(session)
         assert built.to_dict() == bl.Spec.from_dict(
-            __import__("tomllib").loads(spec_text)).to_dict()
+            tomllib.loads(spec_text)).to_dict()
         client.post(f"{sid}/models", data={"m0:k": "3", "max_suppression": "0.3",
                                            "suppression": "cells",
                                            "cell_priority": "sex, zip", "action": "run"})

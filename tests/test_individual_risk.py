@@ -4,6 +4,7 @@ household risk, special uniques); each recounted from the released rows with pan
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 
@@ -130,7 +131,7 @@ def test_the_cli_measures_and_checks_with_the_specs_survey_columns(tmp_path):
     run = CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec)])
     assert run.exit_code == 0 and "individual risk" in run.output
     run = CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec), "--json"])
-    figures = __import__("json").loads(run.output)["individual"]
+    figures = json.loads(run.output)["individual"]
     expected = record_risks(df, ["region", "sex", "age"]).sum()
     assert figures["expected"] == pytest.approx(expected)
     out = tmp_path / "release.csv"
