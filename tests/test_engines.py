@@ -160,12 +160,11 @@ def test_failure_mid_write_keeps_the_old_file(case, tmp_path, monkeypatch):
 
 
 
-@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_an_error_of_the_writing_thread_fails_the_release(case, tmp_path, monkeypatch, suffix):
+def test_an_error_of_the_writing_thread_fails_the_parquet_release(case, tmp_path, monkeypatch):
     path, spec = case
-    out = tmp_path / f"release{suffix}"
-    kind = pq.ParquetWriter if suffix == ".parquet" else pcsv.CSVWriter
+    out = tmp_path / "release.parquet"
     written = []
+    kind = pq.ParquetWriter
 
     class Breaking:  # the file writer, failing on its third table
         def __init__(self, *a, **kw):
@@ -180,9 +179,25 @@ def test_an_error_of_the_writing_thread_fails_the_release(case, tmp_path, monkey
         def close(self):
             self.writer.close()
 
-    target = pq if suffix == ".parquet" else pcsv
-    monkeypatch.setattr(target, "ParquetWriter" if suffix == ".parquet" else "CSVWriter",
-                        Breaking)
+    monkeypatch.setattr(pq, "ParquetWriter", Breaking)
+    with pytest.raises(OSError, match="No space"):
+        anonymize(path, spec, engine=TINY, output=out)
+    assert len(written) == 2 and not out.exists() and not leftovers(tmp_path)
+
+
+def test_an_error_writing_csv_fails_the_release(case, tmp_path, monkeypatch):
+    path, spec = case
+    out = tmp_path / "release.csv"
+    written = []
+    put = BatchWriter._put
+
+    def breaking(self, text):  # the file's writes, failing on the third piece
+        if len(written) == 2:
+            raise OSError(28, "No space left on device")
+        written.append(1)
+        put(self, text)
+
+    monkeypatch.setattr(BatchWriter, "_put", breaking)
     with pytest.raises(OSError, match="No space"):
         anonymize(path, spec, engine=TINY, output=out)
     assert len(written) == 2 and not out.exists() and not leftovers(tmp_path)
@@ -380,3 +395,54 @@ def test_codes_are_shared_by_sources_of_one_arrow_table_only_and_go_with_it():
     del table, again
     gc.collect()
     assert key not in io._TABLE_CODES
+
+
+@pytest.mark.parametrize("algorithm", ["optimal", "mondrian"])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_one_thread_and_every_core_write_the_same_file(case, tmp_path, algorithm, suffix):
+    """Blocks parsed, recoded and formatted on several threads at once come out as one
+    thread makes them: the same rows in the same order (the same shuffle seed); CSV byte for
+    byte (Parquet's dictionary pages of Mondrian's labels may differ from run to run)."""
+    from blendin import parallel
+
+    path, spec = case
+    written = {}
+    for threads in (1, None):
+        out = tmp_path / f"r{threads}{suffix}"
+        try:
+            parallel.set_threads(threads)
+            anonymize(path, spec, algorithm=algorithm, engine=TINY, output=out,
+                      shuffle_seed=3, escape_formulas=True)
+        finally:
+            parallel.set_threads(None)
+        written[threads] = out.read_bytes() if suffix == ".csv" else pq.read_table(out)
+    assert written[1] == written[None] if suffix == ".csv" else written[1].equals(written[None])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_csv_formatted_in_pieces_is_arrows_csv(tmp_path, monkeypatch, threads):
+    """The release's CSV, formatted a piece at a time on several threads, is the text
+    Arrow's own CSV writer makes of the tables in turn."""
+    from blendin.engines import embedded
+
+    monkeypatch.setattr(embedded, "workers", lambda: threads)
+    monkeypatch.setattr(embedded, "CSV_PIECE_ROWS", 7)
+    labels = pa.array(["20-29", "*", "30-39"])
+    def ages(n):
+        return pa.DictionaryArray.from_arrays(pa.array([i % 3 for i in range(n)], pa.int32()),
+                                              labels)
+
+    tables = [pa.table({"age": ages(n),
+                        "note": [f'say "{i}",\n=1+{i}' if i % 4 else None for i in range(n)],
+                        "n": list(range(n))}) for n in (40, 0, 9, 23)]
+    shown = pa.schema([("age", pa.string()), ("note", pa.string()), ("n", pa.int64())])
+    with BatchWriter(str(tmp_path / "t.csv"), tmp_path / "out.csv", delimiter=";",
+                     shown=lambda schema: shown) as writer:
+        for table in tables:
+            writer.write(table)
+    expected = pa.BufferOutputStream()
+    with pcsv.CSVWriter(expected, shown, write_options=pcsv.WriteOptions(delimiter=";")) as w:
+        for table in tables:
+            w.write_table(table.cast(shown))
+    assert (tmp_path / "t.csv").read_bytes() == expected.getvalue().to_pybytes()
+    assert writer.rows == 72 and writer.batches == 3

@@ -322,3 +322,25 @@ def test_distinct_tuples_of_a_key_space_too_large_for_int64(rows, group_rows, se
         counter.add(table.slice(start, 5))
     assert as_counter(counter.result(), table.column_names) == counted(
         table, table.column_names, "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "", None]), min_size=1,
+                         max_size=25), min_size=1, max_size=6),
+       st.integers(0, 5), st.integers(1, 30))
+def test_batches_looked_up_before_earlier_ones_are_added_count_the_same(batches, late,
+                                                                         group_rows):
+    """Threads look batches up against the texts known so far while earlier batches, still
+    to be added, bring new ones: the counts are those of adding each batch in turn."""
+    tables = [pa.table({"v": pa.array(b, pa.string())}) for b in batches]
+    plain = DistinctCounter(["v"], missing="?", group_rows=group_rows)
+    ahead = DistinctCounter(["v"], missing="?", group_rows=group_rows)
+    found = []
+    for i, table in enumerate(tables):
+        plain.add(table)
+        found.append(ahead.looked_up(table))  # looked up before the batches before it are in
+        if i >= late:
+            ahead.add(tables[i - late], found[i - late])
+    for j in range(max(0, len(tables) - late), len(tables)):
+        ahead.add(tables[j], found[j])
+    assert decoded(ahead.result()).to_pydict() == decoded(plain.result()).to_pydict()

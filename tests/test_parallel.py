@@ -119,3 +119,34 @@ def test_the_cli_takes_threads_and_names_a_bad_variable(tmp_path, monkeypatch):
     run = CliRunner().invoke(main, ["risk", str(data), "--qi", "age"])
     assert run.exit_code == 2 and "BLENDIN_THREADS = '0'" in run.output
     assert "Traceback" not in run.output
+
+
+@pytest.mark.parametrize("ahead", [None, 1, 3])
+def test_ordered_hands_out_in_order_and_raises_an_items_error(ahead):
+    import time
+
+    def slow_first(item):
+        time.sleep(0.02 if item == 0 else 0)  # the first done last: handed out first still
+        if item == 7:
+            raise ValueError("item 7")
+        return item * 2
+
+    got = []
+    with pytest.raises(ValueError, match="item 7"):
+        for value in parallel.ordered(slow_first, range(10), ahead=ahead):
+            got.append(value)
+    assert got == [0, 2, 4, 6, 8, 10, 12]
+
+
+def test_leaving_ordered_early_starts_no_more_work():
+    started = []
+
+    def work(item):
+        started.append(item)
+        return item
+
+    for value in parallel.ordered(work, iter(range(1000)), ahead=2):
+        if value == 3:
+            break
+    assert len(started) <= 3 + 2 + 1  # those handed out, those ahead, one being taken
+    assert list(parallel.ordered(work, [], ahead=2)) == []

@@ -108,14 +108,16 @@ def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryA
 
 
 def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
-               missing: str = "") -> np.ndarray:
+               missing: str = "", found: pa.ChunkedArray | None = None) -> np.ndarray:
     """The code, in ``vocabulary``, of every value of ``column`` read as text
-    (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text."""
+    (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text.
+    ``found`` is the column already looked up among the vocabulary's texts (or fewer: those
+    it had then), see :func:`looked_up`."""
     if isinstance(column, pa.Array):
         column = pa.chunked_array([column])
-    if len(vocabulary.values) and pa.types.is_string(column.type):
-        # once a column's texts are known, looking them up is cheaper than encoding them
-        found = pc.index_in(column, value_set=vocabulary.values)
+    if found is None:
+        found = looked_up(column, vocabulary)
+    if found is not None:
         if not found.null_count:
             return found.to_numpy().astype(np.int32, copy=False)
         if found.null_count * LOOKUP_MISSES <= len(found):
@@ -125,6 +127,18 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
                                                       missing)
             return codes
     return _encoded_codes(column, vocabulary, missing)
+
+
+def looked_up(column: pa.ChunkedArray, vocabulary: _Vocabulary) -> pa.ChunkedArray | None:
+    """The place of each value of a text ``column`` among the ``vocabulary``'s texts (null
+    where not found), or None where a column is not looked up (not text, or no text known
+    yet: encoding it costs less). It reads the vocabulary only, so threads can look up
+    several batches at once while one adds them."""
+    values = vocabulary.values  # (replaced, never changed, when texts are added)
+    if len(values) and pa.types.is_string(column.type):
+        # once a column's texts are known, looking them up is cheaper than encoding them
+        return pc.index_in(column, value_set=values)
+    return None
 
 
 def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
@@ -204,23 +218,36 @@ class DistinctCounter:
         #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
         self.batch_codes: list[list[np.ndarray]] | None = [] if keep_codes else None
 
-    def add(self, batch: pa.Table | pa.RecordBatch) -> None:
+    def looked_up(self, batch: pa.Table | pa.RecordBatch) -> list[pa.ChunkedArray | None]:
+        """The text columns of ``batch`` looked up among the texts known so far (see
+        :func:`looked_up`), to :meth:`add` it with: the costly part of adding a batch,
+        which threads can do for several batches at once."""
+        return [looked_up(pa.chunked_array([batch.column(name)]) if isinstance(
+                    batch, pa.RecordBatch) else batch.column(name), vocabulary)
+                for name, vocabulary in zip(self.columns, self.vocabularies)]
+
+    def add(self, batch: pa.Table | pa.RecordBatch,
+            found: Sequence[pa.ChunkedArray | None] | None = None) -> None:
+        """Count the rows of ``batch`` (its text columns looked up already: ``found``, from
+        :meth:`looked_up`)."""
         n = batch.num_rows
         if not n:
             return
         # a column apiece, not one matrix: a dictionary column whose entries are coded as
         # they are ordered (kept codes, a recoder's labels) is its indices, with no copy
         codes: list[np.ndarray] = [np.zeros(0, np.int32)] * len(self.columns)
+        found = found or [None] * len(self.columns)
 
         def code(j: int) -> None:  # a vocabulary per column: columns code independently
             codes[j] = text_codes(batch.column(self.columns[j]), self.vocabularies[j],
-                                  self.missing)
+                                  self.missing, found[j])
 
-        # texts to hash are worth a thread; a dictionary column (a gather) is coded here
-        gathered = [pa.types.is_dictionary(batch.schema.field(name).type)
-                    for name in self.columns]
-        each(code, [j for j, g in enumerate(gathered) if not g], n >= PARALLEL_ROWS,
-             inline=[j for j, g in enumerate(gathered) if g])
+        # texts to hash are worth a thread; a dictionary column (a gather) or one looked up
+        # already is coded here
+        hashed = [found[j] is None and not pa.types.is_dictionary(batch.schema.field(name).type)
+                  for j, name in enumerate(self.columns)]
+        each(code, [j for j, h in enumerate(hashed) if h], n >= PARALLEL_ROWS,
+             inline=[j for j, h in enumerate(hashed) if not h])
         self.pending.append(codes)
         self.pending_sizes.append(n)
         if self.batch_codes is not None:

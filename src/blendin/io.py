@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
 from blendin.outputs import deferred, process_alive
+from blendin.parallel import ordered, workers
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -46,6 +47,11 @@ _TABLE_CODES: dict[int, dict[tuple[str, str], pa.ChunkedArray]] = {}
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: the value of every field of the record put after a window of CSV to see that the window
+#: ended between records (control characters around a name: not a value a table holds)
+#: blocks a window of CSV may grow to while no line break is found that ends a record
+WINDOW_GROWTH = 8
+WINDOW_MARK = "\x01\x02blendin-window-end\x03\x01"
 #: Arrow's codec for a compressed CSV file's last suffix
 COMPRESSION = {"gz": "gzip", "bz2": "bz2", "zst": "zstd"}
 WRITE_SUFFIXES = (".csv", ".parquet", ".xlsx")
@@ -454,31 +460,96 @@ class Source:
 
     def _csv_batches(self, columns: list[str], progress: Reading | None = None
                      ) -> Iterator[pa.RecordBatch]:
+        """The rows of a CSV file: its blocks parsed on every core where the file can be cut
+        into them (uncompressed, in an encoding whose line breaks and quotes are ASCII
+        bytes), else one block after the other."""
+        plain = COMPRESSION.get(_suffix(self.path).rpartition(".")[2]) is None
+        if columns and plain and self.delimiter.isascii() and _ascii_framed(self.encoding):
+            return self._csv_windows(columns, progress)
+        return self._csv_stream(columns, progress)
+
+    def _csv_options(self, columns: list[str], *, header: bool, block_size: int | None = None,
+                     threads: bool = True) -> dict:
         import pyarrow.csv as pcsv
 
-        read = pcsv.ReadOptions(
-            column_names=self.columns, skip_rows_after_names=1, block_size=self.block_size,
-            encoding=self.encoding, use_threads=True)
-        # quoted fields may hold line breaks, even where a block of the file ends
-        parse = pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True)
-        convert = pcsv.ConvertOptions(
-            column_types={c: pa.string() for c in columns}, include_columns=columns,
-            strings_can_be_null=False, quoted_strings_can_be_null=False)
+        return dict(
+            read_options=pcsv.ReadOptions(
+                column_names=self.columns, skip_rows_after_names=int(header),
+                block_size=block_size or self.block_size, encoding=self.encoding,
+                use_threads=threads),
+            # quoted fields may hold line breaks, even where a block of the file ends
+            parse_options=pcsv.ParseOptions(delimiter=self.delimiter, newlines_in_values=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={c: pa.string() for c in columns}, include_columns=columns,
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+
+    def _csv_stream(self, columns: list[str], progress: Reading | None = None,
+                    start: int = 0
+                    ) -> Iterator[pa.RecordBatch]:
+        """The rows from byte ``start`` on (the start of a record), block after block."""
+        import pyarrow.csv as pcsv
+
         # the file opened here (decompressed on the way), so that its position tells the
         # share read
         with pa.OSFile(str(self.path)) as raw:
             codec = COMPRESSION.get(_suffix(self.path).rpartition(".")[2])
             stream = raw if codec is None else pa.CompressedInputStream(raw, codec)
+            if start:
+                raw.seek(start)
             size = max(raw.size(), 1)
             try:
-                reader = pcsv.open_csv(stream, read_options=read, parse_options=parse,
-                                       convert_options=convert)
+                reader = pcsv.open_csv(stream, **self._csv_options(columns, header=not start))
                 for batch in reader:
                     if progress is not None:
                         progress(min(raw.tell() / size, 1.0))
                     yield batch
             except pa.ArrowInvalid as error:
                 raise self._csv_error(error) from None
+
+    def _csv_windows(self, columns: list[str], progress: Reading | None = None
+                     ) -> Iterator[pa.RecordBatch]:
+        """The rows, the file cut at line breaks into windows of about ``block_size`` bytes
+        that are parsed on every core and handed out in order.
+
+        A line break inside a quoted value cannot be told from the end of a record by
+        looking: a window is cut where the quotes before the break are even, and is parsed
+        with a marker record after it, which comes back as a record of its own only if the
+        window ended between records. Where it does not (or a window fails to parse), the
+        rest of the file is read one block after the other from that window's start, as
+        the file would be without windows: the same rows, the same errors.
+        """
+        import pyarrow.csv as pcsv
+
+        size = self.path.stat().st_size
+        marker = (self.delimiter.join([WINDOW_MARK] * len(self.columns)) + "\n").encode()
+
+        def parse(window: tuple[int, int, bytes]) -> tuple[int, int, pa.Table | None]:
+            start, end, data = window
+            if data is None:
+                return start, end, None
+            if not data.endswith(b"\n"):
+                data += b"\n"
+            try:
+                table = pcsv.read_csv(pa.BufferReader(data + marker), **self._csv_options(
+                    columns, header=start == 0, block_size=len(data) + len(marker),
+                    threads=False))
+            except pa.ArrowInvalid:
+                return start, end, None
+            last = table.slice(table.num_rows - 1)
+            if not table.num_rows or any(last.column(name)[0].as_py() != WINDOW_MARK
+                                         for name in columns):
+                return start, end, None
+            return start, end, table.slice(0, table.num_rows - 1)
+
+        with open(self.path, "rb") as file:
+            windows = _windows(file.fileno(), size, self.block_size)
+            for start, end, table in ordered(parse, windows, ahead=workers() + 1):
+                if table is None:  # read on from this window's start, block after block
+                    yield from self._csv_stream(columns, progress, start)
+                    return
+                if progress is not None:
+                    progress(min(end / max(size, 1), 1.0))
+                yield from table.to_batches()
 
     def _csv_error(self, error: Exception) -> BlendinError:
         message = str(error)
@@ -509,6 +580,52 @@ class Source:
             if progress is not None:
                 progress(done / total)
             yield batch
+
+
+def _windows(fd: int, size: int, block: int) -> Iterator[tuple[int, int, bytes | None]]:
+    """The bytes of a file (open as ``fd``) in windows ``(start, end, bytes)`` of about
+    ``block`` bytes, each ending with a line break that an even number of quotes precedes.
+    Where none is found in ``WINDOW_GROWTH`` blocks, the last window's bytes are None: the
+    rest is to be read block after block."""
+    start = 0
+    while start < size:
+        data = os.pread(fd, block, start)
+        cut = len(data) if start + len(data) >= size else _record_end(data)
+        while cut is None and len(data) < WINDOW_GROWTH * block:  # read on
+            data += os.pread(fd, len(data), start + len(data))
+            cut = len(data) if start + len(data) >= size else _record_end(data)
+        if not data:
+            return
+        if cut is None:
+            yield start, size, None
+            return
+        yield start, start + cut, data[:cut]
+        start += cut
+
+
+def _record_end(data: bytes, quote: bytes = b'"') -> int | None:
+    """Just past the last line break of ``data`` that an even number of quotes precedes
+    (outside a quoted value, unless quotes also stand within unquoted values), or None."""
+    cut = data.rfind(b"\n")
+    if data.find(quote, 0, cut) < 0:  # (finding a byte is far cheaper than counting them)
+        return cut + 1 if cut >= 0 else None
+    quotes = data.count(quote, 0, cut)
+    while cut >= 0 and quotes % 2:
+        before = data.rfind(b"\n", 0, cut)
+        quotes -= data.count(quote, max(before, 0), cut)
+        cut = before
+    return cut + 1 if cut >= 0 else None
+
+
+def _ascii_framed(encoding: str) -> bool:
+    """Whether line breaks and quotes are the ASCII bytes in ``encoding`` and no other
+    character holds those bytes (UTF-8, Latin-1 and the other 8-bit codes; not UTF-16)."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return False
+    return name in ("utf-8", "utf-8-sig", "ascii") or name.startswith(
+        ("latin", "iso8859", "cp125", "windows-125", "mac-"))
 
 
 def source_with_columns(path: str | os.PathLike, columns: Collection[str], *,

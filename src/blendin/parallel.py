@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from blendin.errors import BlendinError
 
@@ -122,3 +123,33 @@ def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = T
     finally:
         for done in running:
             done.result()
+
+
+def ordered(work: Callable[[object], object], items: Iterable, ahead: int | None = None
+            ) -> Iterator:
+    """``work`` of every item, in the items' order, made on threads of their own (a pool
+    per call, beside the shared one, so that work here never waits behind work there) up
+    to ``ahead`` items (by default twice the threads) before the one handed out: several
+    blocks parse, or format, at once while the caller uses the first. With one thread,
+    each item in turn. Leaving the loop early cancels the work not yet begun.
+
+    >>> list(ordered(lambda x: x * x, range(5), ahead=2))
+    [0, 1, 4, 9, 16]
+    """
+    threads = workers()
+    if threads < 2:
+        yield from map(work, items)
+        return
+    ahead = ahead or 2 * threads
+    pending: deque[Future] = deque()
+    with ThreadPoolExecutor(threads, thread_name_prefix="blendin-ordered") as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(work, item))
+                if len(pending) >= ahead:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()

@@ -411,6 +411,6 @@ def write_tables(parts: Iterable[tuple[str, pa.Table]], paths: Mapping[str, Path
         for name, rows in parts:
             writers[name].write(rows)
         for name, writer in writers.items():
-            if writer.writer is None:
+            if not writer.opened:
                 writer.write(schemas[name].empty_table())
         return {name: writer.rows for name, writer in writers.items()}

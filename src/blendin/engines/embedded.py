@@ -41,18 +41,22 @@ from blendin.io import (
 )
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
+from blendin.parallel import each, ordered, workers
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
 STREAMED_SUFFIXES = (".csv", ".parquet")
-#: bytes of CSV parsed per block: Arrow's reader reads up to 32 blocks ahead, so this
-#: bounds the memory reading takes (1 MiB blocks read as fast as 64 MiB ones)
-READ_BLOCK = 1 << 20
+#: bytes of CSV parsed per block (a window, parsed on a thread of its own beside those of
+#: the next ones): with the blocks in flight, this bounds the memory reading takes
+#: (4 MiB windows parse as fast as larger ones; smaller ones cost more per byte)
+READ_BLOCK = 4 << 20
 #: rows recoded, written and counted per batch: small blocks are put together to this size,
 #: as every call into Arrow or NumPy has a fixed cost
 BATCH_ROWS = 1 << 18
-#: tables a writer may hold while its thread writes the one before
+#: pieces of tables a writer may hold per thread while its threads write the ones before
 WRITE_BEHIND = 2
+#: rows of CSV, at least, formatted per piece
+CSV_PIECE_ROWS = 1 << 15
 
 Recoder = Callable[[pa.Table | pa.RecordBatch], tuple[pa.Table, np.ndarray]]
 
@@ -102,8 +106,11 @@ class EmbeddedEngine:
         recalled = source.recall_codes(columns, missing) if memory else []
         new = [name for name in columns if memory and name not in recalled]
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
-        for batch in self.batches(source, columns, encoded=columns, progress=progress):
-            counter.add(batch)
+        # the texts of several blocks looked up at once, on threads; counted in order here
+        looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), source.batches(
+            columns, encoded=columns, progress=progress), ahead=workers() + 1)
+        for batch, found in looked_up:
+            counter.add(batch, found)
         distinct = counter.result()
         for name in new:
             source.keep_codes(name, counter.codes(name), missing)
@@ -196,17 +203,41 @@ class EmbeddedEngine:
                  hidden: Sequence[str] = ()) -> Iterator[tuple[pa.Table, np.ndarray]]:
         # the QIs come as codes (released as labels); the source rows are numbered before
         # the recoder chooses the rows to release (a subset, a sample)
-        for batch in self.batches(source, encoded=labelled, progress=progress):
-            if numbered is not None:
-                batch = numbered.number_source(batch)
+        batches = source.batches(encoded=labelled, progress=progress)
+        if numbered is not None:
+            batches = (numbered.number_source(batch) for batch in batches)
+
+        def recode(batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray, list]:
             marked, removed = recoder(batch)
             marked = blanked(marked, removed, blank)  # as the checker is to see them
-            counter.add(marked.select(counter.columns))
-            yield (marked.drop_columns(hidden) if hidden else marked), removed
+            return marked, removed, counter.looked_up(marked.select(counter.columns))
+
+        # a recoder that keeps nothing from one batch to the next recodes several at once
+        made = (ordered(recode, batches, ahead=workers() + 1)
+                if getattr(recoder, "batchwise", False) else map(recode, batches))
+        group: list[tuple[pa.Table, np.ndarray]] = []
+        rows = 0
+        for marked, removed, found in made:
+            counter.add(marked.select(counter.columns), found)
+            group.append((marked.drop_columns(hidden) if hidden else marked, removed))
+            rows += marked.num_rows
+            if rows >= self.batch_rows:  # written and kept in batches of batch_rows
+                yield _together(group)
+                group, rows = [], 0
+        if group:
+            yield _together(group)
 
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
         return write_table(table, path, **options)
+
+
+def _together(group: list[tuple[pa.Table, np.ndarray]]) -> tuple[pa.Table, np.ndarray]:
+    """Recoded batches (each a table and its rows removed) as one."""
+    if len(group) == 1:
+        return group[0]
+    return (pa.concat_tables([table for table, _ in group]),
+            np.concatenate([removed for _, removed in group]))
 
 
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)
@@ -228,6 +259,8 @@ class _Shuffler:
         self.shuffle = shuffle
         self.batch_rows = batch_rows
         self.paths: list[Path] = []
+        #: the rows each part holds
+        self.rows = np.zeros(0, np.int64)
 
     def __enter__(self) -> _Shuffler:
         return self
@@ -254,9 +287,10 @@ class _Shuffler:
         finally:
             for writer in writers:
                 writer.close()
-        for path in self.paths:
-            part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
-            part = part.take(rng.permutation(part.num_rows))
+        # the permutations drawn in the parts' order (the same seed, the same order); a
+        # part read and permuted while the one before is handed out
+        orders = ((path, rng.permutation(rows)) for path, rows in zip(self.paths, self.rows))
+        for path, part in ordered(_permuted, orders, ahead=2):
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
             path.unlink()
@@ -271,14 +305,31 @@ class _Shuffler:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return _Part(path, schema)
 
-    @staticmethod
-    def _scatter(table: pa.Table, part: np.ndarray, writers: list[_Part]) -> None:
+    def _scatter(self, table: pa.Table, part: np.ndarray, writers: list[_Part]) -> None:
         """Each row of ``table`` to the writer of its ``part`` (one take, then slices)."""
-        grouped = table.take(np.argsort(part, kind="stable"))
+        grouped = _taken(table, np.argsort(part, kind="stable"))
         counts = np.bincount(part, minlength=len(writers))
+        self.rows = self.rows + counts if len(self.rows) else counts
         for writer, start, count in zip(writers, np.cumsum(counts) - counts, counts):
             if count:
                 writer.write_table(grouped.slice(int(start), int(count)))
+
+
+def _permuted(part: tuple[Path, np.ndarray]) -> tuple[Path, pa.Table]:
+    """The rows of a part's file in the order given."""
+    path, order = part
+    return path, _taken(pa.ipc.open_stream(pa.memory_map(str(path))).read_all(), order)
+
+
+def _taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``table.take(rows)``, the columns taken on several threads at once."""
+    columns = list(table.columns)
+
+    def take(j: int) -> None:
+        columns[j] = columns[j].take(rows)
+
+    each(take, range(len(columns)))
+    return pa.table(columns, schema=table.schema)
 
 
 class _Part:
@@ -380,26 +431,37 @@ class BatchWriter:
         self.columns: list[str] = []
         self.batches = 0
         self.rows = 0
-        #: encoding and compressing run in Arrow without the GIL: one thread writes while
-        #: the caller makes the next table; at most WRITE_BEHIND tables wait for it
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
+        #: encoding and compressing run in Arrow without the GIL, beside the caller making
+        #: the next table: a thread writes Parquet (one file, one writer); CSV is formatted
+        #: on every core, a piece of a table each, and that thread writes the texts in order
+        self._threads = 1 if self.suffix == ".parquet" else workers()
+        self._format = ThreadPoolExecutor(self._threads, thread_name_prefix="blendin-format")
+        self._write = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
         self._pending: deque[Future] = deque()
+        self.sink = None
 
     def __enter__(self) -> BatchWriter:
         return self
+
+    @property
+    def opened(self) -> bool:
+        """Whether a first table set the file's columns."""
+        return self.schema is not None
 
     def __exit__(self, error_type, *exc) -> None:
         try:
             while self._pending:
                 self._wait(raise_error=error_type is None)
         finally:
-            self._thread.shutdown()
+            self._format.shutdown(cancel_futures=True)
+            self._write.shutdown()
             if self.writer is not None:
                 self.writer.close()
+            if self.sink is not None:
+                self.sink.close()
 
     def _wait(self, raise_error: bool = True) -> None:
-        done = self._pending.popleft()
-        error = done.exception()
+        error = self._pending.popleft().exception()
         if error is not None and raise_error:
             raise error
 
@@ -418,26 +480,51 @@ class BatchWriter:
             self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
                                            write_statistics=plain)
         else:
-            import pyarrow.csv as pcsv
-
             self.schema = shown
             check_writable_types(shown, self.suffix)
-            self.writer = pcsv.CSVWriter(self.temp, shown, write_options=pcsv.WriteOptions(
-                delimiter=self.delimiter))
+            self.sink = open(self.temp, "wb")  # noqa: SIM115 (closed on leaving the writer)
+            self.sink.write(self._csv_text(shown.empty_table(), header=True))
 
     def write(self, table: pa.Table) -> None:
-        if self.writer is None:
+        if not self.opened:
             self._open(table.schema, self.shown(table.schema))
+        if not table.num_rows:
+            return
+        size = max(CSV_PIECE_ROWS, -(-table.num_rows // self._threads))
+        for start in range(0, table.num_rows, size):
+            while len(self._pending) >= WRITE_BEHIND * self._threads:
+                self._wait()
+            piece = table.slice(start, size)
+            if self.writer is not None:
+                done = self._write.submit(self._parquet, piece)
+            else:  # formatted on any thread, written in turn
+                done = self._write.submit(self._put, self._format.submit(self._text, piece))
+            self._pending.append(done)
+        self.batches += 1
+        self.rows += table.num_rows
+
+    def _parquet(self, table: pa.Table) -> None:
+        self.writer.write_table(table.cast(self.schema) if table.schema != self.schema
+                                else table)
+
+    def _text(self, table: pa.Table) -> pa.Buffer:
+        """``table``'s rows as the CSV file's text."""
         if table.schema != self.schema:
             table = table.cast(self.schema)
-        if self.escape_formulas and self.suffix == ".csv":
+        if self.escape_formulas:
             table = escape_formula_text(table)
-        if table.num_rows:
-            if len(self._pending) >= WRITE_BEHIND:
-                self._wait()
-            self._pending.append(self._thread.submit(self.writer.write_table, table))
-            self.batches += 1
-            self.rows += table.num_rows
+        return self._csv_text(table)
+
+    def _put(self, text: Future) -> None:
+        self.sink.write(text.result())
+
+    def _csv_text(self, table: pa.Table, header: bool = False) -> pa.Buffer:
+        import pyarrow.csv as pcsv
+
+        text = pa.BufferOutputStream()
+        pcsv.write_csv(table, text, write_options=pcsv.WriteOptions(
+            delimiter=self.delimiter, include_header=header))
+        return text.getvalue()
 
 
 def _reads_back(schema: pa.Schema, shown: pa.Schema) -> bool:

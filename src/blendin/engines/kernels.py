@@ -152,6 +152,10 @@ class FullDomainRecoder:
     (['f', 'f', '*'], [False, False, True])
     """
 
+    #: each batch is recoded on its own (nothing is kept from one to the next): several
+    #: can be recoded at once
+    batchwise = True
+
     def __init__(self, recoding: Recoding, parts: Sequence[Recoding] = (), *,
                  persons=None) -> None:
         self.recoding, self.parts = recoding, tuple(parts)
@@ -313,6 +317,8 @@ class MondrianRecoder:
     >>> marked.column("sex").to_pylist(), removed.tolist()
     (['m', 'f', 'm', 'f'], [False, False, False, False])
     """
+
+    batchwise = True  # (see FullDomainRecoder)
 
     def __init__(self, ft: FrequencyTable, p: Partitioning, *, identifiers: Sequence[str] = (),
                  sets: bool | None = None, missing: str = "") -> None:

@@ -720,7 +720,7 @@ def export(db: Database, sql: str, temp: str, path: Path, delimiter: str,
                      escape_formulas=escape_formulas) as writer:
         for batch in db.batches(sql, 1 << 17):
             writer.write(pa.Table.from_batches([batch]))
-        if writer.writer is None:  # no row: the columns alone
+        if not writer.opened:  # no row: the columns alone
             writer.write(db.schema(sql).empty_table())
     return writer.batches
 
