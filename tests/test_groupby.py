@@ -344,3 +344,21 @@ def test_batches_looked_up_before_earlier_ones_are_added_count_the_same(batches,
     for j in range(max(0, len(tables) - late), len(tables)):
         ahead.add(tables[j], found[j])
     assert decoded(ahead.result()).to_pydict() == decoded(plain.result()).to_pydict()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(-(2**62), 2**62), min_size=1, max_size=300),
+       st.integers(1, 40), st.integers(1, 9))
+def test_keys_grouped_in_shards_are_numbered_as_one_table_numbers_them(keys, repeat, threads):
+    """Hashed on several threads, a shard of the keys each, the groups are those of one
+    hash table, numbered in order of first appearance."""
+    rng = np.random.default_rng(len(keys) * repeat)
+    key = np.array(keys, np.int64)[rng.integers(0, len(keys), len(keys) * repeat)]
+    from unittest import mock
+
+    with mock.patch.object(groupby, "workers", lambda: threads):
+        group, groups = groupby._sharded_groups(key)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    assert groups == len(first) and group.tolist() == rank[inverse.ravel()].tolist()

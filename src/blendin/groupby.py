@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from blendin.codes import COUNT, as_text, combine_keys, stable_order
 from blendin.errors import BlendinError
 from blendin.hierarchy.core import first_seen
-from blendin.parallel import each
+from blendin.parallel import each, workers
 
 #: rows coalesced before they are merged into the running distinct tuples
 GROUP_ROWS = 1 << 19
@@ -39,6 +39,8 @@ SMALL_HASH = 1 << 17
 #: a column is looked up in its vocabulary, its misses encoded apart, when at most one
 #: value in this many is new, missing or empty
 LOOKUP_MISSES = 8
+#: keys from which hashing them is split among the threads (:func:`_sharded_groups`)
+SHARDED_ROWS = 1 << 18
 #: rows from which a batch's columns are coded on parallel threads (Arrow's hashing and
 #: NumPy's gathers release the GIL; below this the hand-over costs more than it saves)
 PARALLEL_ROWS = 4096
@@ -165,6 +167,8 @@ def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
 
             group, uniques = pd.factorize(key, sort=False)
             return group, len(uniques)
+        if len(key) >= SHARDED_ROWS and workers() > 1:
+            return _sharded_groups(key)
         encoded = pc.dictionary_encode(pa.array(key))
         return encoded.indices.to_numpy(), len(encoded.dictionary)
     first = first_seen(key, space)
@@ -172,6 +176,40 @@ def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     rank = np.empty(space, np.int64)
     rank[present[stable_order(first[present])]] = np.arange(len(present))
     return rank[key], len(present)
+
+
+def _sharded_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`group_keys` by hashing: the keys split by a hash of their value into a shard
+    per thread, each shard's keys grouped on a thread of its own (smaller hash tables, all
+    cores), the groups then numbered in order of first appearance as one table would."""
+    bits = min(8, max(1, math.ceil(math.log2(workers()))))
+    # the key's bits mixed (a multiplier unlike Arrow's own hash: a shard's keys must not
+    # share the bits that place them in its hash table), then some middle bits
+    mixed = key.view(np.uint64)
+    mixed = (mixed ^ (mixed >> np.uint64(31))) * np.uint64(0xD6E8FEB86659FD93)
+    shard = ((mixed >> np.uint64(32)) & np.uint64((1 << bits) - 1)).astype(np.uint8)
+    order = np.argsort(shard, kind="stable")  # (a radix sort: bytes)
+    sizes = np.bincount(shard, minlength=1 << bits)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    ordered_keys = key[order]
+    local = np.empty(len(key), np.int64)
+    found = np.zeros(len(sizes), np.int64)
+
+    def group(i: int) -> None:
+        encoded = pc.dictionary_encode(pa.array(ordered_keys[starts[i]:starts[i + 1]]))
+        local[starts[i]:starts[i + 1]] = encoded.indices.to_numpy()
+        found[i] = len(encoded.dictionary)
+
+    each(group, range(len(sizes)))
+    offsets = np.concatenate([[0], np.cumsum(found)])
+    shard_sorted_group = local + np.repeat(offsets[:-1], sizes)
+    groups = int(offsets[-1])
+    unordered = np.empty(len(key), np.int64)
+    unordered[order] = shard_sorted_group
+    # renumbered by each group's first row
+    rank = np.empty(groups, np.int64)
+    rank[np.argsort(first_seen(unordered, groups), kind="stable")] = np.arange(groups)
+    return rank[unordered], groups
 
 
 class DistinctCounter:

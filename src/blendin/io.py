@@ -49,6 +49,8 @@ CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.b
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: the value of every field of the record put after a window of CSV to see that the window
 #: ended between records (control characters around a name: not a value a table holds)
+#: bytes per block, at least, where a CSV file is read on block after block
+STREAM_BLOCK = 4 << 20
 #: blocks a window of CSV may grow to while no line break is found that ends a record
 WINDOW_GROWTH = 8
 WINDOW_MARK = "\x01\x02blendin-window-end\x03\x01"
@@ -484,9 +486,10 @@ class Source:
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
 
     def _csv_stream(self, columns: list[str], progress: Reading | None = None,
-                    start: int = 0
+                    start: int = 0, block_size: int | None = None
                     ) -> Iterator[pa.RecordBatch]:
-        """The rows from byte ``start`` on (the start of a record), block after block."""
+        """The rows from byte ``start`` on (the start of a record), block after block (of
+        ``block_size`` bytes, by default the source's)."""
         import pyarrow.csv as pcsv
 
         # the file opened here (decompressed on the way), so that its position tells the
@@ -498,7 +501,8 @@ class Source:
                 raw.seek(start)
             size = max(raw.size(), 1)
             try:
-                reader = pcsv.open_csv(stream, **self._csv_options(columns, header=not start))
+                reader = pcsv.open_csv(stream, **self._csv_options(
+                    columns, header=not start, block_size=block_size))
                 for batch in reader:
                     if progress is not None:
                         progress(min(raw.tell() / size, 1.0))
@@ -545,7 +549,10 @@ class Source:
             windows = _windows(file.fileno(), size, self.block_size)
             for start, end, table in ordered(parse, windows, ahead=workers() + 1):
                 if table is None:  # read on from this window's start, block after block
-                    yield from self._csv_stream(columns, progress, start)
+                    # (Arrow's block reader can misread a quoted line break that a block
+                    # boundary cuts: blocks of a few MiB at least make that rare)
+                    yield from self._csv_stream(columns, progress, start,
+                                                max(self.block_size, STREAM_BLOCK))
                     return
                 if progress is not None:
                     progress(min(end / max(size, 1), 1.0))

@@ -5,9 +5,11 @@ table), once to recode it. With a file path out, each recoded batch is written t
 temporary file beside the target and regrouped for the checker (a streaming group-by whose
 state is one entry per distinct tuple); the file is renamed into place only after the
 checker has passed. So peak memory follows the batch size and the number of distinct tuples,
-never the number of rows. Parsing the next blocks and writing the last batch run in threads
-of their own (Arrow works without the GIL), beside the coding and recoding of the batch at
-hand. In-memory frames in and out work as they always did.
+never the number of rows. The work is spread over every core (Arrow and NumPy work without
+the GIL): a CSV file's blocks are parsed side by side (:meth:`Source.batches`), each block's
+values are looked up, or recoded, on a thread of its own while this thread counts the blocks
+before it in order, and a CSV release is formatted in pieces side by side and written in
+order. In-memory frames in and out work as they always did.
 """
 
 from __future__ import annotations
@@ -167,9 +169,8 @@ class EmbeddedEngine:
         shown = ShownSchema(source.types(), labelled)
         numbered = row_columns if row_columns is not None and row_columns.active else None
         # in memory the hidden columns travel with the rows, to number each row's person
-        made = (kept(marked, removed, drop) for marked, removed in self._recoded(
-            source, recoder, numbered, counter, labelled, progress, blank,
-            hidden if output is not None else ()))
+        made = self._recoded(source, recoder, numbered, counter, labelled, drop, progress,
+                             blank, hidden if output is not None else ())
         if output is None:
             parts = list(made)
             table = pa.concat_tables(parts)
@@ -198,46 +199,42 @@ class EmbeddedEngine:
                           rows=writer.rows)
 
     def _recoded(self, source: Source, recoder: Recoder, numbered: RowColumns | None,
-                 counter: DistinctCounter, labelled: Sequence[str],
+                 counter: DistinctCounter, labelled: Sequence[str], drop: bool,
                  progress: Reading | None = None, blank: Sequence[str] = (),
-                 hidden: Sequence[str] = ()) -> Iterator[tuple[pa.Table, np.ndarray]]:
+                 hidden: Sequence[str] = ()) -> Iterator[pa.Table]:
+        """The released rows in tables of about ``batch_rows`` (the ``drop``ped records
+        left out, the ``hidden`` columns too), every recoded row counted by ``counter``."""
         # the QIs come as codes (released as labels); the source rows are numbered before
         # the recoder chooses the rows to release (a subset, a sample)
         batches = source.batches(encoded=labelled, progress=progress)
         if numbered is not None:
             batches = (numbered.number_source(batch) for batch in batches)
 
-        def recode(batch: pa.RecordBatch) -> tuple[pa.Table, np.ndarray, list]:
+        def recode(batch: pa.RecordBatch) -> tuple[pa.Table, list, pa.Table]:
             marked, removed = recoder(batch)
             marked = blanked(marked, removed, blank)  # as the checker is to see them
-            return marked, removed, counter.looked_up(marked.select(counter.columns))
+            checked = marked.select(counter.columns)
+            released = kept(marked.drop_columns(hidden) if hidden else marked, removed, drop)
+            return checked, counter.looked_up(checked), released
 
         # a recoder that keeps nothing from one batch to the next recodes several at once
         made = (ordered(recode, batches, ahead=workers() + 1)
                 if getattr(recoder, "batchwise", False) else map(recode, batches))
-        group: list[tuple[pa.Table, np.ndarray]] = []
+        group: list[pa.Table] = []
         rows = 0
-        for marked, removed, found in made:
-            counter.add(marked.select(counter.columns), found)
-            group.append((marked.drop_columns(hidden) if hidden else marked, removed))
-            rows += marked.num_rows
+        for checked, found, released in made:
+            counter.add(checked, found)
+            group.append(released)
+            rows += checked.num_rows
             if rows >= self.batch_rows:  # written and kept in batches of batch_rows
-                yield _together(group)
+                yield pa.concat_tables(group)
                 group, rows = [], 0
         if group:
-            yield _together(group)
+            yield pa.concat_tables(group)
 
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
         return write_table(table, path, **options)
-
-
-def _together(group: list[tuple[pa.Table, np.ndarray]]) -> tuple[pa.Table, np.ndarray]:
-    """Recoded batches (each a table and its rows removed) as one."""
-    if len(group) == 1:
-        return group[0]
-    return (pa.concat_tables([table for table, _ in group]),
-            np.concatenate([removed for _, removed in group]))
 
 
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)
