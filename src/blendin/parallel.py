@@ -14,12 +14,14 @@ from blendin.errors import BlendinError
 
 _PREFIX = "blendin-work"
 _pool: ThreadPoolExecutor | None = None
+#: the pool of :func:`ordered` (work there never waits on work there)
+_streams: ThreadPoolExecutor | None = None
 
 
 def _forget_pool() -> None:
-    """In a forked child: the parent's threads are gone, so its pool would never run work."""
-    global _pool
-    _pool = None
+    """In a forked child: the parent's threads are gone, so its pools would never run work."""
+    global _pool, _streams
+    _pool = _streams = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -67,14 +69,15 @@ def set_threads(threads: int | None) -> None:
     1
     >>> set_threads(None)
     """
-    global _pool
+    global _pool, _streams
     if threads is None:
         os.environ.pop(THREADS_VARIABLE, None)
     else:
         os.environ[THREADS_VARIABLE] = str(threads)
-    if _pool is not None:  # made for another count
-        _pool.shutdown(wait=False)
-        _pool = None
+    for pool in (_pool, _streams):  # made for another count
+        if pool is not None:
+            pool.shutdown(wait=False)
+    _pool = _streams = None
     if threads is None:
         _limit_arrow(cores())
     workers()  # checks the value, and tells Arrow
@@ -127,29 +130,41 @@ def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = T
 
 def ordered(work: Callable[[object], object], items: Iterable, ahead: int | None = None
             ) -> Iterator:
-    """``work`` of every item, in the items' order, made on threads of their own (a pool
-    per call, beside the shared one, so that work here never waits behind work there) up
-    to ``ahead`` items (by default twice the threads) before the one handed out: several
+    """``work`` of every item, in the items' order, made on the threads of a pool of its
+    own (beside the shared one, so that work here never waits behind work there) up to
+    ``ahead`` items (by default twice the threads) before the one handed out: several
     blocks parse, or format, at once while the caller uses the first. With one thread,
-    each item in turn. Leaving the loop early cancels the work not yet begun.
+    each item in turn. Leaving the loop early cancels the work not yet begun. ``work``
+    must not wait for other work of this pool.
 
     >>> list(ordered(lambda x: x * x, range(5), ahead=2))
     [0, 1, 4, 9, 16]
     """
-    threads = workers()
-    if threads < 2:
+    if workers() < 2:
         yield from map(work, items)
         return
-    ahead = ahead or 2 * threads
+    pool = stream_pool()
+    ahead = ahead or 2 * workers()
     pending: deque[Future] = deque()
-    with ThreadPoolExecutor(threads, thread_name_prefix="blendin-ordered") as pool:
-        try:
-            for item in items:
-                pending.append(pool.submit(work, item))
-                if len(pending) >= ahead:
-                    yield pending.popleft().result()
-            while pending:
+    try:
+        for item in items:
+            pending.append(pool.submit(work, item))
+            if len(pending) >= ahead:
                 yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        for future in pending:  # (none runs on once the caller has left)
+            if not future.cancelled():
+                future.exception()
+
+
+def stream_pool() -> ThreadPoolExecutor:
+    """The threads :func:`ordered` hands work to, one per worker, made on first use and
+    kept (the same threads, and their memory, from one pass to the next)."""
+    global _streams
+    if _streams is None:
+        _streams = ThreadPoolExecutor(workers(), thread_name_prefix="blendin-stream")
+    return _streams

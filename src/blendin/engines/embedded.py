@@ -43,7 +43,7 @@ from blendin.io import (
 )
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
-from blendin.parallel import each, ordered, workers
+from blendin.parallel import each, ordered, stream_pool, workers
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
@@ -284,10 +284,10 @@ class _Shuffler:
         finally:
             for writer in writers:
                 writer.close()
-        # the permutations drawn in the parts' order (the same seed, the same order); a
-        # part read and permuted while the one before is handed out
+        # the permutations drawn in the parts' order (the same seed, the same order); one
+        # part in memory at a time, its columns permuted side by side
         orders = ((path, rng.permutation(rows)) for path, rows in zip(self.paths, self.rows))
-        for path, part in ordered(_permuted, orders, ahead=2):
+        for path, part in map(_permuted, orders):
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
             path.unlink()
@@ -432,7 +432,7 @@ class BatchWriter:
         #: the next table: a thread writes Parquet (one file, one writer); CSV is formatted
         #: on every core, a piece of a table each, and that thread writes the texts in order
         self._threads = 1 if self.suffix == ".parquet" else workers()
-        self._format = ThreadPoolExecutor(self._threads, thread_name_prefix="blendin-format")
+        self._format = stream_pool() if self._threads > 1 else None
         self._write = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
         self._pending: deque[Future] = deque()
         self.sink = None
@@ -450,7 +450,6 @@ class BatchWriter:
             while self._pending:
                 self._wait(raise_error=error_type is None)
         finally:
-            self._format.shutdown(cancel_futures=True)
             self._write.shutdown()
             if self.writer is not None:
                 self.writer.close()
@@ -494,6 +493,8 @@ class BatchWriter:
             piece = table.slice(start, size)
             if self.writer is not None:
                 done = self._write.submit(self._parquet, piece)
+            elif self._format is None:
+                done = self._write.submit(self._put_text, piece)
             else:  # formatted on any thread, written in turn
                 done = self._write.submit(self._put, self._format.submit(self._text, piece))
             self._pending.append(done)
@@ -514,6 +515,9 @@ class BatchWriter:
 
     def _put(self, text: Future) -> None:
         self.sink.write(text.result())
+
+    def _put_text(self, table: pa.Table) -> None:
+        self.sink.write(self._text(table))
 
     def _csv_text(self, table: pa.Table, header: bool = False) -> pa.Buffer:
         import pyarrow.csv as pcsv
