@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
 from blendin.outputs import deferred, process_alive
-from blendin.parallel import ordered, workers
+from blendin.parallel import ordered
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -547,7 +547,7 @@ class Source:
 
         with open(self.path, "rb") as file:
             windows = _windows(file.fileno(), size, self.block_size)
-            for start, end, table in ordered(parse, windows, ahead=workers() + 1):
+            for start, end, table in ordered(parse, windows):
                 if table is None:  # read on from this window's start, block after block
                     # (Arrow's block reader can misread a quoted line break that a block
                     # boundary cuts: blocks of a few MiB at least make that rare)

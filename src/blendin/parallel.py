@@ -128,11 +128,22 @@ def each(work: Callable[[int], object], items: Iterable[int], parallel: bool = T
             done.result()
 
 
+#: the items ordered work holds at once, at most, however many cores there are: each is a
+#: block of a file (or more, once made), so memory stays as on a small machine
+MOST_AHEAD = 8
+
+
+def items_ahead() -> int:
+    """Items for :func:`ordered` to hold at once: one per thread and one more, within
+    ``MOST_AHEAD``."""
+    return min(workers() + 1, MOST_AHEAD)
+
+
 def ordered(work: Callable[[object], object], items: Iterable, ahead: int | None = None
             ) -> Iterator:
     """``work`` of every item, in the items' order, made on the threads of a pool of its
     own (beside the shared one, so that work here never waits behind work there) up to
-    ``ahead`` items (by default twice the threads) before the one handed out: several
+    ``ahead`` items (by default :func:`items_ahead`) before the one handed out: several
     blocks parse, or format, at once while the caller uses the first. With one thread,
     each item in turn. Leaving the loop early cancels the work not yet begun. ``work``
     must not wait for other work of this pool.
@@ -144,12 +155,12 @@ def ordered(work: Callable[[object], object], items: Iterable, ahead: int | None
         yield from map(work, items)
         return
     pool = stream_pool()
-    ahead = ahead or 2 * workers()
+    held = ahead or items_ahead()
     pending: deque[Future] = deque()
     try:
         for item in items:
             pending.append(pool.submit(work, item))
-            if len(pending) >= ahead:
+            if len(pending) >= held:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

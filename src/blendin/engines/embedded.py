@@ -43,15 +43,15 @@ from blendin.io import (
 )
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
-from blendin.parallel import each, ordered, stream_pool, workers
+from blendin.parallel import MOST_AHEAD, each, ordered, stream_pool, workers
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
 STREAMED_SUFFIXES = (".csv", ".parquet")
 #: bytes of CSV parsed per block (a window, parsed on a thread of its own beside those of
 #: the next ones): with the blocks in flight, this bounds the memory reading takes
-#: (4 MiB windows parse as fast as larger ones; smaller ones cost more per byte)
-READ_BLOCK = 4 << 20
+#: (2 MiB windows: smaller ones cost more per byte, larger ones more memory)
+READ_BLOCK = 2 << 20
 #: rows recoded, written and counted per batch: small blocks are put together to this size,
 #: as every call into Arrow or NumPy has a fixed cost
 BATCH_ROWS = 1 << 18
@@ -110,12 +110,13 @@ class EmbeddedEngine:
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
         # the texts of several blocks looked up at once, on threads; counted in order here
         looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), source.batches(
-            columns, encoded=columns, progress=progress), ahead=workers() + 1)
+            columns, encoded=columns, progress=progress))
         for batch, found in looked_up:
             counter.add(batch, found)
         distinct = counter.result()
         for name in new:
             source.keep_codes(name, counter.codes(name), missing)
+        pa.default_memory_pool().release_unused()  # (the threads' freed blocks, kept)
         return distinct
 
     def sample(self, source: Source, columns: Sequence[str], missing: str,
@@ -218,7 +219,7 @@ class EmbeddedEngine:
             return checked, counter.looked_up(checked), released
 
         # a recoder that keeps nothing from one batch to the next recodes several at once
-        made = (ordered(recode, batches, ahead=workers() + 1)
+        made = (ordered(recode, batches)
                 if getattr(recoder, "batchwise", False) else map(recode, batches))
         group: list[pa.Table] = []
         rows = 0
@@ -291,6 +292,8 @@ class _Shuffler:
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
             path.unlink()
+            del part
+            pa.default_memory_pool().release_unused()
 
     def _open(self, i: int, schema: pa.Schema) -> _Part:
         import secrets
@@ -488,7 +491,7 @@ class BatchWriter:
             return
         size = max(CSV_PIECE_ROWS, -(-table.num_rows // self._threads))
         for start in range(0, table.num_rows, size):
-            while len(self._pending) >= WRITE_BEHIND * self._threads:
+            while len(self._pending) >= min(WRITE_BEHIND * self._threads, MOST_AHEAD):
                 self._wait()
             piece = table.slice(start, size)
             if self.writer is not None:
