@@ -182,7 +182,7 @@ def _sharded_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
     """:func:`group_keys` by hashing: the keys split by a hash of their value into a shard
     per thread, each shard's keys grouped on a thread of its own (smaller hash tables, all
     cores), the groups then numbered in order of first appearance as one table would."""
-    bits = min(8, max(1, math.ceil(math.log2(workers()))))
+    bits = min(3, max(1, math.ceil(math.log2(workers()))))  # (at most 8 shards)
     # the key's bits mixed (a multiplier unlike Arrow's own hash: a shard's keys must not
     # share the bits that place them in its hash table), then some middle bits
     mixed = key.view(np.uint64)

@@ -173,9 +173,11 @@ def ordered(work: Callable[[object], object], items: Iterable, ahead: int | None
 
 
 def stream_pool() -> ThreadPoolExecutor:
-    """The threads :func:`ordered` hands work to, one per worker, made on first use and
-    kept (the same threads, and their memory, from one pass to the next)."""
+    """The threads :func:`ordered` hands work to, one per worker (within ``MOST_AHEAD``:
+    each thread keeps the memory it freed for its next blocks), made on first use and kept
+    (the same threads, and their memory, from one pass to the next)."""
     global _streams
     if _streams is None:
-        _streams = ThreadPoolExecutor(workers(), thread_name_prefix="blendin-stream")
+        _streams = ThreadPoolExecutor(min(workers(), MOST_AHEAD),
+                                      thread_name_prefix="blendin-stream")
     return _streams

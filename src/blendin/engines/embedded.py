@@ -434,7 +434,7 @@ class BatchWriter:
         #: encoding and compressing run in Arrow without the GIL, beside the caller making
         #: the next table: a thread writes Parquet (one file, one writer); CSV is formatted
         #: on every core, a piece of a table each, and that thread writes the texts in order
-        self._threads = 1 if self.suffix == ".parquet" else workers()
+        self._threads = 1 if self.suffix == ".parquet" else min(workers(), MOST_AHEAD)
         self._format = stream_pool() if self._threads > 1 else None
         self._write = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
         self._pending: deque[Future] = deque()
