@@ -47,12 +47,12 @@ _TABLE_CODES: dict[int, dict[tuple[str, str], pa.ChunkedArray]] = {}
 DELIMITERS = ",;\t|"
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.bz2", ".csv.zst")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-#: the value of every field of the record put after a window of CSV to see that the window
-#: ended between records (control characters around a name: not a value a table holds)
 #: bytes per block, at least, where a CSV file is read on block after block
 STREAM_BLOCK = 4 << 20
 #: blocks a window of CSV may grow to while no line break is found that ends a record
 WINDOW_GROWTH = 8
+#: the value of every field of the record put after a window of CSV to see that the window
+#: ended between records (control characters around a name: not a value a table holds)
 WINDOW_MARK = "\x01\x02blendin-window-end\x03\x01"
 #: Arrow's codec for a compressed CSV file's last suffix
 COMPRESSION = {"gz": "gzip", "bz2": "bz2", "zst": "zstd"}

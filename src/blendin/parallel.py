@@ -1,6 +1,8 @@
 """Work on the machine's cores for calls that release the GIL (Arrow's kernels, NumPy's
-gathers and sorts): one shared pool, made on first use, of every core the process may run
-on, or as many threads as ``BLENDIN_THREADS`` (``blendin --threads N``) allows."""
+gathers and sorts): one shared pool for the parts of one call (:func:`each`), and one for
+the blocks of a stream, handed out in order (:func:`ordered`), both made on first use, of
+every core the process may run on, or as many threads as ``BLENDIN_THREADS`` (``blendin
+--threads N``) allows."""
 
 from __future__ import annotations
 

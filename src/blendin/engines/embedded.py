@@ -292,8 +292,6 @@ class _Shuffler:
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
             path.unlink()
-            del part
-            pa.default_memory_pool().release_unused()
 
     def _open(self, i: int, schema: pa.Schema) -> _Part:
         import secrets
