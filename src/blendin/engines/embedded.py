@@ -281,7 +281,9 @@ class _Shuffler:
                     schema = table.schema
                     writers = [self._open(i, schema) for i in range(n_parts)]
                 table = table.cast(schema) if table.schema != schema else table
-                self._scatter(table, rng.integers(0, n_parts, table.num_rows), writers)
+                # (drawn as ever; as small integers a stable argsort is a radix sort)
+                part = rng.integers(0, n_parts, table.num_rows)
+                self._scatter(table, part.astype(np.min_scalar_type(n_parts)), writers)
         finally:
             for writer in writers:
                 writer.close()
