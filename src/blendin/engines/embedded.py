@@ -55,6 +55,8 @@ READ_BLOCK = 2 << 20
 #: rows recoded, written and counted per batch: small blocks are put together to this size,
 #: as every call into Arrow or NumPy has a fixed cost
 BATCH_ROWS = 1 << 18
+#: rows a thread looks up or recodes at once (blocks put together up to this size)
+TASK_ROWS = 1 << 16
 #: pieces of tables a writer may hold per thread while its threads write the ones before
 WRITE_BEHIND = 2
 #: rows of CSV, at least, formatted per piece
@@ -109,8 +111,8 @@ class EmbeddedEngine:
         new = [name for name in columns if memory and name not in recalled]
         counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
         # the texts of several blocks looked up at once, on threads; counted in order here
-        looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), source.batches(
-            columns, encoded=columns, progress=progress))
+        looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), self.batches(
+            source, columns, encoded=columns, progress=progress, rows=self.task_rows))
         for batch, found in looked_up:
             counter.add(batch, found)
         distinct = counter.result()
@@ -127,16 +129,23 @@ class EmbeddedEngine:
         return source, distinct_tuples(dp.sampled(self.batches(source, columns), model,
                                                   mark=dp.MARK), [*columns, dp.MARK], missing)
 
+    @property
+    def task_rows(self) -> int:
+        """Rows a thread works on at once: enough that each call into Arrow does much."""
+        return min(TASK_ROWS, self.batch_rows)
+
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
-                encoded: Collection[str] = (),
-                progress: Reading | None = None) -> Iterator[pa.Table]:
-        """The source's rows in tables of about ``batch_rows`` rows (only ``columns``; the
-        ``encoded`` text columns dictionary-encoded, see :meth:`Source.batches`)."""
+                encoded: Collection[str] = (), progress: Reading | None = None,
+                rows: int | None = None) -> Iterator[pa.Table]:
+        """The source's rows in tables of about ``rows`` (by default ``batch_rows``) rows
+        (only ``columns``; the ``encoded`` text columns dictionary-encoded, see
+        :meth:`Source.batches`)."""
+        size = rows or self.batch_rows
         group, rows = [], 0
         for batch in source.batches(columns, encoded=encoded, progress=progress):
             group.append(batch)
             rows += batch.num_rows
-            if rows >= self.batch_rows:
+            if rows >= size:
                 yield pa.Table.from_batches(group)
                 group, rows = [], 0
         if group:
@@ -207,7 +216,8 @@ class EmbeddedEngine:
         left out, the ``hidden`` columns too), every recoded row counted by ``counter``."""
         # the QIs come as codes (released as labels); the source rows are numbered before
         # the recoder chooses the rows to release (a subset, a sample)
-        batches = source.batches(encoded=labelled, progress=progress)
+        batches = self.batches(source, encoded=labelled, progress=progress,
+                               rows=self.task_rows)
         if numbered is not None:
             batches = (numbered.number_source(batch) for batch in batches)
 
