@@ -10,8 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from blendin import io
 from blendin.errors import BlendinError
 from blendin.io import Source, _record_end, _windows
+
+
+@pytest.fixture(autouse=True)
+def several_threads(monkeypatch):
+    """Windows are read where there are several threads: on a machine of one core too."""
+    monkeypatch.setattr(io, "workers", lambda: 2)
 
 FIELDS = st.one_of(
     st.text(alphabet="ab, éß", max_size=6),

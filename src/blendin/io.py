@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
 from blendin.outputs import deferred, process_alive
-from blendin.parallel import ordered
+from blendin.parallel import ordered, workers
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -462,11 +462,12 @@ class Source:
 
     def _csv_batches(self, columns: list[str], progress: Reading | None = None
                      ) -> Iterator[pa.RecordBatch]:
-        """The rows of a CSV file: its blocks parsed on every core where the file can be cut
-        into them (uncompressed, in an encoding whose line breaks and quotes are ASCII
-        bytes), else one block after the other."""
+        """The rows of a CSV file: its blocks parsed on every core where there are several
+        and the file can be cut into them (uncompressed, in an encoding whose line breaks
+        and quotes are ASCII bytes), else one block after the other."""
         plain = COMPRESSION.get(_suffix(self.path).rpartition(".")[2]) is None
-        if columns and plain and self.delimiter.isascii() and _ascii_framed(self.encoding):
+        if (workers() > 1 and columns and plain and self.delimiter.isascii()
+                and _ascii_framed(self.encoding)):
             return self._csv_windows(columns, progress)
         return self._csv_stream(columns, progress)
 

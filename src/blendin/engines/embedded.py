@@ -118,7 +118,6 @@ class EmbeddedEngine:
         distinct = counter.result()
         for name in new:
             source.keep_codes(name, counter.codes(name), missing)
-        pa.default_memory_pool().release_unused()  # (the threads' freed blocks, kept)
         return distinct
 
     def sample(self, source: Source, columns: Sequence[str], missing: str,
@@ -131,8 +130,9 @@ class EmbeddedEngine:
 
     @property
     def task_rows(self) -> int:
-        """Rows a thread works on at once: enough that each call into Arrow does much."""
-        return min(TASK_ROWS, self.batch_rows)
+        """Rows a thread works on at once: enough that each call into Arrow does much (with
+        one thread, a whole batch)."""
+        return min(TASK_ROWS, self.batch_rows) if workers() > 1 else self.batch_rows
 
     def batches(self, source: Source, columns: Sequence[str] | None = None, *,
                 encoded: Collection[str] = (), progress: Reading | None = None,
@@ -444,6 +444,7 @@ class BatchWriter:
         #: encoding and compressing run in Arrow without the GIL, beside the caller making
         #: the next table: a thread writes Parquet (one file, one writer); CSV is formatted
         #: on every core, a piece of a table each, and that thread writes the texts in order
+        #: (with one thread, it formats and writes them)
         self._threads = 1 if self.suffix == ".parquet" else min(workers(), MOST_AHEAD)
         self._format = stream_pool() if self._threads > 1 else None
         self._write = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
@@ -489,8 +490,14 @@ class BatchWriter:
             self.writer = pq.ParquetWriter(self.temp, self.schema, store_schema=not encoded,
                                            write_statistics=plain)
         else:
+            import pyarrow.csv as pcsv
+
             self.schema = shown
             check_writable_types(shown, self.suffix)
+            if self._format is None:  # one thread: Arrow formats and writes as it goes
+                self.writer = pcsv.CSVWriter(self.temp, shown, write_options=pcsv.WriteOptions(
+                    delimiter=self.delimiter))
+                return
             self.sink = open(self.temp, "wb")  # noqa: SIM115 (closed on leaving the writer)
             self.sink.write(self._csv_text(shown.empty_table(), header=True))
 
@@ -505,32 +512,30 @@ class BatchWriter:
                 self._wait()
             piece = table.slice(start, size)
             if self.writer is not None:
-                done = self._write.submit(self._parquet, piece)
-            elif self._format is None:
-                done = self._write.submit(self._put_text, piece)
+                done = self._write.submit(self._written, piece)
             else:  # formatted on any thread, written in turn
                 done = self._write.submit(self._put, self._format.submit(self._text, piece))
             self._pending.append(done)
         self.batches += 1
         self.rows += table.num_rows
 
-    def _parquet(self, table: pa.Table) -> None:
-        self.writer.write_table(table.cast(self.schema) if table.schema != self.schema
-                                else table)
+    def _shown(self, table: pa.Table) -> pa.Table:
+        """``table`` as the file holds it."""
+        if table.schema != self.schema:
+            table = table.cast(self.schema)
+        if self.escape_formulas and self.suffix == ".csv":
+            table = escape_formula_text(table)
+        return table
+
+    def _written(self, table: pa.Table) -> None:
+        self.writer.write_table(self._shown(table))
 
     def _text(self, table: pa.Table) -> pa.Buffer:
         """``table``'s rows as the CSV file's text."""
-        if table.schema != self.schema:
-            table = table.cast(self.schema)
-        if self.escape_formulas:
-            table = escape_formula_text(table)
-        return self._csv_text(table)
+        return self._csv_text(self._shown(table))
 
     def _put(self, text: Future) -> None:
         self.sink.write(text.result())
-
-    def _put_text(self, table: pa.Table) -> None:
-        self.sink.write(self._text(table))
 
     def _csv_text(self, table: pa.Table, header: bool = False) -> pa.Buffer:
         import pyarrow.csv as pcsv
