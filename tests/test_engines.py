@@ -186,10 +186,13 @@ def test_an_error_of_the_writing_thread_fails_the_parquet_release(case, tmp_path
 
 
 def test_an_error_writing_csv_fails_the_release(case, tmp_path, monkeypatch):
+    from blendin.engines import embedded
+
     path, spec = case
     out = tmp_path / "release.csv"
     written = []
     put = BatchWriter._put
+    monkeypatch.setattr(embedded, "workers", lambda: 2)  # pieces formatted, then written
 
     def breaking(self, text):  # the file's writes, failing on the third piece
         if len(written) == 2:

@@ -13,6 +13,7 @@ import csv
 import io
 import os
 import queue
+import re
 import secrets
 import threading
 import weakref
@@ -487,10 +488,10 @@ class Source:
                 strings_can_be_null=False, quoted_strings_can_be_null=False))
 
     def _csv_stream(self, columns: list[str], progress: Reading | None = None,
-                    start: int = 0, block_size: int | None = None
+                    start: int = 0, block_size: int | None = None, rows_before: int = 0
                     ) -> Iterator[pa.RecordBatch]:
-        """The rows from byte ``start`` on (the start of a record), block after block (of
-        ``block_size`` bytes, by default the source's)."""
+        """The rows from byte ``start`` on (the start of a record, after ``rows_before``
+        rows), block after block (of ``block_size`` bytes, by default the source's)."""
         import pyarrow.csv as pcsv
 
         # the file opened here (decompressed on the way), so that its position tells the
@@ -509,7 +510,7 @@ class Source:
                         progress(min(raw.tell() / size, 1.0))
                     yield batch
             except pa.ArrowInvalid as error:
-                raise self._csv_error(error) from None
+                raise self._csv_error(error, rows_before) from None
 
     def _csv_windows(self, columns: list[str], progress: Reading | None = None
                      ) -> Iterator[pa.RecordBatch]:
@@ -546,6 +547,7 @@ class Source:
                 return start, end, None
             return start, end, table.slice(0, table.num_rows - 1)
 
+        rows = 0
         with open(self.path, "rb") as file:
             windows = _windows(file.fileno(), size, self.block_size)
             for start, end, table in ordered(parse, windows):
@@ -553,14 +555,18 @@ class Source:
                     # (Arrow's block reader can misread a quoted line break that a block
                     # boundary cuts: blocks of a few MiB at least make that rare)
                     yield from self._csv_stream(columns, progress, start,
-                                                max(self.block_size, STREAM_BLOCK))
+                                                max(self.block_size, STREAM_BLOCK), rows)
                     return
                 if progress is not None:
                     progress(min(end / max(size, 1), 1.0))
+                rows += table.num_rows
                 yield from table.to_batches()
 
-    def _csv_error(self, error: Exception) -> BlendinError:
+    def _csv_error(self, error: Exception, rows_before: int = 0) -> BlendinError:
         message = str(error)
+        if rows_before:  # Arrow numbers the rows from where it began reading: the header
+            message = re.sub(r"Row #(\d+)", lambda m: f"Row #{int(m[1]) + rows_before + 1}",
+                             message)
         if "UTF8" in message or "UTF-8" in message or "decode" in message.lower():
             return self._encoding_error()
         if "Empty CSV file" in message:
