@@ -533,12 +533,10 @@ class Source:
             start, end, data = window
             if data is None:
                 return start, end, None
-            if not data.endswith(b"\n"):
-                data += b"\n"
+            data += marker if data.endswith(b"\n") else b"\n" + marker  # (one copy)
             try:
-                table = pcsv.read_csv(pa.BufferReader(data + marker), **self._csv_options(
-                    columns, header=start == 0, block_size=len(data) + len(marker),
-                    threads=False))
+                table = pcsv.read_csv(pa.BufferReader(data), **self._csv_options(
+                    columns, header=start == 0, block_size=len(data), threads=False))
             except pa.ArrowInvalid:
                 return start, end, None
             last = table.slice(table.num_rows - 1)

@@ -267,8 +267,6 @@ class _Shuffler:
         self.shuffle = shuffle
         self.batch_rows = batch_rows
         self.paths: list[Path] = []
-        #: the rows each part holds
-        self.rows = np.zeros(0, np.int64)
 
     def __enter__(self) -> _Shuffler:
         return self
@@ -297,10 +295,9 @@ class _Shuffler:
         finally:
             for writer in writers:
                 writer.close()
-        # the permutations drawn in the parts' order (the same seed, the same order); one
-        # part in memory at a time, its columns permuted side by side
-        orders = ((path, rng.permutation(rows)) for path, rows in zip(self.paths, self.rows))
-        for path, part in map(_permuted, orders):
+        for path in self.paths:  # one part in memory at a time, its columns taken at once
+            part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
+            part = _taken(part, rng.permutation(part.num_rows))
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
             path.unlink()
@@ -308,27 +305,20 @@ class _Shuffler:
     def _open(self, i: int, schema: pa.Schema) -> _Part:
         import secrets
 
-
         path = self.target.parent / (f"{TEMP_PREFIX}{self.target.name}.{os.getpid()}."
                                      f"{secrets.token_hex(6)}.part{i}{TEMP_SUFFIX}")
         self.paths.append(path)  # known before it exists: removed whatever happens next
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return _Part(path, schema)
 
-    def _scatter(self, table: pa.Table, part: np.ndarray, writers: list[_Part]) -> None:
+    @staticmethod
+    def _scatter(table: pa.Table, part: np.ndarray, writers: list[_Part]) -> None:
         """Each row of ``table`` to the writer of its ``part`` (one take, then slices)."""
         grouped = _taken(table, np.argsort(part, kind="stable"))
         counts = np.bincount(part, minlength=len(writers))
-        self.rows = self.rows + counts if len(self.rows) else counts
         for writer, start, count in zip(writers, np.cumsum(counts) - counts, counts):
             if count:
                 writer.write_table(grouped.slice(int(start), int(count)))
-
-
-def _permuted(part: tuple[Path, np.ndarray]) -> tuple[Path, pa.Table]:
-    """The rows of a part's file in the order given."""
-    path, order = part
-    return path, _taken(pa.ipc.open_stream(pa.memory_map(str(path))).read_all(), order)
 
 
 def _taken(table: pa.Table, rows: np.ndarray) -> pa.Table:
