@@ -110,7 +110,8 @@ def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryA
 
 
 def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
-               missing: str = "", found: pa.ChunkedArray | None = None) -> np.ndarray:
+               missing: str = "", found: pa.Array | pa.ChunkedArray | None = None
+               ) -> np.ndarray:
     """The code, in ``vocabulary``, of every value of ``column`` read as text
     (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text.
     ``found`` is the column already looked up among the vocabulary's texts (or fewer: those
@@ -131,7 +132,8 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
     return _encoded_codes(column, vocabulary, missing)
 
 
-def looked_up(column: pa.ChunkedArray, vocabulary: _Vocabulary) -> pa.ChunkedArray | None:
+def looked_up(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary
+              ) -> pa.Array | pa.ChunkedArray | None:
     """The place of each value of a text ``column`` among the ``vocabulary``'s texts (null
     where not found), or None where a column is not looked up (not text, or no text known
     yet: encoding it costs less). It reads the vocabulary only, so threads can look up
@@ -256,16 +258,16 @@ class DistinctCounter:
         #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
         self.batch_codes: list[list[np.ndarray]] | None = [] if keep_codes else None
 
-    def looked_up(self, batch: pa.Table | pa.RecordBatch) -> list[pa.ChunkedArray | None]:
+    def looked_up(self, batch: pa.Table | pa.RecordBatch
+                  ) -> list[pa.Array | pa.ChunkedArray | None]:
         """The text columns of ``batch`` looked up among the texts known so far (see
         :func:`looked_up`), to :meth:`add` it with: the costly part of adding a batch,
         which threads can do for several batches at once."""
-        return [looked_up(pa.chunked_array([batch.column(name)]) if isinstance(
-                    batch, pa.RecordBatch) else batch.column(name), vocabulary)
+        return [looked_up(batch.column(name), vocabulary)
                 for name, vocabulary in zip(self.columns, self.vocabularies)]
 
     def add(self, batch: pa.Table | pa.RecordBatch,
-            found: Sequence[pa.ChunkedArray | None] | None = None) -> None:
+            found: Sequence[pa.Array | pa.ChunkedArray | None] | None = None) -> None:
         """Count the rows of ``batch`` (its text columns looked up already: ``found``, from
         :meth:`looked_up`)."""
         n = batch.num_rows
