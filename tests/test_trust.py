@@ -875,6 +875,72 @@ def test_the_parts_of_a_streamed_shuffle_give_every_order_alike(tmp_path, monkey
     assert not list(tmp_path.iterdir())
 
 
+
+def _streamed_shuffle(path, seed: int, tables: list):
+    from blendin.engines import embedded
+    from blendin.engines.kernels import Shuffle
+
+    return embedded._Shuffler(path, Shuffle(seed, sum(t.num_rows for t in tables)), 2)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_streamed_shuffle_is_the_same_on_one_thread_or_several(tmp_path, monkeypatch,
+                                                                 threads):
+    """The parts are written and read back on threads of their own: the draws, and so the
+    order, are the same as on one thread."""
+    from blendin.engines import embedded
+    from blendin.parallel import set_threads
+
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
+    tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
+    orders = []
+    for count in (1, threads):
+        set_threads(count)
+        try:
+            with _streamed_shuffle(tmp_path / "r.csv", 11, tables) as order:
+                orders.append(pa.concat_tables(order(iter(tables))).column("n").to_pylist())
+        finally:
+            set_threads(None)
+    assert orders[0] == orders[1] != list(range(40))
+    assert sorted(orders[1]) == list(range(40))
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_failing_part_stops_a_streamed_shuffle_and_leaves_no_part(tmp_path, monkeypatch):
+    """A part that cannot be written (a full disk) stops the release with its error, from
+    the thread that writes the parts; every part is removed."""
+    from blendin.engines import embedded
+
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
+    written = embedded._Part.write_table
+    calls = []
+
+    def failing(self, table):
+        calls.append(table.num_rows)
+        if len(calls) == 4:
+            raise OSError(28, "No space left on device")
+        written(self, table)
+
+    monkeypatch.setattr(embedded._Part, "write_table", failing)
+    tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
+    with pytest.raises(OSError, match="No space"), \
+            _streamed_shuffle(tmp_path / "r.csv", 3, tables) as order:
+        list(order(iter(tables)))
+    assert not list(tmp_path.iterdir())
+
+
+def test_leaving_a_streamed_shuffle_early_leaves_no_part(tmp_path, monkeypatch):
+    from blendin.engines import embedded
+
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
+    tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
+    with _streamed_shuffle(tmp_path / "r.csv", 5, tables) as order:
+        for table in order(iter(tables)):
+            assert table.num_rows
+            break
+    assert not list(tmp_path.iterdir())
+
+
 # -- 9: --original-row names the source row, with every model -----------------------------
 
 

@@ -39,6 +39,7 @@ from blendin.io import (
     check_writable_types,
     escape_formula_text,
     output_delimiter,
+    read_ahead,
     write_table,
 )
 from blendin.models import dp
@@ -250,6 +251,8 @@ class EmbeddedEngine:
 
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)
 SHUFFLE_PART_ROWS = 1 << 20
+#: tables handed to the shuffle's scattering thread and not yet written, at most
+SCATTER_BEHIND = 2
 
 
 class _Shuffler:
@@ -280,9 +283,22 @@ class _Shuffler:
             yield from tables
             return
         rng = self.shuffle.generator()
+        threads = workers() > 1
+        self._scatter_all(tables, rng, threads)
+        # the next part is read back and permuted on a thread of its own while this one is
+        # handed on (the draws are made in turn, as on one thread)
+        parts = self._read_back(rng)
+        yield from read_ahead(parts, 1) if threads else parts
+
+    def _scatter_all(self, tables: Iterator[pa.Table], rng: np.random.Generator,
+                     threads: bool) -> None:
+        """Every row of ``tables`` written to a part drawn at random; with ``threads`` the
+        writing runs on a thread of its own, beside the making of the next tables."""
         n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
         writers: list = []
         schema = None
+        scatter = ThreadPoolExecutor(1, thread_name_prefix="blendin-scatter") if threads else None
+        pending: deque[Future] = deque()
         try:
             for table in tables:
                 if schema is None:
@@ -290,12 +306,27 @@ class _Shuffler:
                     writers = [self._open(i, schema) for i in range(n_parts)]
                 table = table.cast(schema) if table.schema != schema else table
                 # (drawn as ever; as small integers a stable argsort is a radix sort)
-                part = rng.integers(0, n_parts, table.num_rows)
-                self._scatter(table, part.astype(np.min_scalar_type(n_parts)), writers)
+                part = rng.integers(0, n_parts, table.num_rows).astype(
+                    np.min_scalar_type(n_parts))
+                if scatter is None:
+                    self._scatter(table, part, writers)
+                    continue
+                while len(pending) >= SCATTER_BEHIND:
+                    pending.popleft().result()
+                pending.append(scatter.submit(self._scatter, table, part, writers))
+            while pending:
+                pending.popleft().result()
         finally:
+            for future in pending:
+                future.cancel()
+            if scatter is not None:
+                scatter.shutdown()  # (waits for a write under way before the parts close)
             for writer in writers:
                 writer.close()
-        for path in self.paths:  # one part in memory at a time, its columns taken at once
+
+    def _read_back(self, rng: np.random.Generator) -> Iterator[pa.Table]:
+        """The parts in turn, each permuted, in tables of ``batch_rows``."""
+        for path in self.paths:  # one part read at a time, its columns taken at once
             part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
             part = _taken(part, rng.permutation(part.num_rows))
             for start in range(0, part.num_rows, self.batch_rows):
