@@ -362,3 +362,21 @@ def test_keys_grouped_in_shards_are_numbered_as_one_table_numbers_them(keys, rep
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first)] = np.arange(len(first))
     assert groups == len(first) and group.tolist() == rank[inverse.ravel()].tolist()
+
+
+
+def test_codes_held_narrow_widen_as_a_column_gains_texts():
+    """A batch's codes are held in as few bytes as the texts known then need (one byte up
+    to 128 texts, two up to 32,768): batches coded narrow, then wider, count as their
+    texts, and the kept codes read back as the rows' texts."""
+    values = [f"v{i}" for i in range(40_000)]
+    batches = [values[:100], values[:100] + values[100:300], values[300:], values[::7]]
+    tables = [pa.table({"v": pa.array(b, pa.string()), "w": pa.array(
+        [str(len(b) % 3)] * len(b), pa.string())}) for b in batches]
+    counter = DistinctCounter(["v", "w"], group_rows=150, keep_codes=True)
+    for table in tables:
+        counter.add(table)
+    assert [c[0].dtype for c in counter.batch_codes] == [np.int8, np.int16, np.int32, np.int32]
+    whole = pa.concat_tables(tables)
+    assert as_counter(counter.result(), ["v", "w"]) == counted(whole, ["v", "w"], "")
+    assert counter.codes("v").cast(pa.string()).to_pylist() == whole.column("v").to_pylist()

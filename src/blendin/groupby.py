@@ -190,8 +190,10 @@ def _sharded_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
     mixed = key.view(np.uint64)
     mixed = (mixed ^ (mixed >> np.uint64(31))) * np.uint64(0xD6E8FEB86659FD93)
     shard = ((mixed >> np.uint64(32)) & np.uint64((1 << bits) - 1)).astype(np.uint8)
+    del mixed  # (let go once used: a merge's arrays are as long as the keys)
     order = np.argsort(shard, kind="stable")  # (a radix sort: bytes)
     sizes = np.bincount(shard, minlength=1 << bits)
+    del shard
     starts = np.concatenate([[0], np.cumsum(sizes)])
     ordered_keys = key[order]
     local = np.empty(len(key), np.int64)
@@ -204,10 +206,12 @@ def _sharded_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
 
     each(group, range(len(sizes)))
     offsets = np.concatenate([[0], np.cumsum(found)])
-    shard_sorted_group = local + np.repeat(offsets[:-1], sizes)
+    for i in range(len(sizes)):  # a shard's groups numbered after the shards before it
+        local[starts[i]:starts[i + 1]] += offsets[i]
     groups = int(offsets[-1])
-    unordered = np.empty(len(key), np.int64)
-    unordered[order] = shard_sorted_group
+    unordered = ordered_keys  # (its memory, used: a merge's arrays are as long as the keys)
+    unordered[order] = local
+    del order
     # renumbered by each group's first row
     rank = np.empty(groups, np.int64)
     rank[np.argsort(first_seen(unordered, groups), kind="stable")] = np.arange(groups)
@@ -274,13 +278,16 @@ class DistinctCounter:
         if not n:
             return
         # a column apiece, not one matrix: a dictionary column whose entries are coded as
-        # they are ordered (kept codes, a recoder's labels) is its indices, with no copy
+        # they are ordered (kept codes, a recoder's labels) is its indices, narrowed
         codes: list[np.ndarray] = [np.zeros(0, np.int32)] * len(self.columns)
         found = found or [None] * len(self.columns)
 
         def code(j: int) -> None:  # a vocabulary per column: columns code independently
-            codes[j] = text_codes(batch.column(self.columns[j]), self.vocabularies[j],
-                                  self.missing, found[j])
+            vocabulary = self.vocabularies[j]
+            coded = text_codes(batch.column(self.columns[j]), vocabulary, self.missing,
+                               found[j])
+            # held until merged (or kept) in as few bytes as the texts known so far need
+            codes[j] = coded.astype(narrowest(len(vocabulary.values)), copy=False)
 
         # texts to hash are worth a thread; a dictionary column (a gather) or one looked up
         # already is coded here
@@ -347,7 +354,8 @@ class DistinctCounter:
         j = self.columns.index(name)
         values = self.vocabularies[j].values
         return pa.chunked_array(
-            [pa.DictionaryArray.from_arrays(pa.array(codes[j]), values, safe=False)
+            [pa.DictionaryArray.from_arrays(pa.array(codes[j].astype(np.int32, copy=False)),
+                                            values, safe=False)
              for codes in self.batch_codes], pa.dictionary(pa.int32(), pa.string()))
 
     def result(self) -> pa.Table:
@@ -361,6 +369,16 @@ class DistinctCounter:
                                                         vocabulary.values, safe=False)
                    for j, (name, vocabulary) in enumerate(zip(self.columns, self.vocabularies))}
         return pa.table({**columns, COUNT: pa.array(self.counts)})
+
+
+def narrowest(count: int) -> type[np.signedinteger]:
+    """The narrowest signed integer type for codes 0 .. ``count - 1`` (signed: Arrow's
+    dictionary indices are).
+
+    >>> narrowest(128), narrowest(129)
+    (<class 'numpy.int8'>, <class 'numpy.int16'>)
+    """
+    return np.int8 if count <= 128 else np.int16 if count <= 1 << 15 else np.int32
 
 
 def _column_keys(columns: Sequence[np.ndarray], rows: int, keyed: np.ndarray,
