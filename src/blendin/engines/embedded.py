@@ -325,7 +325,8 @@ class _Shuffler:
                 writer.close()
 
     def _read_back(self, rng: np.random.Generator) -> Iterator[pa.Table]:
-        """The parts in turn, each permuted, in tables of ``batch_rows``."""
+        """The parts in turn, each permuted, in tables of ``batch_rows`` (read ahead, the
+        next part is in memory beside the one handed on)."""
         for path in self.paths:  # one part read at a time, its columns taken at once
             part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
             part = _taken(part, rng.permutation(part.num_rows))
