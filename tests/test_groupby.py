@@ -364,7 +364,6 @@ def test_keys_grouped_in_shards_are_numbered_as_one_table_numbers_them(keys, rep
     assert groups == len(first) and group.tolist() == rank[inverse.ravel()].tolist()
 
 
-
 def test_codes_held_narrow_widen_as_a_column_gains_texts():
     """A batch's codes are held in as few bytes as the texts known then need (one byte up
     to 128 texts, two up to 32,768): batches coded narrow, then wider, count as their

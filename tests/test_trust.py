@@ -875,7 +875,6 @@ def test_the_parts_of_a_streamed_shuffle_give_every_order_alike(tmp_path, monkey
     assert not list(tmp_path.iterdir())
 
 
-
 def _streamed_shuffle(path, seed: int, tables: list):
     from blendin.engines import embedded
     from blendin.engines.kernels import Shuffle
@@ -883,24 +882,18 @@ def _streamed_shuffle(path, seed: int, tables: list):
     return embedded._Shuffler(path, Shuffle(seed, sum(t.num_rows for t in tables)), 2)
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_a_streamed_shuffle_is_the_same_on_one_thread_or_several(tmp_path, monkeypatch,
-                                                                 threads):
+def test_a_streamed_shuffle_is_the_same_on_one_thread_or_several(tmp_path, monkeypatch):
     """The parts are written and read back on threads of their own: the draws, and so the
     order, are the same as on one thread."""
     from blendin.engines import embedded
-    from blendin.parallel import set_threads
 
     monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     orders = []
-    for count in (1, threads):
-        set_threads(count)
-        try:
-            with _streamed_shuffle(tmp_path / "r.csv", 11, tables) as order:
-                orders.append(pa.concat_tables(order(iter(tables))).column("n").to_pylist())
-        finally:
-            set_threads(None)
+    for threads in (1, 2):
+        monkeypatch.setattr(embedded, "workers", lambda n=threads: n)
+        with _streamed_shuffle(tmp_path / "r.csv", 11, tables) as order:
+            orders.append(pa.concat_tables(order(iter(tables))).column("n").to_pylist())
     assert orders[0] == orders[1] != list(range(40))
     assert sorted(orders[1]) == list(range(40))
     assert not list(tmp_path.iterdir())
