@@ -890,7 +890,7 @@ def test_a_streamed_shuffle_is_the_same_on_one_thread_or_several(tmp_path, monke
     monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     orders = []
-    for threads in (1, 2):
+    for threads in (1, embedded.SHUFFLE_THREADS_FROM):
         monkeypatch.setattr(embedded, "workers", lambda n=threads: n)
         with _streamed_shuffle(tmp_path / "r.csv", 11, tables) as order:
             orders.append(pa.concat_tables(order(iter(tables))).column("n").to_pylist())
@@ -915,6 +915,7 @@ def test_a_failing_part_stops_a_streamed_shuffle_and_leaves_no_part(tmp_path, mo
         written(self, table)
 
     monkeypatch.setattr(embedded._Part, "write_table", failing)
+    monkeypatch.setattr(embedded, "workers", lambda: embedded.SHUFFLE_THREADS_FROM)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     with pytest.raises(OSError, match="No space"), \
             _streamed_shuffle(tmp_path / "r.csv", 3, tables) as order:
@@ -926,6 +927,7 @@ def test_leaving_a_streamed_shuffle_early_leaves_no_part(tmp_path, monkeypatch):
     from blendin.engines import embedded
 
     monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
+    monkeypatch.setattr(embedded, "workers", lambda: embedded.SHUFFLE_THREADS_FROM)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     with _streamed_shuffle(tmp_path / "r.csv", 5, tables) as order:
         for table in order(iter(tables)):

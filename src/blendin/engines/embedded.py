@@ -253,6 +253,8 @@ class EmbeddedEngine:
 SHUFFLE_PART_ROWS = 1 << 20
 #: tables handed to the shuffle's scattering thread and not yet written, at most
 SCATTER_BEHIND = 2
+#: threads from which the shuffle scatters and reads back on threads of its own
+SHUFFLE_THREADS_FROM = 3
 
 
 class _Shuffler:
@@ -283,7 +285,9 @@ class _Shuffler:
             yield from tables
             return
         rng = self.shuffle.generator()
-        threads = workers() > 1
+        # (on two cores the recoding and writing keep both busy: threads of its own gain
+        # nothing there and hold more memory)
+        threads = workers() >= SHUFFLE_THREADS_FROM
         self._scatter_all(tables, rng, threads)
         # the next part is read back and permuted on a thread of its own while this one is
         # handed on (the draws are made in turn, as on one thread)
