@@ -183,3 +183,45 @@ def stream_pool() -> ThreadPoolExecutor:
         _streams = ThreadPoolExecutor(min(workers(), MOST_AHEAD),
                                       thread_name_prefix="blendin-stream")
     return _streams
+
+
+class InTurn:
+    """Calls made one after another on a thread of their own, while the caller goes on (with
+    ``thread`` False, each at once in the caller's thread): at most ``held`` wait, the
+    caller waiting for the oldest beyond that; an error is raised by a later call or by
+    :meth:`finish`.
+
+    >>> done = []
+    >>> calls = InTurn(held=2)
+    >>> for i in range(4):
+    ...     calls(done.append, i)
+    >>> calls.finish(); done
+    [0, 1, 2, 3]
+    """
+
+    def __init__(self, held: int, thread: bool = True, name: str = "blendin-in-turn") -> None:
+        self.held = held
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=name) if thread else None
+        self._pending: deque[Future] = deque()
+
+    def __call__(self, work: Callable, *args) -> None:
+        if self._pool is None:
+            work(*args)
+            return
+        while len(self._pending) >= self.held:
+            self._pending.popleft().result()
+        self._pending.append(self._pool.submit(work, *args))
+
+    def finish(self, raise_error: bool = True) -> None:
+        """Wait for the calls (those not begun are dropped where not ``raise_error``: the
+        caller is leaving on an error of its own) and let the thread go."""
+        try:
+            while self._pending:
+                done = self._pending.popleft()
+                if not raise_error:
+                    done.cancel()
+                elif (error := done.exception()) is not None:
+                    raise error
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()  # (waits for a call under way)

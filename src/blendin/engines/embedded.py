@@ -15,9 +15,8 @@ order. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from blendin.io import (
 )
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
-from blendin.parallel import MOST_AHEAD, each, ordered, stream_pool, workers
+from blendin.parallel import MOST_AHEAD, InTurn, each, ordered, stream_pool, workers
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
@@ -301,8 +300,7 @@ class _Shuffler:
         n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
         writers: list = []
         schema = None
-        scatter = ThreadPoolExecutor(1, thread_name_prefix="blendin-scatter") if threads else None
-        pending: deque[Future] = deque()
+        scatter = InTurn(SCATTER_BEHIND, threads, name="blendin-scatter")
         try:
             for table in tables:
                 if schema is None:
@@ -312,19 +310,10 @@ class _Shuffler:
                 # (drawn as ever; as small integers a stable argsort is a radix sort)
                 part = rng.integers(0, n_parts, table.num_rows).astype(
                     np.min_scalar_type(n_parts))
-                if scatter is None:
-                    self._scatter(table, part, writers)
-                    continue
-                while len(pending) >= SCATTER_BEHIND:
-                    pending.popleft().result()
-                pending.append(scatter.submit(self._scatter, table, part, writers))
-            while pending:
-                pending.popleft().result()
+                scatter(self._scatter, table, part, writers)
+            scatter.finish()
         finally:
-            for future in pending:
-                future.cancel()
-            if scatter is not None:
-                scatter.shutdown()  # (waits for a write under way before the parts close)
+            scatter.finish(raise_error=False)  # (a write under way ends before the parts close)
             for writer in writers:
                 writer.close()
 
@@ -473,8 +462,8 @@ class BatchWriter:
         #: (with one thread, it formats and writes them)
         self._threads = 1 if self.suffix == ".parquet" else min(workers(), MOST_AHEAD)
         self._format = stream_pool() if self._threads > 1 else None
-        self._write = ThreadPoolExecutor(1, thread_name_prefix="blendin-write")
-        self._pending: deque[Future] = deque()
+        self._write = InTurn(min(WRITE_BEHIND * self._threads, MOST_AHEAD),
+                             name="blendin-write")
         self.sink = None
 
     def __enter__(self) -> BatchWriter:
@@ -487,19 +476,12 @@ class BatchWriter:
 
     def __exit__(self, error_type, *exc) -> None:
         try:
-            while self._pending:
-                self._wait(raise_error=error_type is None)
+            self._write.finish(raise_error=error_type is None)
         finally:
-            self._write.shutdown()
             if self.writer is not None:
                 self.writer.close()
             if self.sink is not None:
                 self.sink.close()
-
-    def _wait(self, raise_error: bool = True) -> None:
-        error = self._pending.popleft().exception()
-        if error is not None and raise_error:
-            raise error
 
     def _open(self, schema: pa.Schema, shown: pa.Schema) -> None:
         self.columns = list(shown.names)
@@ -534,14 +516,11 @@ class BatchWriter:
             return
         size = max(CSV_PIECE_ROWS, -(-table.num_rows // self._threads))
         for start in range(0, table.num_rows, size):
-            while len(self._pending) >= min(WRITE_BEHIND * self._threads, MOST_AHEAD):
-                self._wait()
             piece = table.slice(start, size)
             if self.writer is not None:
-                done = self._write.submit(self._written, piece)
+                self._write(self._written, piece)
             else:  # formatted on any thread, written in turn
-                done = self._write.submit(self._put, self._format.submit(self._text, piece))
-            self._pending.append(done)
+                self._write(self._put, self._format.submit(self._text, piece))
         self.batches += 1
         self.rows += table.num_rows
 
