@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from blendin.errors import BlendinError
-from blendin.io import Source, from_arrow, read_ahead, to_arrow, write_table
+from blendin.io import Source, from_arrow, to_arrow, write_table
+from blendin.parallel import read_ahead
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -12,12 +12,10 @@ import codecs
 import csv
 import io
 import os
-import queue
 import re
 import secrets
-import threading
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +23,7 @@ import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
 from blendin.outputs import deferred, process_alive
-from blendin.parallel import ordered, workers
+from blendin.parallel import ordered, read_ahead, workers
 from blendin.progress import Reading
 
 #: bytes of CSV parsed per chunk: large enough to be fast, small enough to stream
@@ -147,57 +145,6 @@ def _suffix(path: Path) -> str:
     if len(suffixes) >= 2 and suffixes[-1] in (".gz", ".bz2", ".zst"):
         return "".join(suffixes[-2:])
     return suffixes[-1] if suffixes else ""
-
-
-def read_ahead(items: Iterable, depth: int) -> Iterator:
-    """``items`` in order, made by a thread of their own up to ``depth`` ahead of the one in
-    use: reading overlaps the work on what was read. The thread's error is raised here;
-    leaving the loop early stops it and closes ``items``.
-
-    >>> list(read_ahead(iter(range(5)), 2))
-    [0, 1, 2, 3, 4]
-    """
-    made: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
-
-    def hand(item) -> bool:
-        while not stop.is_set():
-            try:
-                made.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def produce() -> None:
-        try:
-            for item in items:
-                if not hand((item, None)):
-                    return
-            hand((_END, None))
-        except BaseException as error:  # noqa: BLE001 (raised again where items are used)
-            hand((_END, error))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    thread = threading.Thread(target=produce, name="blendin-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item, error = made.get()
-            if item is _END:
-                if error is not None:
-                    raise error
-                return
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-
-
-_END = object()
 
 
 class Source:

@@ -2,11 +2,13 @@
 gathers and sorts): one shared pool for the parts of one call (:func:`each`), and one for
 the blocks of a stream, handed out in order (:func:`ordered`), both made on first use, of
 every core the process may run on, or as many threads as ``BLENDIN_THREADS`` (``blendin
---threads N``) allows."""
+--threads N``) allows; and a thread of their own for items read ahead (:func:`read_ahead`)
+or calls made in turn behind the caller (:class:`InTurn`)."""
 
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -225,3 +227,54 @@ class InTurn:
         finally:
             if self._pool is not None:
                 self._pool.shutdown()  # (waits for a call under way)
+
+
+def read_ahead(items: Iterable, depth: int) -> Iterator:
+    """``items`` in order, made by a thread of their own up to ``depth`` ahead of the one in
+    use: reading overlaps the work on what was read. The thread's error is raised here;
+    leaving the loop early stops it and closes ``items``.
+
+    >>> list(read_ahead(iter(range(5)), 2))
+    [0, 1, 2, 3, 4]
+    """
+    made: queue.Queue = queue.Queue(depth)
+    stop = threading.Event()
+
+    def hand(item) -> bool:
+        while not stop.is_set():
+            try:
+                made.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not hand((item, None)):
+                    return
+            hand((_END, None))
+        except BaseException as error:  # noqa: BLE001 (raised again where items are used)
+            hand((_END, error))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="blendin-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = made.get()
+            if item is _END:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+_END = object()

@@ -38,12 +38,19 @@ from blendin.io import (
     check_writable_types,
     escape_formula_text,
     output_delimiter,
-    read_ahead,
     write_table,
 )
 from blendin.models import dp
 from blendin.models.dp import DifferentialPrivacy
-from blendin.parallel import MOST_AHEAD, InTurn, each, ordered, stream_pool, workers
+from blendin.parallel import (
+    MOST_AHEAD,
+    InTurn,
+    each,
+    ordered,
+    read_ahead,
+    stream_pool,
+    workers,
+)
 from blendin.progress import Reading
 
 #: file types a release can be streamed to (Excel needs the whole table to colour classes)
