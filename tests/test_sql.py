@@ -18,6 +18,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pcsv
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 duckdb = pytest.importorskip("duckdb")
 
@@ -598,3 +600,29 @@ def test_related_tables_in_the_database_from_the_cli(db, tmp_path):
     assert run.exit_code == 0, run.output
     assert "related tables: patients 6 rows" in run.output
     assert {"patients_out", "visits_out", "scripts_out"} <= set(db.tables())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, "", "?", "a", "b"]),
+                          st.sampled_from([None, 1.5, float("nan"), 2.25]),
+                          st.integers(1, 5)), min_size=1, max_size=12))
+def test_grouped_rows_read_as_text_are_counted_once(rows):
+    """The database's distinct tuples, read as text: values that read as one text (a null,
+    NaN and an empty text all read as the missing text) are counted together, and any
+    other tuple is left as it is (the regrouping skipped where no column merges values)."""
+    from blendin.engines.sql import texts_counted
+
+    distinct = {}
+    for a, b, count in rows:  # as a GROUP BY gives them: each tuple of values once
+        key = (a, "nan" if b != b else b)
+        distinct[key] = (a, b, distinct.get(key, (0, 0, 0))[2] + count)
+    a, b, counts = zip(*distinct.values())
+    grouped = pa.table({"a": pa.array(a, pa.string()), "b": pa.array(b, pa.float64()),
+                        "__blendin_count__": pa.array(counts, pa.int64())})
+    got = texts_counted(grouped, ["a", "b"], "?").to_pylist()
+    expected = collections.Counter()
+    for a, b, count in distinct.values():
+        text = "?" if b is None or b != b else str(b)
+        expected["?" if a in (None, "") else a, text] += count
+    assert len(got) == len(expected)
+    assert {(r["a"], r["b"]): r["__blendin_count__"] for r in got} == expected

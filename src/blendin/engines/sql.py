@@ -458,10 +458,24 @@ def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa
     counts = grouped.column(COUNT).cast(pa.int64())
     texts = pa.table({**{c: as_text(grouped.column(c), missing) for c in columns},
                       COUNT: counts})
-    if not columns:
+    if not columns or not any(_merges_values(grouped.column(c), texts.column(c))
+                              for c in columns):
+        # every column keeps its values apart: the grouped rows stay distinct as text (a
+        # regrouping would hash every tuple again: 300 MiB for 633,000 tuples)
         return texts
     merged = texts.group_by(list(columns), use_threads=False).aggregate([(COUNT, "sum")])
     return merged.rename_columns([*columns, COUNT])
+
+
+def _merges_values(values: pa.ChunkedArray, texts: pa.ChunkedArray) -> bool:
+    """Whether two of a column's values read as one text (a null and an empty text, say)."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    try:
+        distinct = pc.count_distinct(values, mode="all").as_py()
+    except pa.ArrowNotImplementedError:  # a type Arrow cannot count: assume they may
+        return True
+    return distinct != pc.count_distinct(texts, mode="all").as_py()
 
 
 #: the columns a release's mapping adds beside the QIs (a QI of these names is refused)
