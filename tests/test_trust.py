@@ -882,26 +882,9 @@ def _streamed_shuffle(path, seed: int, tables: list):
     return embedded._Shuffler(path, Shuffle(seed, sum(t.num_rows for t in tables)), 2)
 
 
-def test_a_streamed_shuffle_is_the_same_on_one_thread_or_several(tmp_path, monkeypatch):
-    """The parts are written and read back on threads of their own: the draws, and so the
-    order, are the same as on one thread."""
-    from blendin.engines import embedded
-
-    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
-    tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
-    orders = []
-    for threads in (1, embedded.SHUFFLE_THREADS_FROM):
-        monkeypatch.setattr(embedded, "workers", lambda n=threads: n)
-        with _streamed_shuffle(tmp_path / "r.csv", 11, tables) as order:
-            orders.append(pa.concat_tables(order(iter(tables))).column("n").to_pylist())
-    assert orders[0] == orders[1] != list(range(40))
-    assert sorted(orders[1]) == list(range(40))
-    assert not list(tmp_path.iterdir())
-
-
 def test_a_failing_part_stops_a_streamed_shuffle_and_leaves_no_part(tmp_path, monkeypatch):
-    """A part that cannot be written (a full disk) stops the release with its error, from
-    the thread that writes the parts; every part is removed."""
+    """A part that cannot be written (a full disk) stops the release with its error; every
+    part is removed."""
     from blendin.engines import embedded
 
     monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
@@ -915,7 +898,6 @@ def test_a_failing_part_stops_a_streamed_shuffle_and_leaves_no_part(tmp_path, mo
         written(self, table)
 
     monkeypatch.setattr(embedded._Part, "write_table", failing)
-    monkeypatch.setattr(embedded, "workers", lambda: embedded.SHUFFLE_THREADS_FROM)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     with pytest.raises(OSError, match="No space"), \
             _streamed_shuffle(tmp_path / "r.csv", 3, tables) as order:
@@ -927,7 +909,6 @@ def test_leaving_a_streamed_shuffle_early_leaves_no_part(tmp_path, monkeypatch):
     from blendin.engines import embedded
 
     monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 3)
-    monkeypatch.setattr(embedded, "workers", lambda: embedded.SHUFFLE_THREADS_FROM)
     tables = [pa.table({"n": range(i, i + 5)}) for i in range(0, 40, 5)]
     with _streamed_shuffle(tmp_path / "r.csv", 5, tables) as order:
         for table in order(iter(tables)):

@@ -47,7 +47,6 @@ from blendin.parallel import (
     InTurn,
     each,
     ordered,
-    read_ahead,
     stream_pool,
     workers,
 )
@@ -257,10 +256,6 @@ class EmbeddedEngine:
 
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)
 SHUFFLE_PART_ROWS = 1 << 20
-#: tables handed to the shuffle's scattering thread and not yet written, at most
-SCATTER_BEHIND = 2
-#: threads from which the shuffle scatters and reads back on threads of its own
-SHUFFLE_THREADS_FROM = 3
 
 
 class _Shuffler:
@@ -291,23 +286,16 @@ class _Shuffler:
             yield from tables
             return
         rng = self.shuffle.generator()
-        # (on two cores the recoding and writing keep both busy: threads of its own gain
-        # nothing there and hold more memory)
-        threads = workers() >= SHUFFLE_THREADS_FROM
-        self._scatter_all(tables, rng, threads)
-        # the next part is read back and permuted on a thread of its own while this one is
-        # handed on (the draws are made in turn, as on one thread)
-        parts = self._read_back(rng)
-        yield from read_ahead(parts, 1) if threads else parts
+        self._scatter_all(tables, rng)
+        yield from self._read_back(rng)
 
-    def _scatter_all(self, tables: Iterator[pa.Table], rng: np.random.Generator,
-                     threads: bool) -> None:
-        """Every row of ``tables`` written to a part drawn at random; with ``threads`` the
-        writing runs on a thread of its own, beside the making of the next tables."""
+    def _scatter_all(self, tables: Iterator[pa.Table], rng: np.random.Generator) -> None:
+        """Every row of ``tables`` written to a part drawn at random. (Scattering and reading
+        back on threads of their own, beside the recoding, was measured no faster on 2 and
+        on 16 cores: the recoding, the checker and the writer keep them busy.)"""
         n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
         writers: list = []
         schema = None
-        scatter = InTurn(SCATTER_BEHIND, threads, name="blendin-scatter")
         try:
             for table in tables:
                 if schema is None:
@@ -317,16 +305,13 @@ class _Shuffler:
                 # (drawn as ever; as small integers a stable argsort is a radix sort)
                 part = rng.integers(0, n_parts, table.num_rows).astype(
                     np.min_scalar_type(n_parts))
-                scatter(self._scatter, table, part, writers)
-            scatter.finish()
+                self._scatter(table, part, writers)
         finally:
-            scatter.finish(raise_error=False)  # (a write under way ends before the parts close)
             for writer in writers:
                 writer.close()
 
     def _read_back(self, rng: np.random.Generator) -> Iterator[pa.Table]:
-        """The parts in turn, each permuted, in tables of ``batch_rows`` (read ahead, the
-        next part is in memory beside the one handed on)."""
+        """The parts in turn, each permuted, in tables of ``batch_rows``."""
         for path in self.paths:  # one part read at a time, its columns taken at once
             part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
             part = _taken(part, rng.permutation(part.num_rows))
