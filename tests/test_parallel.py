@@ -152,8 +152,7 @@ def test_leaving_ordered_early_starts_no_more_work():
     assert list(parallel.ordered(work, [], ahead=2)) == []
 
 
-@pytest.mark.parametrize("thread", [True, False])
-def test_calls_in_turn_run_in_order_and_raise_the_first_error(thread):
+def test_calls_in_turn_run_in_order_and_raise_the_first_error():
     from blendin.parallel import InTurn
 
     seen, names = [], set()
@@ -164,11 +163,11 @@ def test_calls_in_turn_run_in_order_and_raise_the_first_error(thread):
             raise OSError("disk full")
         seen.append(i)
 
-    calls = InTurn(held=2, thread=thread, name="blendin-test")
+    calls = InTurn(held=2, name="blendin-test")
     with pytest.raises(OSError, match="disk full"):
         for i in range(8):
             calls(work, i)
         calls.finish()
     calls.finish(raise_error=False)
     assert seen[:5] == [0, 1, 2, 3, 4] and 5 not in seen
-    assert names == ({"blendin-test_0"} if thread else {threading.current_thread().name})
+    assert names == {"blendin-test_0"}

@@ -188,10 +188,9 @@ def stream_pool() -> ThreadPoolExecutor:
 
 
 class InTurn:
-    """Calls made one after another on a thread of their own, while the caller goes on (with
-    ``thread`` False, each at once in the caller's thread): at most ``held`` wait, the
-    caller waiting for the oldest beyond that; an error is raised by a later call or by
-    :meth:`finish`.
+    """Calls made one after another on a thread of their own, while the caller goes on: at
+    most ``held`` wait, the caller waiting for the oldest beyond that; an error is raised
+    by a later call or by :meth:`finish`.
 
     >>> done = []
     >>> calls = InTurn(held=2)
@@ -201,15 +200,12 @@ class InTurn:
     [0, 1, 2, 3]
     """
 
-    def __init__(self, held: int, thread: bool = True, name: str = "blendin-in-turn") -> None:
+    def __init__(self, held: int, name: str = "blendin-in-turn") -> None:
         self.held = held
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=name) if thread else None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix=name)
         self._pending: deque[Future] = deque()
 
     def __call__(self, work: Callable, *args) -> None:
-        if self._pool is None:
-            work(*args)
-            return
         while len(self._pending) >= self.held:
             self._pending.popleft().result()
         self._pending.append(self._pool.submit(work, *args))
@@ -225,8 +221,7 @@ class InTurn:
                 elif (error := done.exception()) is not None:
                     raise error
         finally:
-            if self._pool is not None:
-                self._pool.shutdown()  # (waits for a call under way)
+            self._pool.shutdown()  # (waits for a call under way)
 
 
 def read_ahead(items: Iterable, depth: int) -> Iterator:
