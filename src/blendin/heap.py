@@ -47,3 +47,17 @@ def keep_freed_memory() -> bool:
 def _user_tuned() -> bool:
     return "GLIBC_TUNABLES" in os.environ or any(
         name.startswith("MALLOC_") and name.endswith("_") for name in os.environ)
+
+
+def hand_back_arrow_memory() -> None:
+    """Hand the pages Arrow's pool keeps for the next buffers back to the system.
+
+    Once the distinct tuples are encoded the search works in NumPy, so those pages would
+    only add to the peak: a PostgreSQL table's tuples are read on one thread, whose pool
+    kept 95 MiB of them at 10M rows (a peak of 450 MiB, 398 MiB with them handed back).
+
+    >>> hand_back_arrow_memory()
+    """
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()

@@ -20,7 +20,7 @@ from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.estimators import sampling_weights
 from blendin.frequency import FrequencyTable
-from blendin.heap import keep_freed_memory
+from blendin.heap import hand_back_arrow_memory, keep_freed_memory
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import IndividualRisk, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
@@ -127,9 +127,12 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         n, domains = ft.n_records, ft.domains
     for model in spec.models:
         model.validate(n, domains)
-    return Plan.of(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
+    plan = Plan.of(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
                    subset=subset, sample=sample, warnings=warnings, people=people,
                    signatures=signatures)
+    del distinct  # (the tuples as Arrow text: encoded in the plan, no longer needed)
+    hand_back_arrow_memory()
+    return plan
 
 
 def weights_of_tuples(engine, source, spec: Spec, distinct: pa.Table,
