@@ -286,13 +286,6 @@ class _Shuffler:
             yield from tables
             return
         rng = self.shuffle.generator()
-        self._scatter_all(tables, rng)
-        yield from self._read_back(rng)
-
-    def _scatter_all(self, tables: Iterator[pa.Table], rng: np.random.Generator) -> None:
-        """Every row of ``tables`` written to a part drawn at random. (Scattering and reading
-        back on threads of their own, beside the recoding, was measured no faster on 2 and
-        on 16 cores: the recoding, the checker and the writer keep them busy.)"""
         n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
         writers: list = []
         schema = None
@@ -303,16 +296,12 @@ class _Shuffler:
                     writers = [self._open(i, schema) for i in range(n_parts)]
                 table = table.cast(schema) if table.schema != schema else table
                 # (drawn as ever; as small integers a stable argsort is a radix sort)
-                part = rng.integers(0, n_parts, table.num_rows).astype(
-                    np.min_scalar_type(n_parts))
-                self._scatter(table, part, writers)
+                part = rng.integers(0, n_parts, table.num_rows)
+                self._scatter(table, part.astype(np.min_scalar_type(n_parts)), writers)
         finally:
             for writer in writers:
                 writer.close()
-
-    def _read_back(self, rng: np.random.Generator) -> Iterator[pa.Table]:
-        """The parts in turn, each permuted, in tables of ``batch_rows``."""
-        for path in self.paths:  # one part read at a time, its columns taken at once
+        for path in self.paths:  # one part in memory at a time, its columns taken at once
             part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
             part = _taken(part, rng.permutation(part.num_rows))
             for start in range(0, part.num_rows, self.batch_rows):
