@@ -437,6 +437,16 @@ def test_dry_run_prints_the_sql_and_writes_nothing(db, tmp_path):
     assert 'GROUP BY "sex", "zip", "dx"' in out.output and "CREATE TABLE" in out.output
     assert "ROLLBACK" in out.output
     assert db.tables() == ["patients"]
+    # an existing output table: refused as in a real run, unless --force; never touched
+    db.put("release", table().head(2))
+    dry = ["anonymize", db.url, "--table", "patients", "--spec", spec, "-o", db.url,
+           "--output-table", "release", "--dry-run"]
+    out = CliRunner().invoke(main, dry)
+    assert out.exit_code == 2 and "--force to replace it" in out.output
+    out = CliRunner().invoke(main, [*dry, "--force"])
+    assert out.exit_code == 0, out.output
+    assert "CREATE TABLE" in out.output and "ROLLBACK" in out.output
+    assert sorted(db.tables()) == ["patients", "release"] and len(db.read("release")) == 2
     out = CliRunner().invoke(main, ["anonymize", str(tmp_path / "x.csv"), "--spec", spec,
                                     "-o", str(tmp_path / "y.csv"), "--dry-run"])
     assert out.exit_code == 2 and "leave --dry-run out" in out.output

@@ -384,7 +384,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                                suppressed=suppressed, progress=progress, output=output,
                                engine=chosen, keep_order=keep_order,
                                shuffle_seed=shuffle_seed, strict=strict,
-                               output_table=output_table, **rows)
+                               output_table=output_table, replace=force, **rows)
         _say_dry_run(result, as_json=as_json)
         return
     with together():
