@@ -1,4 +1,4 @@
-"""keep_freed_memory: arrays made and freed in turn reuse pages instead of faulting in new
+"""tune_heap: arrays made and freed in turn reuse pages instead of faulting in new
 ones; never over the user's own malloc settings. Each case runs in a process of its own (the
 setting is the process's)."""
 
@@ -15,9 +15,9 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
 CHURN = """
 import resource, sys
 import numpy as np
-from blendin.heap import keep_freed_memory
+from blendin.heap import tune_heap
 
-kept = keep_freed_memory() if sys.argv[1] == "keep" else False
+kept = tune_heap() if sys.argv[1] == "keep" else False
 
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -57,3 +57,43 @@ def test_freed_arrays_are_reused_without_new_faults():
 def test_the_users_own_malloc_settings_stand(env):
     kept, _ = run("keep", **env)
     assert not kept
+
+
+HELD = """
+import sys
+import numpy as np
+from blendin.heap import tune_heap
+
+tuned = tune_heap(small_process=True) if sys.argv[1] == "small" else False
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+big = np.ones(4 << 17)  # a 4 MiB array freed: glibc's own threshold rises to it
+del big
+arrays = [np.ones(1 << 17) for _ in range(40)]  # 40 arrays of 1 MiB
+top = np.ones(1 << 17)  # one made last, still held
+before = rss_mib()
+del arrays  # freed below the one still held
+print(tuned, before - rss_mib())
+"""
+
+
+def test_a_small_process_hands_freed_arrays_back():
+    """With ``small_process`` the thresholds stay where glibc starts: each array above 128
+    KiB is mapped apart, and freeing it hands its pages back, wherever it lies."""
+    environment = {k: v for k, v in os.environ.items()
+                   if not (k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")}
+
+    def freed(mode: str) -> tuple[bool, float]:
+        out = subprocess.run([sys.executable, "-c", HELD, mode], capture_output=True,
+                             text=True, check=True, env=environment).stdout.split()
+        return out[0] == "True", float(out[1])
+
+    tuned, small = freed("small")
+    _, control = freed("leave")
+    assert tuned
+    assert small > 35, f"{small:.0f} MiB of 40 handed back"
+    if control > 35:  # this system's malloc hands them back by itself: nothing to compare
+        pytest.skip(f"{control:.0f} MiB handed back here without the setting")

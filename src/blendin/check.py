@@ -33,7 +33,7 @@ from blendin.errors import BlendinError
 from blendin.estimators import sampling_weights
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
-from blendin.heap import keep_freed_memory
+from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
 from blendin.models import IndividualRisk, PrivacyModel
@@ -296,10 +296,10 @@ def check(
             f"the spec names related tables ({', '.join(spec.tables)}) and one table was "
             "given", fix="give each table: --input NAME=FILE for each (a dict in Python)")
 
-    keep_freed_memory()
     data, _ = in_database(data, table=table, query=query, schema=schema,
                           password_env=password_env)
     engine = engine_for(data)
+    tune_heap(getattr(engine, "small_process", False))
     source = (_source(data, spec, delimiter, encoding, engine.block_size)
               if engine.name == "embedded" else engine.source(data, spec))
     _has_person(spec, source.columns, engine.name)

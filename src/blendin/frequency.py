@@ -204,6 +204,10 @@ class FrequencyTable:
         starts = _starts(key[order])
         tuple_of_row = np.empty(len(key), np.int64)
         tuple_of_row[order] = np.cumsum(starts) - 1
+        firsts = order[starts]
+        # each tuple's codes, and the codes of every row let go before the cells are made
+        tuples = qi_matrix([np.take(c, firsts) for c in codes], len(firsts))
+        del codes, key
         row_counts = distinct.column(COUNT).to_numpy().astype(np.int64)
         counts = _run_sums(row_counts[order], starts)
         cells, domains = {}, {}
@@ -213,8 +217,6 @@ class FrequencyTable:
             cells[name] = _cells(tuple_of_row, value_codes, row_counts, len(labels), order)
             overall = np.bincount(value_codes, weights=row_counts, minlength=len(labels))
             domains[name] = SensitiveDomain(name, labels, overall.astype(np.int64), hierarchy)
-        firsts = order[starts]
-        tuples = qi_matrix([np.take(c, firsts) for c in codes], len(firsts))
         return cls(names, tuple(hierarchies[n] for n in names), tuples, counts, cells, domains)
 
     def classes(self, class_of_tuple: np.ndarray, n_classes: int) -> Classes:

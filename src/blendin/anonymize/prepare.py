@@ -20,7 +20,7 @@ from blendin.engines.kernels import decoded
 from blendin.errors import BlendinError
 from blendin.estimators import sampling_weights
 from blendin.frequency import FrequencyTable
-from blendin.heap import hand_back_arrow_memory, keep_freed_memory
+from blendin.heap import hand_back_memory, tune_heap
 from blendin.hierarchy.core import Hierarchy
 from blendin.models import IndividualRisk, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
@@ -61,9 +61,9 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     pass over a file). Columns that look like direct identifiers the spec names nowhere are
     warned of, or with ``strict`` refused; sensitive values are normalized as
     ``[input] normalize`` says, and a value spelled several ways is warned of."""
-    keep_freed_memory()
     spec.validate()
     engine = engine_for(data, engine)
+    tune_heap(getattr(engine, "small_process", False))
     source = engine.source(data, spec)
     spec.validate_columns(source.columns)
     warnings = overlooked_warnings(spec, source.columns, strict=strict)
@@ -84,6 +84,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         with pass_bar(bars, "reading", source) as told:
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
+        hand_back_memory()  # what reading the rows took, beyond the tuples
     distinct = merge_spellings(distinct, spec.sensitive, spec.normalize, COUNT)
     warnings += spelling_warnings({name: distinct_texts(distinct.column(name))
                                    for name in spec.sensitive})
@@ -131,7 +132,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
                    subset=subset, sample=sample, warnings=warnings, people=people,
                    signatures=signatures)
     del distinct  # (the tuples as Arrow text: encoded in the plan, no longer needed)
-    hand_back_arrow_memory()
+    hand_back_memory()
     return plan
 
 

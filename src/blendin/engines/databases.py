@@ -123,11 +123,14 @@ class Database:
     def scalar(self, sql: str, params: Sequence = ()):
         raise NotImplementedError
 
-    def arrow(self, sql: str) -> pa.Table:
-        batches = list(self.batches(sql))
+    def arrow(self, sql: str, encoded: bool = False) -> pa.Table:
+        """The rows of ``sql`` (with ``encoded``, text columns may come dictionary-encoded:
+        less memory for many rows of few texts)."""
+        batches = list(self.batches(sql, encoded=encoded))
         return pa.Table.from_batches(batches) if batches else self.schema(sql).empty_table()
 
-    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+    def batches(self, sql: str, rows: int = 1 << 16, encoded: bool = False
+                ) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
 
     def schema(self, sql: str) -> pa.Schema:
@@ -220,12 +223,13 @@ class DuckDB(Database):
         row = rows[0] if rows else None
         return None if row is None else row[0]
 
-    def arrow(self, sql: str) -> pa.Table:
+    def arrow(self, sql: str, encoded: bool = False) -> pa.Table:
         self.log.append(sql)
         with self._errors():
             return self.connection.sql(sql).to_arrow_table()
 
-    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+    def batches(self, sql: str, rows: int = 1 << 16, encoded: bool = False
+                ) -> Iterator[pa.RecordBatch]:
         self.log.append(sql)
         with self._errors():
             yield from self.connection.sql(sql).to_arrow_reader(rows)
@@ -338,8 +342,12 @@ class Postgres(Database):
                                    metadata=TEXT if c.type_code in PG_TEXTS else None)
                           for c in cursor.description])
 
-    def batches(self, sql: str, rows: int = 1 << 16) -> Iterator[pa.RecordBatch]:
+    def batches(self, sql: str, rows: int = 1 << 16, encoded: bool = False
+                ) -> Iterator[pa.RecordBatch]:
         schema = self.schema(sql)
+        if encoded:  # each block's texts once, and an index a row
+            schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string()))
+                                if f.type == pa.string() else f for f in schema])
         self.log.append(sql)
         with self._errors(), self.connection.cursor() as cursor, cursor.copy(
                 f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:

@@ -241,11 +241,14 @@ class SqlEngine:
     >>> _ = con.execute("CREATE TABLE t AS SELECT * FROM (VALUES ('f'), ('m'), ('f')) v(sex)")
     >>> engine = SqlEngine()
     >>> source = engine.source(TableRef(con, table="t"))
-    >>> engine.distinct(source, ["sex"]).sort_by("sex").to_pydict()
-    {'sex': ['f', 'm'], '__blendin_count__': [2, 1]}
+    >>> sorted(engine.distinct(source, ["sex"]).to_pylist(), key=str)
+    [{'sex': 'f', '__blendin_count__': 2}, {'sex': 'm', '__blendin_count__': 1}]
     """
 
     name = "sql"
+    #: the rows stay in the database, and the process small: memory it frees goes back to
+    #: the system (glibc's thresholds are left as they are, see :mod:`blendin.heap`)
+    small_process = True
 
     def __init__(self, *, replace: bool = False, dry_run: bool = False) -> None:
         #: an existing output table is replaced (else refused)
@@ -283,10 +286,7 @@ class SqlEngine:
                                fix="give a table with at least one row")
         for name in columns:  # each column's values and their keys, kept
             key = f"{KEY}{keyed.index(name)}" if name in keyed else name
-            pairs = grouped.select(list(dict.fromkeys([name, key])))
-            pairs = pairs.group_by(pairs.column_names, use_threads=False).aggregate([])
-            source.domains[name] = pa.table({"value": pairs.column(0),
-                                             "key": pairs.column(pairs.num_columns - 1)})
+            source.domains[name] = _domain(grouped, name, key)
         return texts_counted(grouped, columns, missing)
 
     def sample(self, source: SqlSource, columns: Sequence[str], missing: str,
@@ -403,7 +403,31 @@ def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequenc
     extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
                     for i, c in enumerate(keyed))
     return db.arrow(f"SELECT {names}{extra}, count(*) AS {count} FROM {relation} "
-                    f"GROUP BY {names}")
+                    f"GROUP BY {names}", encoded=True)
+
+
+def _domain(grouped: pa.Table, name: str, key: str) -> pa.Table:
+    """The distinct values of column ``name`` of ``grouped`` (column ``value``) with their
+    keys (column ``key`` of ``grouped``, which may be ``name``): grouped by their codes
+    where dictionary-encoded, then decoded."""
+    parts = [_coded(grouped.column(c)) for c in dict.fromkeys([name, key])]
+    pairs = pa.table({str(i): codes for i, (codes, _) in enumerate(parts)})
+    pairs = pairs.group_by(pairs.column_names, use_threads=False).aggregate([])
+    decoded = [pairs.column(str(i)) if dictionary is None else dictionary.take(
+        pairs.column(str(i))) for i, (_, dictionary) in enumerate(parts)]
+    return pa.table({"value": decoded[0], "key": decoded[-1]})
+
+
+def _coded(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, pa.Array | None]:
+    """A dictionary-encoded column as its codes and its one dictionary; any other as it
+    is, without one."""
+    if not pa.types.is_dictionary(column.type):
+        return column, None
+    column = column.unify_dictionaries()
+    dictionary = (column.chunk(0).dictionary if column.num_chunks
+                  else pa.array([], column.type.value_type))
+    return pa.chunked_array([c.indices for c in column.chunks], column.type.index_type), \
+        dictionary
 
 
 def key_of(db: Database, column: str, alias: str = "") -> str:
@@ -448,34 +472,43 @@ def suppressed_classes(recoding) -> pa.Table:
 
 
 def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa.Table:
-    """Grouped rows (``columns`` and COUNT) with their values as text, regrouped where two
-    values read as one text.
+    """Grouped rows (``columns`` and COUNT) with their values as text, each column
+    dictionary-encoded (one dictionary of distinct texts), regrouped where two values read
+    as one text.
 
     >>> t = pa.table({"a": ["x", None, ""], "__blendin_count__": [1, 2, 3]})
-    >>> texts_counted(t, ["a"], "?").sort_by("a").to_pydict()
-    {'a': ['?', 'x'], '__blendin_count__': [5, 1]}
+    >>> sorted(texts_counted(t, ["a"], "?").to_pylist(), key=str)
+    [{'a': '?', '__blendin_count__': 5}, {'a': 'x', '__blendin_count__': 1}]
     """
-    counts = grouped.column(COUNT).cast(pa.int64())
-    texts = pa.table({**{c: as_text(grouped.column(c), missing) for c in columns},
-                      COUNT: counts})
-    if not columns or not any(_merges_values(grouped.column(c), texts.column(c))
-                              for c in columns):
-        # every column keeps its values apart: the grouped rows stay distinct as text (a
-        # regrouping would hash every tuple again: 300 MiB for 633,000 tuples)
-        return texts
-    merged = texts.group_by(list(columns), use_threads=False).aggregate([(COUNT, "sum")])
-    return merged.rename_columns([*columns, COUNT])
+    counts = grouped.column(COUNT).cast(pa.int64()).combine_chunks()
+    coded = {c: _text_codes(grouped.column(c), missing) for c in columns}
+    indices = {c: codes for c, (codes, _, _) in coded.items()}
+    if any(merged for _, _, merged in coded.values()):
+        # two tuples may now be one: regrouped by their codes (a regrouping by text would
+        # hash every text again: 300 MiB for 633,000 tuples)
+        summed = pa.table({**indices, COUNT: counts}).group_by(
+            list(columns), use_threads=False).aggregate([(COUNT, "sum")])
+        indices = {c: summed.column(c).combine_chunks() for c in columns}
+        counts = summed.column(f"{COUNT}_sum").combine_chunks()
+    return pa.table({**{c: pa.DictionaryArray.from_arrays(indices[c], coded[c][1])
+                        for c in columns}, COUNT: counts})
 
 
-def _merges_values(values: pa.ChunkedArray, texts: pa.ChunkedArray) -> bool:
-    """Whether two of a column's values read as one text (a null and an empty text, say)."""
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    try:
-        distinct = pc.count_distinct(values, mode="all").as_py()
-    except pa.ArrowNotImplementedError:  # a type Arrow cannot count: assume they may
-        return True
-    return distinct != pc.count_distinct(texts, mode="all").as_py()
+def _text_codes(column: pa.ChunkedArray, missing: str) -> tuple[pa.Array, pa.Array, bool]:
+    """A column's values as codes (int32) into its distinct texts (:func:`as_text`), and
+    whether two of its values read as one text (a null and an empty text, say)."""
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    column = column.unify_dictionaries().combine_chunks()
+    codes, texts = column.indices.cast(pa.int32()), as_text(column.dictionary, missing)
+    if codes.null_count:  # a null reads as the missing text too
+        texts = pa.concat_arrays([*texts.chunks, pa.array([missing], pa.string())])
+        codes = pc.fill_null(codes, len(column.dictionary))
+    texts = pa.chunked_array([texts]).combine_chunks()
+    distinct = pc.unique(texts)
+    if len(distinct) == len(texts):
+        return codes, texts, False
+    return pc.take(pc.index_in(texts, distinct), codes), distinct, True
 
 
 #: the columns a release's mapping adds beside the QIs (a QI of these names is refused)
@@ -708,7 +741,8 @@ class _ReleasePlan:
             return grouped
         extra = pa.table({**{c: pa.array([SUPPRESSED if c in self.qis else self.missing])
                              for c in columns}, COUNT: pa.array([gone], pa.int64())})
-        return pa.concat_tables([grouped, extra.select(grouped.column_names)])
+        return pa.concat_tables([grouped, extra.select(grouped.column_names).cast(
+            grouped.schema)]).unify_dictionaries().combine_chunks()
 
     def hide(self, released: str) -> None:
         """After the check: the marked suppressed rows removed, the hidden columns (and
