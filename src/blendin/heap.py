@@ -12,7 +12,8 @@ A table in a database is the other way round: its rows stay there, and the proce
 stay small (its engine says ``small_process``). glibc's own adjustment raises the mmap
 threshold to the largest array freed so far, so freed arrays would stay in the heap: there
 the thresholds are fixed where glibc starts, and the process's size follows what it holds
-(10M rows in PostgreSQL: a peak of 319 MiB with glibc's adjustment, 280 MiB without).
+(10M rows in PostgreSQL: a peak of 365-369 MiB with the thresholds raised, 311-318 MiB with
+them fixed).
 
 Set by each anonymization or check for its run, on glibc only, and never over a choice of
 the user's (any ``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment).

@@ -247,7 +247,7 @@ class SqlEngine:
 
     name = "sql"
     #: the rows stay in the database, and the process small: memory it frees goes back to
-    #: the system (glibc's thresholds are left as they are, see :mod:`blendin.heap`)
+    #: the system (glibc's thresholds fixed where glibc starts them, see :mod:`blendin.heap`)
     small_process = True
 
     def __init__(self, *, replace: bool = False, dry_run: bool = False) -> None:
