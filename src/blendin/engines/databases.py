@@ -407,8 +407,9 @@ class _Stream(io.RawIOBase):
 
     def empty(self) -> bool:
         """True when the COPY sent nothing more (the next blocks are read ahead)."""
-        if not len(self.rest):
-            self.rest = memoryview(b"".join(itertools.islice(self.blocks, self.GATHER)))
+        if not len(self.rest):  # (the blocks as bytes: joining views costs more)
+            self.rest = memoryview(b"".join(map(bytes, itertools.islice(self.blocks,
+                                                                         self.GATHER))))
         return not len(self.rest)
 
     def readinto(self, buffer) -> int:
