@@ -43,6 +43,7 @@ from blendin.engines.databases import TEXT, Database, connect, hidden, is_databa
 from blendin.engines.embedded import BatchWriter
 from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes, repeated
 from blendin.errors import BlendinError, preview
+from blendin.groupby import dictionary_chunks
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import _is_nested, atomic_path, write_table
 from blendin.models import dp
@@ -408,26 +409,22 @@ def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequenc
 
 def _domain(grouped: pa.Table, name: str, key: str) -> pa.Table:
     """The distinct values of column ``name`` of ``grouped`` (column ``value``) with their
-    keys (column ``key`` of ``grouped``, which may be ``name``): grouped by their codes
-    where dictionary-encoded, then decoded."""
+    keys (column ``key`` of ``grouped``, which may be ``name``): grouped by their codes,
+    then decoded."""
     parts = [_coded(grouped.column(c)) for c in dict.fromkeys([name, key])]
     pairs = pa.table({str(i): codes for i, (codes, _) in enumerate(parts)})
     pairs = pairs.group_by(pairs.column_names, use_threads=False).aggregate([])
-    decoded = [pairs.column(str(i)) if dictionary is None else dictionary.take(
-        pairs.column(str(i))) for i, (_, dictionary) in enumerate(parts)]
+    decoded = [dictionary.take(pairs.column(str(i))) for i, (_, dictionary) in enumerate(parts)]
     return pa.table({"value": decoded[0], "key": decoded[-1]})
 
 
-def _coded(column: pa.ChunkedArray) -> tuple[pa.ChunkedArray, pa.Array | None]:
-    """A dictionary-encoded column as its codes and its one dictionary; any other as it
-    is, without one."""
-    if not pa.types.is_dictionary(column.type):
-        return column, None
-    column = column.unify_dictionaries()
-    dictionary = (column.chunk(0).dictionary if column.num_chunks
-                  else pa.array([], column.type.value_type))
-    return pa.chunked_array([c.indices for c in column.chunks], column.type.index_type), \
-        dictionary
+def _coded(column: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """A column as codes into one dictionary of its distinct values (a null is a null code
+    or an entry of its own)."""
+    chunks = dictionary_chunks(column)
+    whole = pa.chunked_array(chunks, chunks[0].type if chunks else column.type)
+    whole = whole.unify_dictionaries().combine_chunks()
+    return whole.indices, whole.dictionary
 
 
 def key_of(db: Database, column: str, alias: str = "") -> str:
@@ -497,14 +494,11 @@ def texts_counted(grouped: pa.Table, columns: Sequence[str], missing: str) -> pa
 def _text_codes(column: pa.ChunkedArray, missing: str) -> tuple[pa.Array, pa.Array, bool]:
     """A column's values as codes (int32) into its distinct texts (:func:`as_text`), and
     whether two of its values read as one text (a null and an empty text, say)."""
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    column = column.unify_dictionaries().combine_chunks()
-    codes, texts = column.indices.cast(pa.int32()), as_text(column.dictionary, missing)
+    codes, dictionary = _coded(column)
+    codes, texts = codes.cast(pa.int32()), as_text(dictionary, missing).combine_chunks()
     if codes.null_count:  # a null reads as the missing text too
-        texts = pa.concat_arrays([*texts.chunks, pa.array([missing], pa.string())])
-        codes = pc.fill_null(codes, len(column.dictionary))
-    texts = pa.chunked_array([texts]).combine_chunks()
+        texts = pa.concat_arrays([texts, pa.array([missing], pa.string())])
+        codes = pc.fill_null(codes, len(dictionary))
     distinct = pc.unique(texts)
     if len(distinct) == len(texts):
         return codes, texts, False
