@@ -41,8 +41,9 @@ def load(name: str) -> FrequencyTable:
     """The frequency table of a benchmark set, with ARX's hierarchies."""
     _, qis, sensitive = arx_data.SETS[name]
     table = arx_data.read(name)
-    return FrequencyTable.from_table(table.select([*qis, sensitive]),
-                                     arx_data.hierarchies(name, table), [sensitive])
+    sensitives = [sensitive] if sensitive else []  # (the sets of QIs alone have none)
+    return FrequencyTable.from_table(table.select([*qis, *sensitives]),
+                                     arx_data.hierarchies(name, table), sensitives)
 
 
 def time_case(ft, models, suppression, algorithm, metric, runs):
@@ -77,6 +78,8 @@ def main(argv=None) -> int:
         ft = load(name)
         sensitive = arx_data.SETS[name][2]
         for label, k, suppression, t in CASES:
+            if t and not sensitive:
+                continue
             models = [KAnonymity(k)] + ([TCloseness(sensitive, t)] if t else [])
             fastest, median, cpu, sol = time_case(ft, models, suppression, args.algorithm,
                                                   args.metric, args.runs)
