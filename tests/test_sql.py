@@ -275,6 +275,38 @@ def test_a_query_is_one_select(db):
     assert older.records == int((df.age > 30).sum())
 
 
+
+@pytest.mark.parametrize("suppressed", ["drop", "keep"])
+def test_a_querys_rows_are_read_once(db, suppressed):
+    # each reading of this query keeps other rows: the frequency table, the release and
+    # the checker must all see one reading's
+    df = table(600, seed=2)
+    db.put("patients", df)
+    result = anonymize(db.url, spec_for(df, max_suppression=0.1), suppressed=suppressed,
+                       query='SELECT * FROM "patients" WHERE random() < 0.5',
+                       output_table="release")
+    released = db.read("release")
+    assert result.check.passed and 0 < result.records < len(df)
+    kept = result.records - (result.suppressed if suppressed == "drop" else 0)
+    assert len(released) == kept
+    assert db.tables() == ["patients", "release"]
+
+
+def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
+    db = PostgresBackend(postgres_url)
+    df = table()
+    db.put("patients", df)
+    pg_conn.execute("CREATE SEQUENCE counted")
+    try:
+        with pytest.raises(BlendinError, match="read-only transaction"):
+            anonymize(db.url, spec_for(df), query="SELECT *, nextval('counted') AS n FROM "
+                      '"patients"')
+        assert pg_conn.execute("SELECT last_value, is_called FROM counted").fetchone() == (
+            1, False)
+    finally:
+        pg_conn.execute("DROP SEQUENCE counted")
+
+
 KILLED = textwrap.dedent("""
     import sys, time
     import blendin.engines.sql as sql

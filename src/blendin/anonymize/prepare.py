@@ -17,6 +17,7 @@ import pyarrow as pa
 from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
+from blendin.engines.sql import SqlSource
 from blendin.errors import BlendinError
 from blendin.estimators import sampling_weights
 from blendin.frequency import FrequencyTable
@@ -79,9 +80,10 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
                                   *spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        source, distinct = engine.sample(source, columns, spec.missing, sample)
+        source, distinct = engine.sample(read_once(source), columns, spec.missing, sample)
     else:
         with pass_bar(bars, "reading", source) as told:
+            source = read_once(source)
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
         hand_back_memory()  # what reading the rows took, beyond the tuples
@@ -203,6 +205,12 @@ def people_warnings(people: PeopleSummary) -> list[str]:
             "no one else has: whoever can count a person's rows in the release (through a "
             "column kept as it is) tells them apart; fix: release one row per person, or "
             "generalize or remove the columns that link a person's rows"]
+
+
+def read_once(source):
+    """The source as every later step reads it: a database query's rows read once into a
+    temporary table (:meth:`SqlSource.read_once`), as the release reads the rows again."""
+    return source.read_once() if isinstance(source, SqlSource) else source
 
 
 def pass_bar(bars: Progress | None, doing: str, source):

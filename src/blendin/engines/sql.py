@@ -170,11 +170,11 @@ def check_query(query: str, dialect: str) -> None:
 class SqlSource:
     """A table or a query's rows in a database, as the pipeline's input."""
 
-    def __init__(self, db: Database, ref: TableRef, temporary: str | None = None) -> None:
+    def __init__(self, db: Database, ref: TableRef, temporary: Sequence[str] = ()) -> None:
         self.db, self.ref = db, ref
-        #: the temporary table the rows are in (differential privacy's sample), dropped
-        #: with the run's other temporary tables
-        self.temporary = temporary
+        #: the temporary tables the rows are in (a query's rows, read once; differential
+        #: privacy's sample), dropped with the run's other temporary tables
+        self.temporary = list(temporary)
         if ref.query is not None:
             check_query(ref.query, db.dialect)
             self.sql = ref.query.strip().rstrip(";")
@@ -198,6 +198,30 @@ class SqlSource:
 
     def __str__(self) -> str:
         return self.name
+
+    def read_once(self) -> SqlSource:
+        """A query's rows in a temporary table, read from the query once: every later
+        reading (the frequency table, the release, the checker's) then sees the same rows,
+        even where the query would give others each time (``LIMIT`` without ``ORDER BY``,
+        ``random()``, a table being written to). PostgreSQL runs the query in a read-only
+        transaction (its table made empty first: a read-only transaction makes none)."""
+        if self.ref.query is None:
+            return self
+        db = self.db
+        name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_rows"
+        table = db.quote(name)
+        if db.dialect == "postgres":
+            db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self.relation} "
+                       "WITH NO DATA")
+            with db.transaction(read_only=True):
+                db.execute(f"INSERT INTO {table} SELECT * FROM {self.relation}")
+        else:
+            with db.transaction():
+                db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self.relation}")
+        held = SqlSource(db, TableRef(self.ref.database, query=f"SELECT * FROM {table}",
+                                      opened=self.ref.opened), [*self.temporary, name])
+        held.name, held.short_name = self.name, self.short_name
+        return held
 
     @property
     def relation(self) -> str:
@@ -303,7 +327,7 @@ class SqlEngine:
                    f"{float(model.beta)!r} THEN 1 ELSE 0 END AS {q(dp.MARK)} "
                    f"FROM {source.relation}")
         sampled = SqlSource(db, TableRef(source.ref.database, query=f"SELECT * FROM {q(name)}",
-                                         opened=source.ref.opened), temporary=name)
+                                         opened=source.ref.opened), [*source.temporary, name])
         return sampled, self.distinct(sampled, [*columns, dp.MARK], missing)
 
     # -- releasing -------------------------------------------------------------------------
@@ -534,7 +558,7 @@ class _ReleasePlan:
         self.marked = suppressed == "drop" and bool(self.hidden)
         self.drop = suppressed == "drop" and not self.marked
         self.blank, self.shuffle = set(blank), shuffle
-        self.temporary: list[str] = [source.temporary] if source.temporary else []
+        self.temporary: list[str] = list(source.temporary)
         marked, _ = self.recoder(pa.schema(list(source.types().items())).empty_table())
         #: the released columns, in order; the QIs among them are recoded
         self.columns = [c for c in marked.column_names if c != dp.MARK]
