@@ -4,6 +4,7 @@ break naive SQL, and the safety rules (source only read, a table named only afte
 nothing left behind by a failed or killed run)."""
 
 import collections
+import importlib
 import io
 import json
 import os
@@ -305,6 +306,30 @@ def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn
             1, False)
     finally:
         pg_conn.execute("DROP SEQUENCE counted")
+
+
+
+def test_rows_written_to_a_postgres_table_during_a_run_are_not_read(
+        postgres_url, pg_conn, monkeypatch):
+    db = PostgresBackend(postgres_url)
+    df = table(400, seed=4)
+    db.put("patients", df)
+    run = importlib.import_module("blendin.anonymize.run")
+    found = run.prepare
+
+    def written_meanwhile(*args, **kwargs):  # after the frequency table, before the release
+        plan = found(*args, **kwargs)
+        pg_conn.execute('INSERT INTO "patients" SELECT * FROM "patients"')
+        return plan
+
+    monkeypatch.setattr(run, "prepare", written_meanwhile)
+    result = anonymize(db.url, spec_for(df, max_suppression=0.1), table="patients",
+                       output_table="release")
+    assert len(db.read("patients")) == 2 * len(df)
+    assert result.check.passed and result.records == len(df)
+    assert len(db.read("release")) == len(df) - result.suppressed
+    assert pg_conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = "
+                           "'idle in transaction'").fetchone() == (0,)  # the holder is gone
 
 
 KILLED = textwrap.dedent("""

@@ -151,27 +151,36 @@ class Database:
             f"AND table_schema = coalesce({mark}, current_schema())", [name, schema]))
 
     @contextmanager
-    def transaction(self, read_only: bool = False, rollback: bool = False
-                    ) -> Iterator[None]:
+    def transaction(self, read_only: bool = False, rollback: bool = False,
+                    snapshot: str | None = None) -> Iterator[None]:
         """One transaction: committed when the block ends (rolled back instead with
         ``rollback``), rolled back on any error (a killed process leaves it uncommitted:
-        the server rolls it back). PostgreSQL runs a ``read_only`` one as such. Inside
-        another, it is part of that one."""
+        the server rolls it back). PostgreSQL runs a ``read_only`` one as such, and one
+        given a ``snapshot`` (:meth:`Postgres.hold_snapshot`) sees the rows as of it.
+        Inside another, it is part of that one."""
         if getattr(self, "_open", False):
             yield
             return
         self._open = True
         try:
-            with self._transaction(read_only, rollback):
+            with self._transaction(read_only, rollback, snapshot):
                 yield
         finally:
             self._open = False
 
     @contextmanager
-    def _transaction(self, read_only: bool, rollback: bool) -> Iterator[None]:
-        self.execute("BEGIN TRANSACTION READ ONLY" if read_only and self.dialect == "postgres"
-                     else "BEGIN TRANSACTION")
+    def _transaction(self, read_only: bool, rollback: bool,
+                     snapshot: str | None = None) -> Iterator[None]:
+        postgres = self.dialect == "postgres"
+        self.execute("BEGIN TRANSACTION"
+                     + (" ISOLATION LEVEL REPEATABLE READ" if snapshot and postgres else "")
+                     + (" READ ONLY" if read_only and postgres else ""))
         try:
+            if snapshot and postgres:
+                # (a name the server gave, checked: SET takes no bound parameter)
+                if not re.fullmatch(r"[0-9A-Fa-f-]+", snapshot):
+                    raise ValueError(f"not a snapshot's name: {snapshot!r}")
+                self.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
             yield
         except BaseException:
             with suppress(Exception):  # a lost connection: the server rolls back itself
@@ -312,6 +321,14 @@ class Postgres(Database):
                    "check the host, port and database in the URL, and that the server runs")
             raise BlendinError(f"cannot connect to {name}: {text}", fix=fix) from None
         return cls(connection, name, password)
+
+    def hold_snapshot(self) -> str:
+        """Begin a read-only transaction that stays open, and give the name of its
+        snapshot: another connection's transaction given it (:meth:`transaction`) sees
+        the rows as this one does, for as long as this connection is open."""
+        self.execute("SET idle_in_transaction_session_timeout = 0")  # (held while idle)
+        self.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return str(self.scalar("SELECT pg_export_snapshot()"))
 
     @contextmanager
     def _errors(self) -> Iterator[None]:

@@ -175,6 +175,10 @@ class SqlSource:
         #: the temporary tables the rows are in (a query's rows, read once; differential
         #: privacy's sample), dropped with the run's other temporary tables
         self.temporary = list(temporary)
+        #: the snapshot every reading of a PostgreSQL table sees (:meth:`read_once`), and
+        #: the connection that holds it
+        self.snapshot: str | None = None
+        self._holder: Database | None = None
         if ref.query is not None:
             check_query(ref.query, db.dialect)
             self.sql = ref.query.strip().rstrip(";")
@@ -200,14 +204,24 @@ class SqlSource:
         return self.name
 
     def read_once(self) -> SqlSource:
-        """A query's rows in a temporary table, read from the query once: every later
-        reading (the frequency table, the release, the checker's) then sees the same rows,
-        even where the query would give others each time (``LIMIT`` without ``ORDER BY``,
-        ``random()``, a table being written to). PostgreSQL runs the query in a read-only
-        transaction (its table made empty first: a read-only transaction makes none)."""
-        if self.ref.query is None:
-            return self
+        """The rows as every later reading (the frequency table, the release, the
+        checker's) sees them, the same each time:
+
+        - a query's rows go into a temporary table, read from the query once, even where
+          the query would give others each time (``LIMIT`` without ``ORDER BY``,
+          ``random()``). PostgreSQL runs the query in a read-only transaction (its table
+          made empty first: a read-only transaction makes none);
+        - a PostgreSQL table is read as of one snapshot, which a second connection holds
+          until the release is made (:meth:`let_go`): rows written meanwhile are in
+          neither reading. (A DuckDB file has one writer: this process.)
+        """
         db = self.db
+        if self.ref.query is None:
+            if db.dialect == "postgres" and self._holder is None:
+                self._holder = connect(self.ref.database, password_env=self.ref.password_env,
+                                       password=self.ref.password)
+                self.snapshot = self._holder.hold_snapshot()
+            return self
         name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_rows"
         table = db.quote(name)
         if db.dialect == "postgres":
@@ -222,6 +236,12 @@ class SqlSource:
                                       opened=self.ref.opened), [*self.temporary, name])
         held.name, held.short_name = self.name, self.short_name
         return held
+
+    def let_go(self) -> None:
+        """Close the connection holding the snapshot (once the last reading began)."""
+        if self._holder is not None:
+            self._holder.close()
+            self._holder = None
 
     @property
     def relation(self) -> str:
@@ -304,7 +324,8 @@ class SqlEngine:
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         keyed = [c for c in columns if c not in source.texts]
-        with source.db.transaction(read_only=True):  # the source is only read
+        # the source is only read
+        with source.db.transaction(read_only=True, snapshot=source.snapshot):
             grouped = group_by(source.db, source.relation, columns, keyed)
         if grouped.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
@@ -323,9 +344,11 @@ class SqlEngine:
         db, q = source.db, source.db.quote
         name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_sample"
         db.seed(model.seed if model.seed is not None else secrets.randbits(62))
-        db.execute(f"CREATE TEMP TABLE {q(name)} AS SELECT s.*, CASE WHEN random() < "
-                   f"{float(model.beta)!r} THEN 1 ELSE 0 END AS {q(dp.MARK)} "
-                   f"FROM {source.relation}")
+        with db.transaction(snapshot=source.snapshot):
+            db.execute(f"CREATE TEMP TABLE {q(name)} AS SELECT s.*, CASE WHEN random() < "
+                       f"{float(model.beta)!r} THEN 1 ELSE 0 END AS {q(dp.MARK)} "
+                       f"FROM {source.relation}")
+        source.let_go()  # (read for the last time)
         sampled = SqlSource(db, TableRef(source.ref.database, query=f"SELECT * FROM {q(name)}",
                                          opened=source.ref.opened), [*source.temporary, name])
         return sampled, self.distinct(sampled, [*columns, dp.MARK], missing)
@@ -356,7 +379,8 @@ class SqlEngine:
         told = progress or (lambda share: None)
         # one transaction: the release gets its name only after the checker passed; any
         # error, or a killed process, rolls back every table made (a dry run, everything)
-        with db.transaction(rollback=self.dry_run):
+        with db.transaction(rollback=self.dry_run, snapshot=source.snapshot):
+            source.let_go()  # (the snapshot is taken)
             if target is None:
                 released = db.quote(plan.temp("release"))
             else:
