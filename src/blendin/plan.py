@@ -264,10 +264,10 @@ def plan_node(
     keys = keyer(generalized)
     if checked is not None and tuple(checked.levels) == levels:
         bad, groups = checked.violating, checked.groups
-        codes = (np.stack(groups.codes, axis=1) if ft.qi_names
-                 else np.zeros((len(bad), 0), np.int64))
-        suppressed_keys = np.unique(keyer(codes[bad]))
-        tuple_bad = np.isin(keys, suppressed_keys)
+        codes = (np.stack([c[bad] for c in groups.codes], axis=1) if ft.qi_names
+                 else np.zeros((int(bad.sum()), 0), np.int64))  # (the violating classes')
+        suppressed_keys = np.unique(keyer(codes))
+        tuple_bad = _among(keys, suppressed_keys)
         sizes = groups.sizes[~bad]
     else:
         bad, class_of_tuple, classes = violating_of_keys(ft, levels, models, generalized, keys,
@@ -280,6 +280,20 @@ def plan_node(
         int(ft.counts[tuple_bad].sum()), tuple_bad, np.asarray(sizes, np.int64),
         tuple(identifiers), missing,
     )
+
+
+def _among(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
+    """``np.isin(keys, chosen)``, by a table of the keys' range where it is no larger than
+    the sort would take (16 bytes a key): 480,000 tuples, 20 MiB less.
+
+    >>> _among(np.array([5, 2, 9]), np.array([9, 5])).tolist()
+    [True, False, True]
+    """
+    if len(keys) and len(chosen):
+        span = int(max(keys.max(), chosen.max())) - int(min(keys.min(), chosen.min())) + 1
+        if span <= 16 * (len(keys) + len(chosen)):
+            return np.isin(keys, chosen, kind="table")
+    return np.isin(keys, chosen)
 
 
 def with_cells(recoding: Recoding, ft: FrequencyTable, k: int,
