@@ -315,3 +315,24 @@ def test_t_closeness_checks_match_plain_distances(summing, t, data):
         assert result.acceptable == (n_sup <= checker.limit)
         if result.acceptable:
             assert result.n_suppressed == n_sup
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-50, 10**6), max_size=80), st.lists(st.integers(-50, 10**6),
+                                                                 max_size=40))
+def test_keys_among_the_chosen_by_table_or_sort_as_isin(keys, chosen):
+    from blendin.plan import _among
+
+    keys, chosen = np.array(keys, np.int64), np.unique(np.array(chosen, np.int64))
+    assert _among(keys, chosen).tolist() == np.isin(keys, chosen).tolist()
+    # a narrow range, where the table is taken
+    assert (_among(keys % 97, chosen % 97).tolist()
+            == np.isin(keys % 97, chosen % 97).tolist())
+
+
+def test_the_ground_level_shares_the_frequency_tables_columns():
+    h = Hierarchy.from_rows([["1", "*"], ["2", "*"], ["3", "*"]])
+    ft = FrequencyTable.from_table(pd.DataFrame({"x": ["3", "1", "3", "2"]}), {"x": h})
+    bottom = Checker(ft, [KAnonymity(1)])._bottom
+    assert np.shares_memory(bottom.codes[0], ft.columns[0])
+    assert bottom.codes[0].tolist() == ft.tuples[:, 0].tolist()
