@@ -637,7 +637,7 @@ class _ReleasePlan:
         for name in self.columns:
             if name in self.qis:
                 shown.append(f"{labels[self.qis.index(name)]} AS {q(name)}")
-            elif name in self.blank:
+            elif name in self.blank and not self.drop:  # (dropped, none is shown)
                 shown.append(f"CASE WHEN {removed} THEN NULL ELSE s.{q(name)} END AS {q(name)}")
             else:
                 shown.append(f"s.{q(name)}")
@@ -711,11 +711,16 @@ class _ReleasePlan:
             ID, pa.array([True] * classes.num_rows)))
         db.execute(f"ANALYZE {q(suppressed)}")
         matched = " AND ".join(f"x.{q(f'{LABEL}{i}')} = {labels[i]}" for i in varying)
+        if self.drop:
+            # an anti-join (``WHERE NOT EXISTS``): PostgreSQL hashes the suppressed classes
+            # and streams the rows past them; the LEFT JOIN's estimates, blind to how the
+            # labels combine, had it hash the 10M rows instead (31.7 s against 43.5 s)
+            removed = f"EXISTS (SELECT 1 FROM {q(suppressed)} AS x WHERE {matched or 'TRUE'})"
+            return "".join(joins), removed, labels
         joins.append(f" LEFT JOIN {q(suppressed)} AS x ON {matched or 'TRUE'}")
         removed = f"(x.{q(ID)} IS NOT NULL)"
-        if not self.drop:  # suppressed records show * in every QI
-            star = f"'{SUPPRESSED}'"
-            labels = [f"CASE WHEN {removed} THEN {star} ELSE {label} END" for label in labels]
+        star = f"'{SUPPRESSED}'"  # suppressed records show * in every QI
+        labels = [f"CASE WHEN {removed} THEN {star} ELSE {label} END" for label in labels]
         return "".join(joins), removed, labels
 
     def by_tuples(self, chosen: str) -> tuple[str, str, list[str]]:
