@@ -284,7 +284,7 @@ def plan_node(
 
 def _among(keys: np.ndarray, chosen: np.ndarray) -> np.ndarray:
     """``np.isin(keys, chosen)``, by a table of the keys' range where it is no larger than
-    the sort would take (16 bytes a key): 480,000 tuples, 20 MiB less.
+    the sort would take (16 bytes a key): at 480,287 tuples, 14 MiB at most against 20.
 
     >>> _among(np.array([5, 2, 9]), np.array([9, 5])).tolist()
     [True, False, True]

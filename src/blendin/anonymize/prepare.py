@@ -208,8 +208,9 @@ def people_warnings(people: PeopleSummary) -> list[str]:
 
 
 def read_once(source):
-    """The source as every later step reads it: a database query's rows read once into a
-    temporary table (:meth:`SqlSource.read_once`), as the release reads the rows again."""
+    """The source as every later step reads it, the release too (:meth:`SqlSource.read_once`:
+    a database query's rows read once into a temporary table, a PostgreSQL table at one
+    snapshot); any other source as it is."""
     return source.read_once() if isinstance(source, SqlSource) else source
 
 
