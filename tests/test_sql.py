@@ -8,6 +8,7 @@ import importlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -330,6 +331,28 @@ def test_rows_written_to_a_postgres_table_during_a_run_are_not_read(
     assert len(db.read("release")) == len(df) - result.suppressed
     assert pg_conn.execute("SELECT count(*) FROM pg_stat_activity WHERE state = "
                            "'idle in transaction'").fetchone() == (0,)  # the holder is gone
+
+
+
+def test_a_role_allowed_one_connection_reads_the_table_twice_and_is_told(
+        postgres_url, pg_conn):
+    db = PostgresBackend(postgres_url)
+    df = table()
+    db.put("patients", df)
+    pg_conn.execute("CREATE ROLE solo LOGIN PASSWORD 'solo' CONNECTION LIMIT 1")
+    try:
+        pg_conn.execute('GRANT SELECT ON "patients" TO solo')
+        pg_conn.execute("GRANT CREATE ON SCHEMA public TO solo")
+        url = re.sub(r"//[^@]*@", "//solo:solo@", postgres_url)
+        result = anonymize(url, spec_for(df), table="patients", output_table="release")
+        assert result.check.passed
+        assert len(db.read("release")) == len(df) - result.suppressed
+        assert any("not at one snapshot" in w and "too many connections" in w
+                   for w in result.warnings)
+    finally:
+        pg_conn.execute("DROP TABLE IF EXISTS release")
+        pg_conn.execute("DROP OWNED BY solo")
+        pg_conn.execute("DROP ROLE solo")
 
 
 KILLED = textwrap.dedent("""

@@ -87,6 +87,11 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
         hand_back_memory()  # what reading the rows took, beyond the tuples
+    if getattr(source, "unpinned", None):
+        warnings.append(f"{source.name} is read twice, for the frequency table and for the "
+                        f"release, not at one snapshot ({source.unpinned}): rows written to "
+                        "it meanwhile would be released but not counted; fix: release it "
+                        "while nothing writes to it, or allow this role a second connection")
     distinct = merge_spellings(distinct, spec.sensitive, spec.normalize, COUNT)
     warnings += spelling_warnings({name: distinct_texts(distinct.column(name))
                                    for name in spec.sensitive})

@@ -179,6 +179,8 @@ class SqlSource:
         #: the connection that holds it
         self.snapshot: str | None = None
         self._holder: Database | None = None
+        #: why no snapshot could be held (a second connection refused), else None
+        self.unpinned: str | None = None
         if ref.query is not None:
             check_query(ref.query, db.dialect)
             self.sql = ref.query.strip().rstrip(";")
@@ -213,14 +215,19 @@ class SqlSource:
           made empty first: a read-only transaction makes none);
         - a PostgreSQL table is read as of one snapshot, which a second connection holds
           until the release is made (:meth:`let_go`): rows written meanwhile are in
-          neither reading. (A DuckDB file has one writer: this process.)
+          neither reading. (A DuckDB file has one writer: this process.) Where the server
+          refuses that connection, the table is read twice, and ``unpinned`` says why.
         """
         db = self.db
         if self.ref.query is None:
             if db.dialect == "postgres" and self._holder is None:
-                self._holder = connect(self.ref.database, password_env=self.ref.password_env,
-                                       password=self.ref.password)
-                self.snapshot = self._holder.hold_snapshot()
+                try:
+                    self._holder = connect(self.ref.database, password=self.ref.password,
+                                           password_env=self.ref.password_env)
+                    self.snapshot = self._holder.hold_snapshot()
+                except BlendinError as error:  # (a role allowed one connection, say)
+                    self.let_go()
+                    self.snapshot, self.unpinned = None, error.problem
             return self
         name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_rows"
         table = db.quote(name)
