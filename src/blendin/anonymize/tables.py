@@ -19,7 +19,7 @@ from blendin.anonymize.result import Result
 from blendin.engines.databases import is_database
 from blendin.engines.embedded import BatchWriter
 from blendin.engines.related_sql import check_keys, number_people, split_query, stack_query
-from blendin.engines.sql import PREFIX, SqlSource, TableRef, database
+from blendin.engines.sql import SqlSource, TableRef, database, run_name
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow
 from blendin.related import (
@@ -127,7 +127,7 @@ def release_tables_in_database(anonymize: Callable[..., Result], data, spec: Spe
                                       replace)
     check_keys(db, tables, stacked)
     query = stack_query(db, tables, stacked, list(spec.quasi_identifiers))
-    run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+    run = run_name()
     released, numbered = db.table(f"{run}_stack", schema), db.quote(f"{run}_numbers")
     with db.transaction():  # every table made, or none
         result = anonymize(dataclasses.replace(ref, table=None, query=query),

@@ -54,6 +54,17 @@ from blendin.models.presence import SUBSET_VALUES
 PREFIX = "__blendin_"
 
 
+def run_name(suffix: str = "") -> str:
+    """A fresh name for a table a run makes (``PREFIX``, this process, a random part, and
+    ``suffix``): no other run's, so that runs side by side never meet.
+
+    >>> name = run_name("rows")
+    >>> name.startswith(PREFIX) and name.endswith("_rows") and name != run_name("rows")
+    True
+    """
+    return f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}" + (f"_{suffix}" if suffix else "")
+
+
 @dataclass(frozen=True)
 class TableRef:
     """A table (or a query's rows) in a database: ``database`` is a URL
@@ -218,18 +229,15 @@ class SqlSource:
           neither reading. (A DuckDB file has one writer: this process.) Where the server
           refuses that connection, the table is read twice, and ``unpinned`` says why.
         """
-        db = self.db
-        if self.ref.query is None:
-            if db.dialect == "postgres" and self._holder is None:
-                try:
-                    self._holder = connect(self.ref.database, password=self.ref.password,
-                                           password_env=self.ref.password_env)
-                    self.snapshot = self._holder.hold_snapshot()
-                except BlendinError as error:  # (a role allowed one connection, say)
-                    self.let_go()
-                    self.snapshot, self.unpinned = None, error.problem
-            return self
-        name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_rows"
+        if self.ref.query is not None:
+            return self._copied()
+        if self.db.dialect == "postgres" and self._holder is None:
+            self._hold_snapshot()
+        return self
+
+    def _copied(self) -> SqlSource:
+        """The query's rows in a temporary table, as a source of their own."""
+        db, name = self.db, run_name("rows")
         table = db.quote(name)
         if db.dialect == "postgres":
             db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self.relation} "
@@ -239,10 +247,25 @@ class SqlSource:
         else:
             with db.transaction():
                 db.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self.relation}")
-        held = SqlSource(db, TableRef(self.ref.database, query=f"SELECT * FROM {table}",
-                                      opened=self.ref.opened), [*self.temporary, name])
+        held = self.in_temporary(name)
         held.name, held.short_name = self.name, self.short_name
         return held
+
+    def _hold_snapshot(self) -> None:
+        try:
+            self._holder = connect(self.ref.database, password=self.ref.password,
+                                   password_env=self.ref.password_env)
+            self.snapshot = self._holder.hold_snapshot()
+        except BlendinError as error:  # (a role allowed one connection, say)
+            self.let_go()
+            self.snapshot, self.unpinned = None, error.problem
+
+    def in_temporary(self, name: str) -> SqlSource:
+        """The rows of the temporary table ``name`` (made from these), dropped with this
+        source's temporary tables."""
+        return SqlSource(self.db, TableRef(self.ref.database,
+                                           query=f"SELECT * FROM {self.db.quote(name)}",
+                                           opened=self.ref.opened), [*self.temporary, name])
 
     def let_go(self) -> None:
         """Close the connection holding the snapshot (once the last reading began)."""
@@ -349,15 +372,14 @@ class SqlEngine:
         temporary table with the 0/1 column ``MARK``: the source the release reads (its
         marked rows), and the distinct tuples of ``columns`` and ``MARK``."""
         db, q = source.db, source.db.quote
-        name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}_sample"
+        name = run_name("sample")
         db.seed(model.seed if model.seed is not None else secrets.randbits(62))
         with db.transaction(snapshot=source.snapshot):
             db.execute(f"CREATE TEMP TABLE {q(name)} AS SELECT s.*, CASE WHEN random() < "
                        f"{float(model.beta)!r} THEN 1 ELSE 0 END AS {q(dp.MARK)} "
                        f"FROM {source.relation}")
         source.let_go()  # (read for the last time)
-        sampled = SqlSource(db, TableRef(source.ref.database, query=f"SELECT * FROM {q(name)}",
-                                         opened=source.ref.opened), [*source.temporary, name])
+        sampled = source.in_temporary(name)
         return sampled, self.distinct(sampled, [*columns, dp.MARK], missing)
 
     # -- releasing -------------------------------------------------------------------------
@@ -380,7 +402,7 @@ class SqlEngine:
         target = output if isinstance(output, TableRef) else None
         if target is not None:
             check_target(source.ref, target, self.replace)
-        run = f"{PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
+        run = run_name()
         plan = _ReleasePlan(source, recoder, run, missing, suppressed, blank, shuffle,
                             hidden)
         told = progress or (lambda share: None)
