@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -530,6 +531,29 @@ def test_dry_run_prints_the_sql_and_writes_nothing(db, tmp_path):
     out = CliRunner().invoke(main, ["anonymize", str(tmp_path / "x.csv"), "--spec", spec,
                                     "-o", str(tmp_path / "y.csv"), "--dry-run"])
     assert out.exit_code == 2 and "leave --dry-run out" in out.output
+
+
+def test_duckdb_runs_on_the_threads_blendin_may_use(tmp_path, monkeypatch):
+    """--threads (BLENDIN_THREADS) and the cores the process may run on (taskset) limit
+    DuckDB's threads as they limit blendin's own: DuckDB alone would count the machine's."""
+    from blendin.parallel import THREADS_VARIABLE, cores
+
+    url = f"duckdb:///{tmp_path / 'x.duckdb'}"
+    ask = ("from blendin.engines.databases import connect; "
+           f"print(connect({url!r}).scalar(\"SELECT current_setting('threads')\"))")
+
+    def threads(*prefix: str) -> int:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        out = subprocess.run([*prefix, sys.executable, "-c", ask], env=env, check=True,
+                             capture_output=True, text=True)
+        return int(out.stdout)
+
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    assert threads() == 1
+    monkeypatch.delenv(THREADS_VARIABLE)
+    assert threads() == cores()
+    if shutil.which("taskset") and cores() > 1:
+        assert threads("taskset", "-c", str(min(os.sched_getaffinity(0)))) == 1
 
 
 def test_tables_in_a_schema(db):

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from blendin.errors import BlendinError
+from blendin.parallel import workers
 
 #: the metadata of a column held as text
 TEXT = {b"sql": b"text"}
@@ -214,6 +215,9 @@ class DuckDB(Database):
             connection = duckdb.connect(path)
             # DuckDB's own progress bar would print on standard output (--json's)
             connection.sql("SET enable_progress_bar = false")
+            # DuckDB counts the machine's cores; --threads and the cores this process may
+            # run on (taskset, a container's CPU set) limit it as they limit blendin
+            connection.sql(f"SET threads = {workers()}")
         except duckdb.Error as error:
             raise BlendinError(f"cannot open the DuckDB file {path!r}: {error}",
                                fix="check the path, and that no other process holds the "
