@@ -5,6 +5,7 @@ size, embedded and on Spark local[2], next to the floor: pyarrow reading the sam
     python benchmarks/bench_scale.py --rows 1000000 --rows 10000000 --format parquet
     python benchmarks/bench_scale.py --rows 100000000 --format parquet --no-spark
     python benchmarks/bench_scale.py --rows 3000000 --cores 1,2,all --no-spark
+    python benchmarks/bench_scale.py --rows 10000000 --no-spark --duckdb
 
 The tables are adult replicated and jittered (``adult_like.py``: age +-3, every other column
 resampled among its hierarchy's leaves with p = 0.1), written once per size under
@@ -20,6 +21,13 @@ pyarrow reading the file once, every column as text: ``whole`` (``pyarrow.csv.re
 ``iter_batches``, batch by batch) above, where the whole table would not fit beside the
 other runs (100M adult-like rows are ~11 GiB as Arrow text). The last lines give each
 column's growth exponent: ``b`` in time ~ rows^b.
+
+``--duckdb`` measures an alternative engine for files beside the embedded one: blendin's SQL
+engine run in DuckDB (in memory, on as many threads as the measurement has cores) over a view
+of the same file (``read_csv`` with every column as text, or ``read_parquet``), the release
+written to Parquet as the embedded engine's is; and DuckDB's own floor for such a release:
+the 8 QIs grouped, then the file copied to Parquet in a random order. The released node
+must be the embedded engine's.
 """
 
 from __future__ import annotations
@@ -62,6 +70,34 @@ else:
         reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert)
         rows = sum(b.num_rows for b in reader)
 print(rows)
+"""
+
+#: blendin's SQL engine in DuckDB over a view of the file: path, spec, output
+ON_DUCKDB = """
+import json, sys, duckdb, blendin as bl
+from blendin.parallel import workers
+path, spec, out = sys.argv[1:4]
+con = duckdb.connect()
+con.execute(f"SET threads = {workers()}")
+source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
+          f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
+con.execute(f"CREATE VIEW rows AS SELECT * FROM {source}")
+result = bl.anonymize(con, spec, table="rows", output=out, replace=True)
+print(json.dumps({"levels": result.levels}))
+"""
+
+#: DuckDB's floor for a release of the file: the QIs grouped, the rows copied shuffled
+DUCKDB_FLOOR = """
+import sys, duckdb
+from blendin.parallel import workers
+path, out, qis = sys.argv[1], sys.argv[2], sys.argv[3:]
+con = duckdb.connect()
+con.execute(f"SET threads = {workers()}")
+source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
+          f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
+names = ", ".join(f'"{q}"' for q in qis)
+con.execute(f"SELECT count(*) FROM (SELECT {names}, count(*) FROM {source} GROUP BY ALL)")
+con.execute(f"COPY (SELECT * FROM {source} ORDER BY random()) TO '{out}' (FORMAT parquet)")
 """
 
 
@@ -159,7 +195,8 @@ def pinned(cores: str) -> list[str]:
     return [] if cores == "all" else ["taskset", "-c", f"0-{int(cores) - 1}"]
 
 
-def run(rows: int, fmt: str, spark: bool, master: str, cores: str = "all") -> dict:
+def run(rows: int, fmt: str, spark: bool, master: str, cores: str = "all",
+        duckdb: bool = False) -> dict:
     data, spec = prepare(rows, fmt)
     floor = "whole" if rows <= WHOLE_FLOOR_ROWS else "stream"
     on = pinned(cores)
@@ -183,6 +220,15 @@ def run(rows: int, fmt: str, spark: bool, master: str, cores: str = "all") -> di
                                                 "--spark-conf", "spark.driver.memory=4g"])
         row.update(spark_s=seconds, spark_mib=mib, spark_cpu=cpu,
                    spark_same=json.loads(text)["levels"] == levels)
+    if duckdb:
+        out = data.parent / "release-duckdb.parquet"
+        seconds, mib, cpu, text = measure([*on, sys.executable, "-c", ON_DUCKDB, str(data),
+                                           str(spec), str(out)])
+        row.update(duckdb_s=seconds, duckdb_mib=mib, duckdb_cpu=cpu,
+                   duckdb_same=json.loads(text)["levels"] == levels)
+        seconds, mib, cpu, _ = measure([*on, sys.executable, "-c", DUCKDB_FLOOR, str(data),
+                                        str(data.parent / "shuffled-duckdb.parquet"), *QIS])
+        row.update(duckdb_floor_s=seconds, duckdb_floor_mib=mib, duckdb_floor_cpu=cpu)
     return row
 
 
@@ -205,6 +251,15 @@ def show(rows: list[dict]) -> None:
                      f" {'yes' if r['spark_same'] else 'NO':>10}")
         print(line)
     speedups(rows)
+    for r in rows:
+        if "duckdb_s" in r:
+            ratio = r["duckdb_s"] / r["embedded_s"]
+            print(f"{r['rows']:,} {r['format']} on {r.get('cores', 'all')} cores, DuckDB: "
+                  f"blendin's SQL engine {r['duckdb_s']:.2f} s ({ratio:.2f}x"
+                  f" embedded, {r['duckdb_cpu']:.1f} s CPU, {r['duckdb_mib']:.0f} MiB, same node: "
+                  f"{'yes' if r['duckdb_same'] else 'NO'}); its floor (group, shuffled copy) "
+                  f"{r['duckdb_floor_s']:.2f} s ({r['duckdb_floor_s'] / r['floor_s']:.1f}x the "
+                  f"read, {r['duckdb_floor_mib']:.0f} MiB)")
     by_format: dict[str, list[dict]] = {}
     for r in rows:
         if r.get("cores", "all") == "all":
@@ -238,6 +293,9 @@ def main() -> None:
     parser.add_argument("--format", choices=["csv", "parquet"], action="append",
                         help="input formats (repeatable; default csv)")
     parser.add_argument("--no-spark", action="store_true", help="the embedded engine only")
+    parser.add_argument("--duckdb", action="store_true",
+                        help="also blendin's SQL engine in DuckDB over the file, and DuckDB's "
+                             "floor (an alternative engine for files)")
     parser.add_argument("--spark-master", default="local[2]")
     parser.add_argument("--json", help="also write one JSON line per measurement here")
     parser.add_argument("--cores", default="all",
@@ -252,7 +310,7 @@ def main() -> None:
     for fmt in args.format or ["csv"]:
         for n in args.rows or [1_000_000, 10_000_000]:
             for cores in settings:
-                row = run(n, fmt, not args.no_spark, args.spark_master, cores)
+                row = run(n, fmt, not args.no_spark, args.spark_master, cores, args.duckdb)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 if args.json:
