@@ -78,6 +78,7 @@ import json, sys, duckdb, blendin as bl
 from blendin.parallel import workers
 path, spec, out = sys.argv[1:4]
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # it would print on standard output
 con.execute(f"SET threads = {workers()}")
 source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
           f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
@@ -92,6 +93,7 @@ import sys, duckdb
 from blendin.parallel import workers
 path, out, qis = sys.argv[1], sys.argv[2], sys.argv[3:]
 con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")  # it would print on standard output
 con.execute(f"SET threads = {workers()}")
 source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
           f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
