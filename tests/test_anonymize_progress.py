@@ -63,6 +63,22 @@ def test_silent_during_the_delay_and_throttled():
     assert out.getvalue().count("nodes checked") <= 2  # the first draw, and the close
 
 
+def test_a_step_that_tells_no_share_moves_the_clock_on():
+    """None (a database statement running on) redraws the bar as it is, after the delay."""
+    out = FakeTerminal()
+    bars = Progress(stream=out, delay=0.0, interval=0.0)
+    with bars.reading("releasing t") as told:
+        told(0.2)
+        drawn = out.getvalue().count("releasing t:  20%")
+        told(None)
+        assert out.getvalue().count("releasing t:  20%") == drawn + 1
+    out = FakeTerminal()
+    bars = Progress(stream=out, delay=30.0, interval=0.0)
+    with bars.reading("releasing t") as told:
+        told(None)
+    assert "releasing t" not in out.getvalue()
+
+
 def test_count_without_total():
     out = FakeTerminal()
     with Progress(stream=out, delay=0.0, interval=0.0) as show:

@@ -556,6 +556,53 @@ def test_duckdb_runs_on_the_threads_blendin_may_use(tmp_path, monkeypatch):
         assert threads("taskset", "-c", str(min(os.sched_getaffinity(0)))) == 1
 
 
+def test_the_bars_of_a_release_in_the_database_run_to_the_end(db, tmp_path):
+    from blendin.progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    db.put("patients", table())
+    out = Terminal()
+    with Progress(stream=out, delay=0.0, interval=0.0) as bars:
+        result = anonymize(db.url, write_spec(tmp_path), table="patients", progress=bars,
+                           output=tmp_path / "release.parquet")
+    assert result.check.passed
+    shown = out.getvalue()
+    assert 'reading table "patients": 100%' in shown
+    assert 'releasing table "patients":  20%' in shown  # the release's statement runs
+    assert 'releasing table "patients": 100%' in shown
+
+
+def test_a_long_statement_tells_how_far_it_is(db):
+    """DuckDB measures a running statement: the bar hears shares within the step's band,
+    growing; PostgreSQL does not, and the bar hears None (its clock moves on)."""
+    from blendin.engines.databases import TICK, connect, ticking
+
+    if db.name == "postgres":
+        database = connect(db.url)
+        heard = []
+        with ticking(database, heard.append, 0.2, 0.7):
+            database.scalar("SELECT pg_sleep(%s)", [4 * TICK])
+        database.close()
+        assert len(heard) >= 2 and set(heard) == {None}
+        return
+    database = connect("duckdb:///:memory:")
+    rows = 100_000_000
+    while True:  # a statement long enough for a few looks, whatever the machine
+        heard = []
+        start = time.perf_counter()
+        with ticking(database, heard.append, 0.2, 0.7):
+            database.scalar(f"SELECT sum(hash(i)) FROM range({rows}) AS t(i)")
+        if time.perf_counter() - start > 6 * TICK or rows > 10**10:
+            break
+        rows *= 3
+    database.close()
+    shares = [h for h in heard if h is not None]
+    assert shares and shares == sorted(shares) and shares[0] > 0.2 and shares[-1] <= 0.7
+
+
 def test_tables_in_a_schema(db):
     df = table()
     if db.name == "duckdb":

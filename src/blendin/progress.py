@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,8 +27,9 @@ from blendin.errors import BlendinError
 BAR = ("{desc}: {percentage:3.0f}%|{bar}| {n_fmt} of {total_fmt} nodes checked "
        "[{elapsed}{postfix}]")
 COUNT = "{desc}: {n_fmt} nodes checked [{elapsed}{postfix}]"
-#: what a pass over a file tells of its progress: the share of the file read (0 to 1)
-Reading = Callable[[float], None]
+#: what a pass over a file tells of its progress: the share of the file read (0 to 1), or
+#: None while a step that tells no share runs on (a database's statement): the clock moves
+Reading = Callable[[float | None], None]
 #: a pass over a file: the share read
 READ = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"
 
@@ -99,8 +101,9 @@ class Progress:
     @contextlib.contextmanager
     def reading(self, label: str) -> Iterator[Reading | None]:
         """A bar of its own for one pass over a file: the callable yielded takes the share
-        read so far (0 to 1), or is None when bars are off. Like the search's bar it shows
-        only after ``delay`` seconds, and is erased when the pass ends.
+        read so far (0 to 1), or None to redraw the bar as it is (its clock moves on while
+        a step that tells no share runs), and is None when bars are off. Like the search's
+        bar it shows only after ``delay`` seconds, and is erased when the pass ends.
 
         >>> import io
         >>> out = io.StringIO()
@@ -115,12 +118,15 @@ class Progress:
             return
         bar = None
 
-        def show(share: float) -> None:
+        def show(share: float | None) -> None:
             nonlocal bar
             if bar is None:
                 bar = self._tqdm(total=100, desc=label, delay=self.delay, miniters=1,
                                  mininterval=self.interval, leave=False, bar_format=READ)
-            bar.update(round(100 * share) - bar.n)
+            if share is not None:
+                bar.update(round(100 * share) - bar.n)
+            elif time.time() - bar.start_t >= self.delay:  # (a redraw ignores the delay)
+                bar.refresh()
 
         try:
             yield show

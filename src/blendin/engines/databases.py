@@ -20,6 +20,7 @@ import io
 import itertools
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -97,6 +98,50 @@ def hidden(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+#: seconds between two looks at a running statement (:func:`ticking`)
+TICK = 0.25
+
+
+@contextmanager
+def ticking(db: Database, told, start: float = 0.0, end: float = 1.0) -> Iterator[None]:
+    """While the block's statements run, ``told`` (a bar's, or None) hears every ``TICK``
+    seconds how far they are, as a share between ``start`` and ``end`` where the database
+    measures it (DuckDB), else None, which moves the bar's clock on (PostgreSQL).
+
+    >>> heard = []
+    >>> class Halfway(Database):
+    ...     def progress(self): return 0.5
+    >>> import time
+    >>> with ticking(Halfway(), heard.append, 0.2, 0.6):
+    ...     time.sleep(3 * TICK)
+    >>> heard[0]
+    0.4
+    """
+    if told is None:
+        yield
+        return
+    done = threading.Event()
+
+    def tick() -> None:
+        furthest = start
+        while not done.wait(TICK):
+            share = db.progress()
+            share = None if share is None else start + (end - start) * share
+            if share is not None and share > furthest:  # (never back: a bar only grows)
+                furthest = share
+                told(share)
+            else:
+                told(None)
+
+    thread = threading.Thread(target=tick, name="blendin-ticking", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
 class Database:
     """What the SQL engine asks of a database (one connection, used by one thread)."""
 
@@ -123,6 +168,11 @@ class Database:
 
     def scalar(self, sql: str, params: Sequence = ()):
         raise NotImplementedError
+
+    def progress(self) -> float | None:
+        """How far the statement running now is (0 to 1), asked from another thread; None
+        where the database does not tell (PostgreSQL measures no SELECT)."""
+        return None
 
     def arrow(self, sql: str, encoded: bool = False) -> pa.Table:
         """The rows of ``sql`` (with ``encoded``, text columns may come dictionary-encoded:
@@ -213,8 +263,10 @@ class DuckDB(Database):
                                fix="give the path of a DuckDB file in an existing folder")
         try:
             connection = duckdb.connect(path)
-            # DuckDB's own progress bar would print on standard output (--json's)
-            connection.sql("SET enable_progress_bar = false")
+            # progress measured (for blendin's bars), DuckDB's own bar not printed: it
+            # would go to standard output (--json's)
+            connection.sql("SET enable_progress_bar = true")
+            connection.sql("SET enable_progress_bar_print = false")
             # DuckDB counts the machine's cores; --threads and the cores this process may
             # run on (taskset, a container's CPU set) limit it as they limit blendin
             connection.sql(f"SET threads = {workers()}")
@@ -228,6 +280,12 @@ class DuckDB(Database):
         self.log.append(sql)
         with self._errors():
             self.connection.sql(sql, params=list(params) or None)
+
+    def progress(self) -> float | None:
+        """DuckDB's measure of the running statement (none where a connection passed in
+        keeps its progress bar off, or before DuckDB has one)."""
+        share = self.connection.query_progress()
+        return share / 100 if 0 <= share <= 100 else None
 
     def scalar(self, sql: str, params: Sequence = ()):
         self.log.append(sql)

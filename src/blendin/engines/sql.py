@@ -39,7 +39,14 @@ import pyarrow.compute as pc
 
 from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release
-from blendin.engines.databases import TEXT, Database, connect, hidden, is_database
+from blendin.engines.databases import (
+    TEXT,
+    Database,
+    connect,
+    hidden,
+    is_database,
+    ticking,
+)
 from blendin.engines.embedded import BatchWriter
 from blendin.engines.kernels import FullDomainRecoder, Shuffle, decoded, ground_codes, repeated
 from blendin.errors import BlendinError, preview
@@ -350,13 +357,17 @@ class SqlEngine:
                  expected=None, progress=None) -> pa.Table:
         """Distinct text tuples of ``columns`` with their counts: one ``GROUP BY`` in the
         database; its rows read as text here (two values that read as one text, a null and
-        an empty text say, are counted together)."""
+        an empty text say, are counted together). ``progress`` (a bar's) hears how far the
+        statement is (:func:`ticking`)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
         keyed = [c for c in columns if c not in source.texts]
         # the source is only read
-        with source.db.transaction(read_only=True, snapshot=source.snapshot):
+        with source.db.transaction(read_only=True, snapshot=source.snapshot), \
+                ticking(source.db, progress):
             grouped = group_by(source.db, source.relation, columns, keyed)
+        if progress is not None:
+            progress(1.0)
         if grouped.num_rows == 0:
             raise BlendinError(f"{source.name} has no rows",
                                fix="give a table with at least one row")
@@ -414,9 +425,10 @@ class SqlEngine:
                 released = db.quote(plan.temp("release"))
             else:
                 released = db.table(f"{run}_release", target.schema)
-            plan.make(released, told)
-            regrouped = plan.regrouped(released, check_columns)
-            plan.hide(released)
+            plan.make(released, progress)
+            with ticking(db, progress, 0.7, 0.9):
+                regrouped = plan.regrouped(released, check_columns)
+                plan.hide(released)
             told(0.9)
             everything = f"SELECT * FROM {released}"
             if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
@@ -430,7 +442,7 @@ class SqlEngine:
                     release = Release(regrouped, plan.columns, path=path, rows=plan.rows)
                     yield release  # the checker passed: the file is written, then renamed
                     release.batches = export(db, everything, temp, path, delimiter,
-                                             escape_formulas)
+                                             escape_formulas, progress, plan.rows)
             else:
                 yield Release(regrouped, plan.columns, rows=plan.rows)
                 if self.replace:
@@ -645,9 +657,9 @@ class _ReleasePlan:
         return (f"lower(CAST(s.{q(self.subset)} AS VARCHAR)) IN "
                 f"(SELECT {q('v')} FROM {q(yes)})")
 
-    def make(self, released: str, told) -> None:
+    def make(self, released: str, told=None) -> None:
         """The released rows as the table ``released`` (a qualified, quoted name);
-        ``told`` the share of the work done.
+        ``told`` (a bar's, or None) the share of the release done.
 
         A full-domain node maps each QI on its own (:meth:`by_columns`: a small table per
         QI, the suppressed classes by their keys); a release in parts or a Mondrian
@@ -661,7 +673,8 @@ class _ReleasePlan:
             if not self.drop:
                 labels = [f"CASE WHEN {removed} THEN '{SUPPRESSED}' ELSE {label} END"
                           for label in labels]
-        told(0.2)
+        if told is not None:
+            told(0.2)
         shown = []
         for name in self.columns:
             if name in self.qis:
@@ -680,9 +693,11 @@ class _ReleasePlan:
             order = " ORDER BY random()"
         if db.dialect == "postgres":  # the maps are small: hashed, never a sort of the rows
             db.execute("SET LOCAL enable_mergejoin = off")
-        db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(shown)} "
-                   f"FROM {self.source.relation}{joins}{where}{order}")
-        told(0.7)
+        with ticking(db, told, 0.2, 0.7):
+            db.execute(f"CREATE TABLE {released} AS SELECT {', '.join(shown)} "
+                       f"FROM {self.source.relation}{joins}{where}{order}")
+        if told is not None:
+            told(0.7)
 
     def people(self) -> str:
         """A join that finds the rows of the people to suppress: their keys (as the
@@ -837,13 +852,16 @@ class _ReleasePlan:
 
 
 def export(db: Database, sql: str, temp: str, path: Path, delimiter: str,
-           escape_formulas: bool) -> int:
+           escape_formulas: bool, told=None, rows: int = 0) -> int:
     """Write the rows of ``sql`` to ``temp`` (CSV or Parquet, as ``path`` is named),
-    batch by batch; the number of batches."""
+    batch by batch; the number of batches. ``told`` (a bar's, or None) hears the release's
+    share done (from 0.9, by the batches written of ``rows``)."""
     with BatchWriter(temp, path, delimiter=delimiter,
                      escape_formulas=escape_formulas) as writer:
         for batch in db.batches(sql, 1 << 17):
             writer.write(pa.Table.from_batches([batch]))
+            if told is not None and rows:
+                told(0.9 + 0.1 * min(1.0, writer.rows / rows))
         if not writer.opened:  # no row: the columns alone
             writer.write(db.schema(sql).empty_table())
     return writer.batches
