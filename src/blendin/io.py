@@ -178,6 +178,12 @@ class Source:
         self._table: pa.Table | None = None
         self._codes: dict[str, pa.ChunkedArray] = {}
         self._shared: dict[tuple[str, str], pa.ChunkedArray] = {}
+        #: a CSV file read more than once keeps its first pass's rows (``once``, set by
+        #: anonymize); the passes after it read them there (``replay``, the embedded
+        #: engine's :class:`~blendin.engines.replay.Replay`)
+        self.once = False
+        self.scratch: str | os.PathLike | None = None  # the folder they are kept in
+        self.replay = None
         if isinstance(data, str | os.PathLike):
             self.path = Path(data)
             self.kind = kind or self._file_kind()  # given: a file under a temporary name
@@ -229,8 +235,11 @@ class Source:
             # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
             yield from table.to_batches(max_chunksize=MEMORY_CHUNK)
             return
-        reader = (self._csv_batches(wanted, progress) if self.kind == "csv" else
-                  self._parquet_batches(wanted, encoded, progress))
+        if self.replay is not None and self.replay.usable:
+            reader = self.replay.batches(wanted, encoded, progress)
+        else:
+            reader = (self._csv_batches(wanted, progress) if self.kind == "csv" else
+                      self._parquet_batches(wanted, encoded, progress))
         rows = 0
         # parsing runs in Arrow without the GIL: a thread reads the next blocks meanwhile
         for batch in read_ahead(reader, max(1, READ_AHEAD_BYTES // self.block_size)):

@@ -13,6 +13,7 @@ from blendin.anonymize.prepare import as_spec, prepare
 from blendin.anonymize.release import (
     check_output,
     released_result,
+    scratch_for,
     shuffle_for,
     streamed,
     verify,
@@ -83,7 +84,8 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     check_output(output, [used, *([given] if given else [])], data=data,
                   solution=solution)
     with bars_for(progress) as bars:
-        plan = prepare(data, used, engine, bars=bars, strict=strict)
+        plan = prepare(data, used, engine, bars=bars, strict=strict,
+                       scratch=scratch_for(output))
         check_levels(saved, plan.hierarchies)
         outcome = _saved_outcome(plan, levels)
         release, report = verify(plan, outcome, suppressed, output=streamed(output),

@@ -23,6 +23,7 @@ from blendin.estimators import sampling_weights
 from blendin.frequency import FrequencyTable
 from blendin.heap import hand_back_memory, tune_heap
 from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source
 from blendin.models import IndividualRisk, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import (
@@ -56,12 +57,14 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> None:
 
 
 def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
-            strict: bool = False) -> Plan:
+            strict: bool = False, scratch: str | os.PathLike | None = None) -> Plan:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
     built, the frequency table encoded, the models' feasibility checked (``bars`` show the
-    pass over a file). Columns that look like direct identifiers the spec names nowhere are
-    warned of, or with ``strict`` refused; sensitive values are normalized as
-    ``[input] normalize`` says, and a value spelled several ways is warned of."""
+    pass over a file; a CSV file's rows are kept for the release in the folder ``scratch``,
+    else the system's temporary folder). Columns that look like direct identifiers the spec
+    names nowhere are warned of, or with ``strict`` refused; sensitive values are
+    normalized as ``[input] normalize`` says, and a value spelled several ways is warned
+    of."""
     spec.validate()
     engine = engine_for(data, engine)
     tune_heap(getattr(engine, "small_process", False))
@@ -80,10 +83,11 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
                                   *spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        source, distinct = engine.sample(read_once(source), columns, spec.missing, sample)
+        source, distinct = engine.sample(read_once(source, scratch), columns, spec.missing,
+                                         sample)
     else:
         with pass_bar(bars, "reading", source) as told:
-            source = read_once(source)
+            source = read_once(source, scratch)
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
         hand_back_memory()  # what reading the rows took, beyond the tuples
@@ -212,11 +216,16 @@ def people_warnings(people: PeopleSummary) -> list[str]:
             "generalize or remove the columns that link a person's rows"]
 
 
-def read_once(source):
+def read_once(source, scratch: str | os.PathLike | None = None):
     """The source as every later step reads it, the release too (:meth:`SqlSource.read_once`:
     a database query's rows read once into a temporary table, a PostgreSQL table at one
-    snapshot); any other source as it is."""
-    return source.read_once() if isinstance(source, SqlSource) else source
+    snapshot; a CSV file's first pass keeps its rows in the folder ``scratch``, see
+    :mod:`blendin.engines.replay`); any other source as it is."""
+    if isinstance(source, SqlSource):
+        return source.read_once()
+    if isinstance(source, Source) and source.kind == "csv":
+        source.once, source.scratch = True, scratch
+    return source
 
 
 def pass_bar(bars: Progress | None, doing: str, source):

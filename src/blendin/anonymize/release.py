@@ -190,6 +190,14 @@ def streamed(output: str | os.PathLike | None) -> str | os.PathLike | None:
     return output
 
 
+def scratch_for(output) -> Path | None:
+    """Where a run keeps what it puts aside on disk (a CSV file's rows between its passes):
+    beside the file it writes, which is sized for the rows, else the system's temporary
+    folder (None)."""
+    out = streamed(output)
+    return None if out is None or isinstance(out, TableRef) else Path(out).parent
+
+
 def written(result: Result, output, delimiter: str, escape_formulas: bool) -> Result:
     """Write an in-memory release to ``output`` (Excel) when it was not streamed there."""
     if output is not None and result.written is None and not isinstance(output, TableRef):

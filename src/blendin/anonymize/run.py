@@ -11,6 +11,7 @@ from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, p
 from blendin.anonymize.release import (
     check_output,
     released_result,
+    scratch_for,
     shuffle_for,
     streamed,
     transformed,
@@ -179,7 +180,8 @@ def anonymize(
     with progress_callback(progress) as callback:
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
-        plan = prepare(data, spec, engine, bars=bars, strict=strict)
+        plan = prepare(data, spec, engine, bars=bars, strict=strict,
+                       scratch=scratch_for(output))
         if spec.transforms and plan.engine.name != "embedded":  # before the search
             raise BlendinError(f"transforms (microaggregate, pram) run on the embedded "
                                f"engine, not on {plan.engine.name}",

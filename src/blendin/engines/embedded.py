@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from blendin.codes import as_text
 from blendin.engines.base import Release
 from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
+from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
 from blendin.groupby import DistinctCounter, distinct_tuples
 from blendin.io import (
@@ -115,13 +116,29 @@ class EmbeddedEngine:
         memory = source.kind == "memory"
         recalled = source.recall_codes(columns, missing) if memory else []
         new = [name for name in columns if memory and name not in recalled]
-        counter = DistinctCounter(columns, missing, expected=expected, keep_codes=bool(new))
+        replay = _replay_for(source, columns, missing)
+        counter = DistinctCounter(columns, missing, expected=expected,
+                                  keep_codes=bool(new) or replay is not None)
+        # a file read once is read whole (its other columns too), for the passes after
+        read = columns if replay is None else [
+            *columns, *(name for name in source.columns if name not in columns)]
         # the texts of several blocks looked up at once, on threads; counted in order here
         looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), self.batches(
-            source, columns, encoded=columns, progress=progress, rows=self.task_rows))
-        for batch, found in looked_up:
-            counter.add(batch, found)
-        distinct = counter.result()
+            source, read, encoded=columns, progress=progress, rows=self.task_rows))
+        try:
+            for batch, found in looked_up:
+                counter.add(batch, found)
+                if replay is not None and batch.num_rows:  # (a batch of none adds no codes)
+                    replay.add(batch, counter.batch_codes.pop())
+            distinct = counter.result()
+        except BaseException:
+            if replay is not None:
+                replay.close()
+            raise
+        if replay is not None:
+            replay.finish({name: vocabulary.values for name, vocabulary
+                           in zip(counter.columns, counter.vocabularies)})
+            source.replay = replay if replay.usable else None
         for name in new:
             source.keep_codes(name, counter.codes(name), missing)
         return distinct
@@ -252,6 +269,22 @@ class EmbeddedEngine:
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
         return write_table(table, path, **options)
+
+
+def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay | None:
+    """Where the rows of this pass over ``source`` are kept for the passes after it: a CSV
+    file that anonymize reads more than once, whose texts its codes give back (no
+    ``missing`` text: an empty text would be coded as it). None where it cannot be made,
+    or need not."""
+    if source.kind != "csv" or not source.once or not columns or missing:
+        return None
+    if source.replay is not None:  # a pass of its own: its rows, as read now
+        source.replay.close()
+        source.replay = None
+    try:
+        return Replay(columns, source.scratch)
+    except OSError:  # no folder to write in: the file is read again
+        return None
 
 
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)

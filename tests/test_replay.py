@@ -1,0 +1,180 @@
+"""A CSV file is parsed once: the first pass keeps its rows (the coded columns as codes) in
+a temporary file beside the release, and the release reads them there. The release is the
+one a second parse gives; a file rewritten during a run is released as first read."""
+
+import collections
+import errno
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from blendin.anonymize import anonymize
+from blendin.engines import embedded
+from blendin.engines.embedded import EmbeddedEngine
+from blendin.engines.replay import Replay
+from blendin.hierarchy.core import Hierarchy
+from blendin.io import Source
+from blendin.models import DistinctLDiversity, KAnonymity
+from blendin.spec import Spec
+
+#: blocks of 4 KiB, batches of 200 rows: many of each in a few thousand rows
+TINY = EmbeddedEngine(block_size=4096, batch_rows=200)
+
+
+def spec_for(df: pd.DataFrame, missing: str = "") -> Spec:
+    ages = sorted(set(df.age))
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in ages])
+    sexes = sorted(set(df.sex) | ({missing} if missing else set()))
+    sex = Hierarchy.from_rows([[s, "*"] for s in sexes])
+    return Spec(quasi_identifiers={"age": age, "sex": sex}, sensitive=["dx"],
+                models=[KAnonymity(4), DistinctLDiversity("dx", 2)], max_suppression=0.1,
+                missing=missing)
+
+
+def people(n: int, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"age": rng.integers(20, 70, n), "sex": rng.choice(["f", "m"], n),
+                         "dx": rng.choice(["a", "b", "c", ""], n),
+                         "note": rng.choice(["x", "", "y;z", "é"], n)})
+
+
+def parses(monkeypatch) -> list:
+    """The CSV parses made from now on (one list of columns per pass)."""
+    made = []
+    parse = Source._csv_batches
+
+    def counted(self, columns, progress=None):
+        made.append(list(columns))
+        return parse(self, columns, progress)
+
+    monkeypatch.setattr(Source, "_csv_batches", counted)
+    return made
+
+
+def released(path, spec, out, **options) -> bytes:
+    result = anonymize(path, spec, engine=TINY, output=out, shuffle_seed=5, **options)
+    assert result.check.passed
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["people.csv", "people.csv.gz"])
+def test_a_csv_file_is_parsed_once_and_released_as_a_second_parse_would(
+        tmp_path, monkeypatch, name):
+    df = people(3000)
+    path = tmp_path / name
+    df.to_csv(path, index=False)
+    made = parses(monkeypatch)
+    once = released(path, spec_for(df), tmp_path / "once.csv")
+    assert len(made) == 1 and set(made[0]) == set(df.columns)  # every column, one pass
+    monkeypatch.setattr(embedded, "_replay_for", lambda *args: None)
+    twice = released(path, spec_for(df), tmp_path / "twice.csv")
+    assert len(made) == 3
+    assert once == twice
+
+
+def test_a_file_rewritten_during_a_run_is_released_as_first_read(tmp_path, monkeypatch):
+    df = people(3000)
+    path = tmp_path / "people.csv"
+    df.to_csv(path, index=False)
+    distinct = EmbeddedEngine.distinct
+
+    def then_rewritten(self, source, *args, **kwargs):
+        counted = distinct(self, source, *args, **kwargs)
+        pd.concat([df, df.assign(age=df.age + 1)]).to_csv(path, index=False)
+        return counted
+
+    monkeypatch.setattr(EmbeddedEngine, "distinct", then_rewritten)
+    result = anonymize(path, spec_for(df), engine=TINY, output=tmp_path / "out.parquet")
+    assert result.check.passed
+    assert result.records == len(df)
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == len(df) - result.suppressed
+
+
+def test_the_rows_are_kept_beside_the_release_and_leave_nothing(tmp_path, monkeypatch):
+    df = people(2000)
+    data, out = tmp_path / "in", tmp_path / "out"
+    data.mkdir()
+    out.mkdir()
+    df.to_csv(data / "people.csv", index=False)
+    seen = []
+    batches = Replay.batches
+
+    def where(self, *args, **kwargs):
+        if sys.platform.startswith("linux"):  # the unlinked file, by its descriptor
+            seen.append(os.readlink(f"/proc/self/fd/{self.file.fileno()}"))
+        yield from batches(self, *args, **kwargs)
+
+    monkeypatch.setattr(Replay, "batches", where)
+    anonymize(data / "people.csv", spec_for(df), engine=TINY, output=out / "release.csv")
+    assert sorted(os.listdir(out)) == ["release.csv"]
+    assert sorted(os.listdir(data)) == ["people.csv"]
+    if sys.platform.startswith("linux"):
+        assert seen and all(link.startswith(str(out)) and "(deleted)" in link
+                            for link in seen)
+
+
+def test_where_the_rows_cannot_be_kept_the_file_is_parsed_again(tmp_path, monkeypatch):
+    df = people(3000)
+    path = tmp_path / "people.csv"
+    df.to_csv(path, index=False)
+    expected = released(path, spec_for(df), tmp_path / "kept.csv")
+
+    def full(self, table):
+        self.failed = OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Replay, "_written", full)
+    made = parses(monkeypatch)
+    assert released(path, spec_for(df), tmp_path / "again.csv") == expected
+    assert len(made) == 2
+
+
+def test_empty_texts_read_as_missing_keep_their_spelling_in_the_release(tmp_path,
+                                                                         monkeypatch):
+    """With ``missing = "?"`` an empty text would be coded as ``?``: codes could not give
+    the empty text back, so the release reads the file again, and a column released as it
+    is (the sensitive one here) keeps its empty texts."""
+    df = people(3000)
+    path = tmp_path / "people.csv"
+    df.to_csv(path, index=False)
+    spec = spec_for(df, missing="?")
+    made = parses(monkeypatch)
+    result = anonymize(path, spec, engine=TINY, output=tmp_path / "out.csv", shuffle_seed=5)
+    assert result.check.passed and len(made) == 2
+    out = pcsv.read_csv(tmp_path / "out.csv", convert_options=pcsv.ConvertOptions(
+        column_types={"dx": pa.string(), "note": pa.string()},
+        strings_can_be_null=False, quoted_strings_can_be_null=False))
+    assert "" in out.column("dx").to_pylist() and "?" not in out.column("dx").to_pylist()
+    kept = collections.Counter(df.dx) - collections.Counter(out.column("dx").to_pylist())
+    assert sum(kept.values()) == result.suppressed
+
+
+texts = st.text(alphabet=st.sampled_from(["a", "b", " ", ";", '"', "é", "\n"]), max_size=3)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(st.integers(20, 29), st.sampled_from(["f", "m"]), texts,
+                               texts), min_size=2, max_size=300),
+       missing=st.sampled_from(["", "?"]))
+def test_kept_rows_give_the_release_a_second_parse_gives(tmp_path_factory, monkeypatch,
+                                                         rows, missing):
+    folder = tmp_path_factory.mktemp("replay")
+    df = pd.DataFrame(rows, columns=["age", "sex", "dx", "note"])
+    path = folder / "people.csv"
+    df.to_csv(path, index=False)
+    spec = Spec(quasi_identifiers=spec_for(df, missing).quasi_identifiers, sensitive=["dx"],
+                models=[KAnonymity(2)], max_suppression=1.0, missing=missing)
+    once = released(path, spec, folder / "once.csv")
+    with monkeypatch.context() as patched:
+        patched.setattr(embedded, "_replay_for", lambda *args: None)
+        twice = released(path, spec, folder / "twice.csv")
+    assert once == twice
