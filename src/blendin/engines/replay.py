@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import weakref
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -48,9 +49,10 @@ class Replay:
     def __init__(self, coded: Sequence[str], folder: str | os.PathLike | None = None
                  ) -> None:
         self.coded = list(coded)
-        # (closed by close(), or with this object)
         self.file = tempfile.TemporaryFile(prefix="blendin-replay-", suffix=".arrow",  # noqa: SIM115
                                            dir=folder)
+        # closed by close(), or when this object goes (with the source that holds it)
+        self._closing = weakref.finalize(self, self.file.close)
         self.index: list[tuple[int, int, pa.Schema]] = []  # offset, length, schema
         self.vocabularies: dict[str, pa.Array] = {}
         self.rows = 0
@@ -134,4 +136,4 @@ class Replay:
         if self._write is not None:
             self._write.finish(raise_error=False)
             self._write = None
-        self.file.close()
+        self._closing()
