@@ -1,13 +1,17 @@
 """The progress bars: tqdm, silent when short, off without a terminal, fed by the search and
 by the passes over a file."""
 
+import collections
+import contextlib
 import io
+from unittest import mock
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from blendin.anonymize import anonymize
+from blendin.engines import embedded
 from blendin.engines.embedded import EmbeddedEngine
 from blendin.errors import BlendinError
 from blendin.hierarchy.core import Hierarchy
@@ -157,6 +161,41 @@ def test_each_pass_over_a_file_has_a_bar_to_the_end(tmp_path, suffix):
     for doing in ("reading", "releasing"):
         assert f"{doing} people{suffix}: 100%" in shown
     assert result.check.passed
+
+
+@pytest.mark.parametrize("keep_order", [False, True])
+def test_a_shuffled_release_bar_reads_then_writes_to_the_end(tmp_path, keep_order):
+    """Shuffled into a file, the rows are written only once the last is read: the bar's
+    first half reads them, the second writes them from the shuffle's parts. In the
+    source's order, reading is writing, the whole bar."""
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"a": rng.integers(0, 16, 3000).astype(str),
+                       "b": rng.integers(0, 4, 3000).astype(str)})
+    path = tmp_path / "people.csv"
+    df.to_csv(path, index=False)
+    heard = collections.defaultdict(list)
+
+    class Heard(Progress):
+        @contextlib.contextmanager
+        def reading(self, label):
+            with super().reading(label) as show:
+                def told(share):
+                    heard[label.split()[0]].append(share)
+                    show(share)
+                yield told
+
+    engine = EmbeddedEngine(block_size=4096, batch_rows=200)
+    engine_parts = mock.patch.object(embedded, "SHUFFLE_PART_ROWS", 500)
+    with engine_parts, Heard(stream=FakeTerminal(), delay=0.0, interval=0.0) as bars:
+        anonymize(path, _spec(), progress=bars, engine=engine, keep_order=keep_order,
+                  output=tmp_path / "release.csv")
+    shares = heard["releasing"]
+    assert shares == sorted(shares) and shares[-1] == 1.0
+    written = [share for share in shares if share > 0.5]
+    if keep_order:
+        assert len(written) > 1  # reading the rows, and writing them as they come
+    else:
+        assert 0.5 in shares and len(written) > 3  # several parts, several tables each
 
 
 def test_a_table_in_memory_has_no_reading_bar():

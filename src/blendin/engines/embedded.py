@@ -201,8 +201,12 @@ class EmbeddedEngine:
         drop = suppressed == "drop"
         shown = ShownSchema(source.types(), labelled)
         numbered = row_columns if row_columns is not None and row_columns.active else None
+        # a file shuffled through parts is written after the last row is read: its bar's
+        # first half reads the rows, the second writes them
+        parted = output is not None and shuffle is not None and progress is not None
+        reading = (lambda share: progress(share / 2)) if parted else progress
         # in memory the hidden columns travel with the rows, to number each row's person
-        made = self._recoded(source, recoder, numbered, counter, labelled, drop, progress,
+        made = self._recoded(source, recoder, numbered, counter, labelled, drop, reading,
                              blank, hidden if output is not None else ())
         if output is None:
             parts = list(made)
@@ -225,7 +229,9 @@ class EmbeddedEngine:
         with atomic_path(path) as temp:
             with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
                              shown=shown, unstated=shown.encoded) as writer, \
-                    _Shuffler(path, shuffle, self.batch_rows) as order:
+                    _Shuffler(path, shuffle, self.batch_rows,
+                              (lambda share: progress(0.5 + share / 2)) if parted else None
+                              ) as order:
                 for table in order(made):
                     writer.write(numbered(table) if numbered is not None else table)
             yield Release(counter.result(), writer.columns, path=path, batches=writer.batches,
@@ -301,10 +307,13 @@ class _Shuffler:
     come.
     """
 
-    def __init__(self, target: Path, shuffle: Shuffle | None, batch_rows: int) -> None:
+    def __init__(self, target: Path, shuffle: Shuffle | None, batch_rows: int,
+                 told: Reading | None = None) -> None:
         self.target = target
         self.shuffle = shuffle
         self.batch_rows = batch_rows
+        #: hears the share of the rows handed on from the parts
+        self.told = told
         self.paths: list[Path] = []
 
     def __enter__(self) -> _Shuffler:
@@ -322,6 +331,7 @@ class _Shuffler:
         n_parts = max(1, -(-self.shuffle.rows // SHUFFLE_PART_ROWS))
         writers: list = []
         schema = None
+        rows = handed = 0
         try:
             for table in tables:
                 if schema is None:
@@ -331,6 +341,7 @@ class _Shuffler:
                 # (drawn as ever; as small integers a stable argsort is a radix sort)
                 part = rng.integers(0, n_parts, table.num_rows)
                 self._scatter(table, part.astype(np.min_scalar_type(n_parts)), writers)
+                rows += table.num_rows
         finally:
             for writer in writers:
                 writer.close()
@@ -339,6 +350,9 @@ class _Shuffler:
             part = _taken(part, rng.permutation(part.num_rows))
             for start in range(0, part.num_rows, self.batch_rows):
                 yield part.slice(start, self.batch_rows)
+                handed += min(self.batch_rows, part.num_rows - start)
+                if self.told is not None:
+                    self.told(handed / rows)
             path.unlink()
 
     def _open(self, i: int, schema: pa.Schema) -> _Part:
