@@ -603,6 +603,31 @@ def test_a_long_statement_tells_how_far_it_is(db):
     assert shares and shares == sorted(shares) and shares[0] > 0.2 and shares[-1] <= 0.7
 
 
+def test_an_export_reads_small_blocks_and_writes_whole_row_groups(tmp_path):
+    """The rows come in small blocks (PostgreSQL's reader holds blocks read ahead: small
+    ones keep the memory down) and are written in row groups of EXPORT_WRITE_ROWS."""
+    import pyarrow.parquet as pq
+
+    from blendin.engines.databases import Database
+    from blendin.engines.sql import EXPORT_READ_ROWS, EXPORT_WRITE_ROWS, export
+
+    asked = []
+
+    class Blocks(Database):
+        def batches(self, sql, rows=1 << 16, encoded=False):
+            asked.append(rows)
+            for start in range(0, 300_000, 1000):
+                yield pa.record_batch({"a": pa.array(range(start, start + 1000))})
+
+    temp = tmp_path / "release.parquet.tmp"
+    export(Blocks(), "SELECT a FROM t", str(temp), tmp_path / "release.parquet", ",", False)
+    assert asked == [EXPORT_READ_ROWS]
+    meta = pq.ParquetFile(temp).metadata
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(groups) == 300_000 and len(groups) == -(-300_000 // EXPORT_WRITE_ROWS)
+    assert pq.read_table(temp).column("a").to_pylist() == list(range(300_000))
+
+
 def test_tables_in_a_schema(db):
     df = table()
     if db.name == "duckdb":
