@@ -72,34 +72,26 @@ else:
 print(rows)
 """
 
-#: blendin's SQL engine in DuckDB over a view of the file: path, spec, output
+#: DuckDB over the file, in memory, opened as blendin opens it (its threads, no bar printed):
+#: ``release PATH OUT SPEC`` runs blendin's SQL engine over a view of the file; ``floor
+#: PATH OUT QI...`` is DuckDB's floor for such a release, the QIs grouped and the rows
+#: copied shuffled
 ON_DUCKDB = """
-import json, sys, duckdb, blendin as bl
-from blendin.parallel import workers
-path, spec, out = sys.argv[1:4]
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")  # it would print on standard output
-con.execute(f"SET threads = {workers()}")
+import json, sys
+from blendin.engines.databases import DuckDB
+mode, path, out, rest = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+con = DuckDB.open(":memory:").connection
 source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
           f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
-con.execute(f"CREATE VIEW rows AS SELECT * FROM {source}")
-result = bl.anonymize(con, spec, table="rows", output=out, replace=True)
-print(json.dumps({"levels": result.levels}))
-"""
-
-#: DuckDB's floor for a release of the file: the QIs grouped, the rows copied shuffled
-DUCKDB_FLOOR = """
-import sys, duckdb
-from blendin.parallel import workers
-path, out, qis = sys.argv[1], sys.argv[2], sys.argv[3:]
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")  # it would print on standard output
-con.execute(f"SET threads = {workers()}")
-source = (f"read_parquet('{path}')" if path.endswith(".parquet") else
-          f"read_csv('{path}', delim=';', header=true, all_varchar=true)")
-names = ", ".join(f'"{q}"' for q in qis)
-con.execute(f"SELECT count(*) FROM (SELECT {names}, count(*) FROM {source} GROUP BY ALL)")
-con.execute(f"COPY (SELECT * FROM {source} ORDER BY random()) TO '{out}' (FORMAT parquet)")
+if mode == "release":
+    import blendin as bl
+    con.execute(f"CREATE VIEW rows AS SELECT * FROM {source}")
+    result = bl.anonymize(con, rest[0], table="rows", output=out, replace=True)
+    print(json.dumps({"levels": result.levels}))
+else:
+    names = ", ".join(f'"{q}"' for q in rest)
+    con.execute(f"SELECT count(*) FROM (SELECT {names}, count(*) FROM {source} GROUP BY ALL)")
+    con.execute(f"COPY (SELECT * FROM {source} ORDER BY random()) TO '{out}' (FORMAT parquet)")
 """
 
 
@@ -224,12 +216,13 @@ def run(rows: int, fmt: str, spark: bool, master: str, cores: str = "all",
                    spark_same=json.loads(text)["levels"] == levels)
     if duckdb:
         out = data.parent / "release-duckdb.parquet"
-        seconds, mib, cpu, text = measure([*on, sys.executable, "-c", ON_DUCKDB, str(data),
-                                           str(spec), str(out)])
+        seconds, mib, cpu, text = measure([*on, sys.executable, "-c", ON_DUCKDB, "release",
+                                           str(data), str(out), str(spec)])
         row.update(duckdb_s=seconds, duckdb_mib=mib, duckdb_cpu=cpu,
                    duckdb_same=json.loads(text)["levels"] == levels)
-        seconds, mib, cpu, _ = measure([*on, sys.executable, "-c", DUCKDB_FLOOR, str(data),
-                                        str(data.parent / "shuffled-duckdb.parquet"), *QIS])
+        seconds, mib, cpu, _ = measure([*on, sys.executable, "-c", ON_DUCKDB, "floor",
+                                        str(data), str(data.parent / "shuffled-duckdb.parquet"),
+                                        *QIS])
         row.update(duckdb_floor_s=seconds, duckdb_floor_mib=mib, duckdb_floor_cpu=cpu)
     return row
 
