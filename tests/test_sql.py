@@ -311,6 +311,36 @@ def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn
 
 
 
+def test_a_postgres_group_by_runs_on_the_servers_workers(postgres_url, pg_conn):
+    """The GROUP BYs of a run (the frequency table, the checker's) are planned on
+    PostgreSQL's parallel workers, for their transaction only; the counts are the same."""
+    from blendin.engines.databases import connect
+    from blendin.engines.sql import group_by
+
+    pg_conn.execute('CREATE TABLE "rows" AS SELECT i % 97 AS a, (i % 89)::text AS b '
+                    "FROM generate_series(1, 50000) AS i")
+    pg_conn.execute('ANALYZE "rows"')
+    database = connect(postgres_url)
+    statement = 'SELECT "a", "b", count(*) FROM "rows" GROUP BY "a", "b"'
+    try:
+        with database.transaction(read_only=True):
+            # (a table this small is scanned in parallel only when told it may be)
+            database.execute("SET LOCAL min_parallel_table_scan_size = 0")
+            grouped = group_by(database, '"rows"', ["a", "b"])
+            plan = "\n".join(row[0] for row in database.connection.execute(
+                f"EXPLAIN {statement}").fetchall())
+        after = database.scalar("SHOW parallel_tuple_cost")
+    finally:
+        database.close()
+    assert "Gather" in plan and "Partial HashAggregate" in plan, plan
+    assert after == "0.1"  # the server's own setting, once the transaction ended
+    expected = {(a, b): n for a, b, n in pg_conn.execute(statement).fetchall()}
+    assert grouped.num_rows == len(expected) == 97 * 89
+    assert {(a, b): n for a, b, n in zip(
+        grouped.column("a").to_pylist(), grouped.column("b").to_pylist(),
+        grouped.column("__blendin_count__").to_pylist())} == expected
+
+
 def test_rows_written_to_a_postgres_table_during_a_run_are_not_read(
         postgres_url, pg_conn, monkeypatch):
     db = PostgresBackend(postgres_url)

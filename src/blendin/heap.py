@@ -17,6 +17,14 @@ them fixed).
 
 Set by each anonymization or check for its run, on glibc only, and never over a choice of
 the user's (any ``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment).
+
+Arrow's own pool is chosen the same way: rows worked on in this process go to Arrow's
+jemalloc pool where pyarrow has one. Its default, mimalloc, keeps what each thread frees for
+that thread: with the rows' batches made on one thread and freed on another, a 3M-row CSV
+release took 644 MiB, against 577 MiB with jemalloc (0.92x the time; 10M rows: 720 against
+676 MiB, 0.93x). A database's run, whose tuples are read on one thread, keeps mimalloc
+(with jemalloc, 340 against 288-304 MiB at 10M rows in PostgreSQL). Never over the user's
+choice: ``ARROW_DEFAULT_MEMORY_POOL`` in the environment, or a pool other than mimalloc set.
 """
 
 from __future__ import annotations
@@ -43,12 +51,44 @@ def tune_heap(small_process: bool = False) -> bool:
     >>> isinstance(tune_heap(), bool)
     True
     """
+    _choose_arrow_pool(small_process)
     libc = _libc()
     if libc is None or _user_tuned():
         return False
     mmap, trim = ((START_MMAP_THRESHOLD, START_TRIM_THRESHOLD) if small_process
                   else (MMAP_THRESHOLD, TRIM_THRESHOLD))
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap) and libc.mallopt(_M_TRIM_THRESHOLD, trim))
+
+
+#: the pool :func:`_choose_arrow_pool` replaced by jemalloc's, to go back to
+_replaced: list = []
+
+
+def _choose_arrow_pool(small_process: bool) -> None:
+    """jemalloc's pool for Arrow in a run on rows here, mimalloc's for a database's (see the
+    module), where the user chose neither."""
+    import pyarrow as pa
+
+    if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
+        return
+    current = pa.default_memory_pool().backend_name
+    if small_process:
+        if _replaced and current == "jemalloc":
+            pa.set_memory_pool(_replaced.pop())
+    elif current == "mimalloc" and (jemalloc := _jemalloc()) is not None:
+        _replaced.append(pa.default_memory_pool())
+        pa.set_memory_pool(jemalloc)
+
+
+@functools.cache
+def _jemalloc():
+    """Arrow's jemalloc pool, or None where this pyarrow has none."""
+    import pyarrow as pa
+
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return None
 
 
 @functools.cache

@@ -488,6 +488,13 @@ def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequenc
     with the :func:`key_of` of the ``keyed`` columns too (columns ``KEY`` 0, 1, ...)."""
     names = ", ".join(db.quote(c) for c in columns)
     count = db.quote(COUNT)
+    if db.dialect == "postgres":
+        # PostgreSQL prices carrying every group through a parallel plan's Gather as if
+        # none were merged, and groups many tuples on one process: its workers group in
+        # about 0.7x the time (10M rows, 633K groups, 2 cores). For this transaction only;
+        # the server's limits on workers still hold
+        db.execute("SET LOCAL parallel_setup_cost = 0")
+        db.execute("SET LOCAL parallel_tuple_cost = 0")
     if not columns:
         return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
     extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
