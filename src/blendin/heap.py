@@ -18,13 +18,15 @@ them fixed).
 Set by each anonymization or check for its run, on glibc only, and never over a choice of
 the user's (any ``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment).
 
-Arrow's own pool is chosen the same way: rows worked on in this process go to Arrow's
-jemalloc pool where pyarrow has one. Its default, mimalloc, keeps what each thread frees for
-that thread: with the rows' batches made on one thread and freed on another, a 3M-row CSV
-release took 644 MiB, against 577 MiB with jemalloc (0.92x the time; 10M rows: 720 against
-676 MiB, 0.93x). A database's run, whose tuples are read on one thread, keeps mimalloc
-(with jemalloc, 340 against 288-304 MiB at 10M rows in PostgreSQL). Never over the user's
-choice: ``ARROW_DEFAULT_MEMORY_POOL`` in the environment, or a pool other than mimalloc set.
+Arrow's own pool is chosen per run too, for the arrays made through pyarrow (Arrow's
+readers and writers keep the pool the process started with). Rows worked on in this process
+go to jemalloc's pool, where pyarrow has one: mimalloc, Arrow's default, keeps what each
+thread frees for that thread, and a batch made on one thread is freed on another. A 3M-row
+CSV release on two cores took 597 MiB against 641 (0.92x the time), 10M rows 673 against
+723 MiB (the same time). A database's run on glibc goes to the system's malloc, whose
+thresholds are fixed as above: 10M rows in PostgreSQL took 277-280 MiB against 308-309 to
+a table, 337-348 against 370-387 MiB to a Parquet file. Never over the user's choice:
+``ARROW_DEFAULT_MEMORY_POOL`` in the environment, or a pool set in Python.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ START_MMAP_THRESHOLD = START_TRIM_THRESHOLD = 128 << 10
 
 
 def tune_heap(small_process: bool = False) -> bool:
-    """Raise glibc's thresholds, or with ``small_process`` fix them where glibc starts (see
-    the module); whether they were set.
+    """Choose Arrow's pool, and raise glibc's thresholds, or with ``small_process`` fix them
+    where glibc starts (see the module); whether the thresholds were set.
 
     >>> isinstance(tune_heap(), bool)
     True
@@ -60,24 +62,27 @@ def tune_heap(small_process: bool = False) -> bool:
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap) and libc.mallopt(_M_TRIM_THRESHOLD, trim))
 
 
-#: the pool :func:`_choose_arrow_pool` replaced by jemalloc's, to go back to
-_replaced: list = []
+#: the pool :func:`_choose_arrow_pool` set last (by its backend's name)
+_chosen: list[str] = []
 
 
 def _choose_arrow_pool(small_process: bool) -> None:
-    """jemalloc's pool for Arrow in a run on rows here, mimalloc's for a database's (see the
-    module), where the user chose neither."""
+    """Arrow's pool for a run (see the module): jemalloc's for rows worked on here; for a
+    database's run on glibc the system's malloc, whose thresholds :func:`tune_heap` fixes
+    where glibc starts, else mimalloc. Not where the user chose a pool."""
     import pyarrow as pa
 
     if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
         return
-    current = pa.default_memory_pool().backend_name
+    if pa.default_memory_pool().backend_name != (_chosen[-1] if _chosen else "mimalloc"):
+        return  # set by the user (or not this pyarrow's usual default)
     if small_process:
-        if _replaced and current == "jemalloc":
-            pa.set_memory_pool(_replaced.pop())
-    elif current == "mimalloc" and (jemalloc := _jemalloc()) is not None:
-        _replaced.append(pa.default_memory_pool())
-        pa.set_memory_pool(jemalloc)
+        pool = (pa.system_memory_pool() if _libc() is not None and not _user_tuned()
+                else pa.mimalloc_memory_pool())
+    else:
+        pool = _jemalloc() or pa.mimalloc_memory_pool()
+    pa.set_memory_pool(pool)
+    _chosen[:] = [pool.backend_name]
 
 
 @functools.cache
