@@ -24,8 +24,8 @@ go to jemalloc's pool, where pyarrow has one: mimalloc, Arrow's default, keeps w
 thread frees for that thread, and a batch made on one thread is freed on another. A 3M-row
 CSV release on two cores took 597 MiB against 641 (0.92x the time), 10M rows 673 against
 723 MiB (the same time). A database's run on glibc goes to the system's malloc, whose
-thresholds are fixed as above: 10M rows in PostgreSQL took 277-280 MiB against 308-309 to
-a table, 337-348 against 370-387 MiB to a Parquet file. Never over the user's choice:
+thresholds are fixed as above: 10M rows in PostgreSQL took 271-273 MiB against 301-302 to
+a table, 311-340 against 354-378 MiB to a Parquet file. Never over the user's choice:
 ``ARROW_DEFAULT_MEMORY_POOL`` in the environment, or a pool set in Python.
 """
 
