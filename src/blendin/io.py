@@ -183,6 +183,8 @@ class Source:
         #: engine's :class:`~blendin.engines.replay.Replay`)
         self.once = False
         self.scratch: str | os.PathLike | None = None  # the folder they are kept in
+        #: the seed of the release's random order, where they are kept in it
+        self.order: int | None = None
         self.replay = None
         if isinstance(data, str | os.PathLike):
             self.path = Path(data)

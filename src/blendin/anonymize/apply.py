@@ -12,6 +12,7 @@ import numpy as np
 from blendin.anonymize.prepare import as_spec, prepare
 from blendin.anonymize.release import (
     check_output,
+    order_seed,
     released_result,
     scratch_for,
     shuffle_for,
@@ -83,15 +84,16 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     levels = tuple(saved[q] for q in used.quasi_identifiers)
     check_output(output, [used, *([given] if given else [])], data=data,
                   solution=solution)
+    order = order_seed(keep_order, shuffle_seed)
     with bars_for(progress) as bars:
         plan = prepare(data, used, engine, bars=bars, strict=strict,
-                       scratch=scratch_for(output))
+                       scratch=scratch_for(output), order=order)
         check_levels(saved, plan.hierarchies)
         outcome = _saved_outcome(plan, levels)
         release, report = verify(plan, outcome, suppressed, output=streamed(output),
                                  output_delimiter=output_delimiter,
                                  escape_formulas=escape_formulas, bars=bars,
-                                 shuffle=shuffle_for(keep_order, shuffle_seed, plan))
+                                 shuffle=shuffle_for(order, plan))
     origin = str(solution) if isinstance(solution, str | os.PathLike) else "a saved solution"
     result = released_result(
         plan, outcome, release, report, data=data, output=output, suppressed=suppressed,

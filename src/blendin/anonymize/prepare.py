@@ -57,11 +57,13 @@ def check_choice(what: str, value: str, choices: Sequence[str]) -> None:
 
 
 def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
-            strict: bool = False, scratch: str | os.PathLike | None = None) -> Plan:
+            strict: bool = False, scratch: str | os.PathLike | None = None,
+            order: int | None = None) -> Plan:
     """Spec and columns checked, rows reduced to distinct tuples (by the engine), hierarchies
     built, the frequency table encoded, the models' feasibility checked (``bars`` show the
     pass over a file; a CSV file's rows are kept for the release in the folder ``scratch``,
-    else the system's temporary folder). Columns that look like direct identifiers the spec
+    else the system's temporary folder; with ``order``, the seed of the release's random
+    order, kept in that order). Columns that look like direct identifiers the spec
     names nowhere are warned of, or with ``strict`` refused; sensitive values are
     normalized as ``[input] normalize`` says, and a value spelled several ways is warned
     of."""
@@ -83,11 +85,11 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
                                   *spec.quasi_identifiers, *spec.sensitive,
                                   *([subset] if subset else [])]))
     if sample is not None:  # SafePub: the population is the input, the sample released
-        source, distinct = engine.sample(read_once(source, scratch), columns, spec.missing,
+        source, distinct = engine.sample(read_once(source, scratch, order), columns, spec.missing,
                                          sample)
     else:
         with pass_bar(bars, "reading", source) as told:
-            source = read_once(source, scratch)
+            source = read_once(source, scratch, order)
             distinct = engine.distinct(source, columns, spec.missing, _ground_texts(spec),
                                        progress=told)
         hand_back_memory()  # what reading the rows took, beyond the tuples
@@ -216,15 +218,16 @@ def people_warnings(people: PeopleSummary) -> list[str]:
             "generalize or remove the columns that link a person's rows"]
 
 
-def read_once(source, scratch: str | os.PathLike | None = None):
+def read_once(source, scratch: str | os.PathLike | None = None, order: int | None = None):
     """The source as every later step reads it, the release too (:meth:`SqlSource.read_once`:
     a database query's rows read once into a temporary table, a PostgreSQL table at one
-    snapshot; a CSV file's first pass keeps its rows in the folder ``scratch``, see
-    :mod:`blendin.engines.replay`); any other source as it is."""
+    snapshot; a CSV file's first pass keeps its rows in the folder ``scratch``, shuffled by
+    the seed ``order`` where given, see :mod:`blendin.engines.replay`); any other source as
+    it is."""
     if isinstance(source, SqlSource):
         return source.read_once()
     if isinstance(source, Source) and source.kind == "csv":
-        source.once, source.scratch = True, scratch
+        source.once, source.scratch, source.order = True, scratch, order
     return source
 
 

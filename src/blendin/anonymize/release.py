@@ -145,15 +145,20 @@ def released_result(plan: Plan, outcome: Outcome, release, report, *, data, outp
         warnings=[*notes, *plan.warnings], **made)
 
 
-def shuffle_for(keep_order: bool, seed: int | None, plan: Plan) -> Shuffle | None:
-    """The random order of the released rows (None: the source's), from a fresh seed
-    unless one is given."""
+def order_seed(keep_order: bool, seed: int | None) -> int | None:
+    """The seed of the released rows' random order (None: the source's order), fresh
+    unless one is given; drawn before the first pass, which may keep the rows in it."""
     if keep_order:
         return None
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise BlendinError(f"shuffle_seed must be a whole number >= 0, got {seed!r}",
                            fix="give e.g. --shuffle-seed 7, or leave it out (a fresh order)")
-    return Shuffle(secrets.randbits(63) if seed is None else seed, plan.ft.n_records)
+    return secrets.randbits(63) if seed is None else seed
+
+
+def shuffle_for(seed: int | None, plan: Plan) -> Shuffle | None:
+    """The random order of the released rows, from :func:`order_seed`."""
+    return None if seed is None else Shuffle(seed, plan.ft.n_records)
 
 
 def check_output(output, specs: Sequence[Spec], **inputs) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from blendin.anonymize.prepare import ProgressCallback, as_spec, check_choice, prepare
 from blendin.anonymize.release import (
     check_output,
+    order_seed,
     released_result,
     scratch_for,
     shuffle_for,
@@ -176,12 +177,15 @@ def anonymize(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
     check_output(output, [spec], data=data)
+    order = order_seed(keep_order, shuffle_seed)
     dry_run = getattr(engine, "dry_run", False)
     with progress_callback(progress) as callback:
         # a bar (not a function given) also shows the passes over a file
         bars = callback if isinstance(callback, Progress) else None
+        # rows numbered as in the source are read in its order
+        numbered = group_column is not None or original_row is not None
         plan = prepare(data, spec, engine, bars=bars, strict=strict,
-                       scratch=scratch_for(output))
+                       scratch=scratch_for(output), order=None if numbered else order)
         if spec.transforms and plan.engine.name != "embedded":  # before the search
             raise BlendinError(f"transforms (microaggregate, pram) run on the embedded "
                                f"engine, not on {plan.engine.name}",
@@ -205,7 +209,7 @@ def anonymize(
                                  output=None if spec.transforms else streamed(output),
                                  output_delimiter=output_delimiter,
                                  escape_formulas=escape_formulas, bars=bars,
-                                 shuffle=shuffle_for(keep_order, shuffle_seed, plan))
+                                 shuffle=shuffle_for(order, plan))
         applied = []
         if spec.transforms:
             release, report, applied = transformed(plan, release, report)

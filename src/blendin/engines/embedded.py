@@ -31,6 +31,7 @@ from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
 from blendin.groupby import DistinctCounter, distinct_tuples
 from blendin.io import (
+    COMPRESSION,
     TEMP_PREFIX,
     TEMP_SUFFIX,
     Source,
@@ -193,6 +194,8 @@ class EmbeddedEngine:
         leaving the block renames it into place, an exception removes it. The ``labelled``
         columns (the recoded QIs) are released as text, the others with the source's types.
         """
+        if _in_order(source, shuffle):  # read in the release's order: written as read
+            shuffle = None
         # the texts of a column released as it is were seen by the first pass: looked up,
         # not hashed anew (the recoded columns' labels are new texts)
         seen = {name: texts for name in check_columns if name not in labelled
@@ -287,14 +290,30 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
+    order, parts = source.order, 1
+    if order is not None:  # kept shuffled, in parts of about PART_BYTES of the file each
+        plain = COMPRESSION.get(_suffix(source.path).rpartition(".")[2]) is None
+        order = order if plain else None  # (a compressed file's size tells no rows)
+        parts = -(-source.path.stat().st_size // PART_BYTES) if plain else 1
     try:
-        return Replay(columns, source.scratch)
+        return Replay(columns, source.scratch, order=order, parts=parts)
     except OSError:  # no folder to write in: the file is read again
         return None
 
 
+def _in_order(source: Source, shuffle: Shuffle | None) -> bool:
+    """Whether ``source``'s rows are read in ``shuffle``'s order already (a CSV file kept
+    shuffled by its seed, see :mod:`blendin.engines.replay`)."""
+    replay = source.replay
+    return (shuffle is not None and replay is not None and replay.usable
+            and replay.order == shuffle.seed)
+
+
 #: rows a part of a shuffled release holds on average (each part is permuted in memory)
 SHUFFLE_PART_ROWS = 1 << 20
+#: bytes of a CSV file whose rows a part of its shuffled replay holds, about (1M rows of 64
+#: bytes, as SHUFFLE_PART_ROWS)
+PART_BYTES = 64 << 20
 
 
 class _Shuffler:
