@@ -190,7 +190,8 @@ class EmbeddedEngine:
 
         Without ``output`` the release is one in-memory table (``Release.data``). With a
         ``.csv`` or ``.parquet`` ``output`` each batch is written to a temporary file as it
-        is made (shuffled, it goes through temporary parts first: :class:`_Shuffler`);
+        is made (shuffled, it goes through temporary parts first, :class:`_Shuffler`,
+        unless the source's kept rows come in the shuffle's order already);
         leaving the block renames it into place, an exception removes it. The ``labelled``
         columns (the recoded QIs) are released as text, the others with the source's types.
         """

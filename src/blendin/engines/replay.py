@@ -187,8 +187,9 @@ class Replay:
             table = pa.concat_tables([pa.Table.from_batches([self._batch(*piece)])
                                       for piece in pieces], promote_options="permissive")
             order = np.random.default_rng([self.order, part]).permutation(table.num_rows)
+            table = table.take(order)  # (the part as read let go: one copy held)
             # (in batches of the first pass's size: as many rows as a thread works on)
-            yield from table.take(order).to_batches(max_chunksize=self.batch_rows)
+            yield from table.to_batches(max_chunksize=self.batch_rows)
 
     def _batch(self, offset: int, length: int, schema: pa.Schema) -> pa.RecordBatch:
         return pa.ipc.read_record_batch(pa.py_buffer(self._read(offset, length)), schema)
