@@ -62,8 +62,8 @@ def tune_heap(small_process: bool = False) -> bool:
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap) and libc.mallopt(_M_TRIM_THRESHOLD, trim))
 
 
-#: the pool :func:`_choose_arrow_pool` set last (by its backend's name)
-_chosen: list[str] = []
+#: the pool Arrow has unless the user set one: its default, then the one chosen last
+_expected = "mimalloc"
 
 
 def _choose_arrow_pool(small_process: bool) -> None:
@@ -72,9 +72,10 @@ def _choose_arrow_pool(small_process: bool) -> None:
     where glibc starts, else mimalloc. Not where the user chose a pool."""
     import pyarrow as pa
 
+    global _expected
     if "ARROW_DEFAULT_MEMORY_POOL" in os.environ:
         return
-    if pa.default_memory_pool().backend_name != (_chosen[-1] if _chosen else "mimalloc"):
+    if pa.default_memory_pool().backend_name != _expected:
         return  # set by the user (or not this pyarrow's usual default)
     if small_process:
         pool = (pa.system_memory_pool() if _libc() is not None and not _user_tuned()
@@ -82,7 +83,7 @@ def _choose_arrow_pool(small_process: bool) -> None:
     else:
         pool = _jemalloc() or pa.mimalloc_memory_pool()
     pa.set_memory_pool(pool)
-    _chosen[:] = [pool.backend_name]
+    _expected = pool.backend_name
 
 
 @functools.cache

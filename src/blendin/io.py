@@ -206,6 +206,12 @@ class Source:
     def name(self) -> str:
         return str(self.path) if self.path is not None else "the table"
 
+    @property
+    def codec(self) -> str | None:
+        """The compression a file is read through (by its suffix), or None."""
+        return None if self.path is None else COMPRESSION.get(
+            _suffix(self.path).rpartition(".")[2])
+
     # -- reading ---------------------------------------------------------------------------
 
     def batches(self, columns: Sequence[str] | None = None, *,
@@ -424,8 +430,7 @@ class Source:
         """The rows of a CSV file: its blocks parsed on every core where there are several
         and the file can be cut into them (uncompressed, in an encoding whose line breaks
         and quotes are ASCII bytes), else one block after the other."""
-        plain = COMPRESSION.get(_suffix(self.path).rpartition(".")[2]) is None
-        if (workers() > 1 and columns and plain and self.delimiter.isascii()
+        if (workers() > 1 and columns and self.codec is None and self.delimiter.isascii()
                 and _ascii_framed(self.encoding)):
             return self._csv_windows(columns, progress)
         return self._csv_stream(columns, progress)
@@ -455,7 +460,7 @@ class Source:
         # the file opened here (decompressed on the way), so that its position tells the
         # share read
         with pa.OSFile(str(self.path)) as raw:
-            codec = COMPRESSION.get(_suffix(self.path).rpartition(".")[2])
+            codec = self.codec
             stream = raw if codec is None else pa.CompressedInputStream(raw, codec)
             if start:
                 raw.seek(start)

@@ -31,7 +31,6 @@ from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
 from blendin.groupby import DistinctCounter, distinct_tuples
 from blendin.io import (
-    COMPRESSION,
     TEMP_PREFIX,
     TEMP_SUFFIX,
     Source,
@@ -291,11 +290,10 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
-    order, parts = source.order, 1
-    if order is not None:  # kept shuffled, in parts of about PART_BYTES of the file each
-        plain = COMPRESSION.get(_suffix(source.path).rpartition(".")[2]) is None
-        order = order if plain else None  # (a compressed file's size tells no rows)
-        parts = -(-source.path.stat().st_size // PART_BYTES) if plain else 1
+    # kept shuffled, in parts of about PART_BYTES of the file each (not a compressed file:
+    # its size tells no rows)
+    order = source.order if source.codec is None else None
+    parts = 1 if order is None else -(-source.path.stat().st_size // PART_BYTES)
     try:
         return Replay(columns, source.scratch, order=order, parts=parts)
     except OSError:  # no folder to write in: the file is read again
