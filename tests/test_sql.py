@@ -633,9 +633,12 @@ def test_a_long_statement_tells_how_far_it_is(db):
     assert shares and shares == sorted(shares) and shares[0] > 0.2 and shares[-1] <= 0.7
 
 
-def test_an_export_reads_small_blocks_and_writes_whole_row_groups(tmp_path):
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_an_export_reads_small_blocks_and_writes_whole_row_groups(tmp_path, suffix):
     """The rows come in small blocks (PostgreSQL's reader holds blocks read ahead: small
-    ones keep the memory down) and are written in row groups of EXPORT_WRITE_ROWS."""
+    ones keep the memory down), their texts as dictionaries, a block's own each; the file
+    holds plain texts, in row groups of EXPORT_WRITE_ROWS."""
+    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
     from blendin.engines.databases import Database
@@ -645,17 +648,27 @@ def test_an_export_reads_small_blocks_and_writes_whole_row_groups(tmp_path):
 
     class Blocks(Database):
         def batches(self, sql, rows=1 << 16, encoded=False):
-            asked.append(rows)
+            asked.append((rows, encoded))
             for start in range(0, 300_000, 1000):
-                yield pa.record_batch({"a": pa.array(range(start, start + 1000))})
+                texts = pa.array([f"v{start // 7000}", f"w{start}"] * 500)
+                yield pa.record_batch({"a": pa.array(range(start, start + 1000)),
+                                       "t": texts.dictionary_encode() if encoded else texts})
 
-    temp = tmp_path / "release.parquet.tmp"
-    export(Blocks(), "SELECT a FROM t", str(temp), tmp_path / "release.parquet", ",", False)
-    assert asked == [EXPORT_READ_ROWS]
+    temp = tmp_path / f"release{suffix}.tmp"
+    export(Blocks(), "SELECT a, t FROM t", str(temp), tmp_path / f"release{suffix}", ",",
+           False)
+    assert asked == [(EXPORT_READ_ROWS, True)]
+    starts = [i // 1000 * 1000 for i in range(300_000)]
+    expected = pa.table({"a": range(300_000),
+                         "t": [f"w{s}" if i % 2 else f"v{s // 7000}"
+                               for i, s in enumerate(starts)]})
+    if suffix == ".csv":
+        assert pcsv.read_csv(temp).equals(expected)
+        return
     meta = pq.ParquetFile(temp).metadata
     groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     assert sum(groups) == 300_000 and len(groups) == -(-300_000 // EXPORT_WRITE_ROWS)
-    assert pq.read_table(temp).column("a").to_pylist() == list(range(300_000))
+    assert pq.read_table(temp).equals(expected)
 
 
 def test_tables_in_a_schema(db):

@@ -436,7 +436,7 @@ class Postgres(Database):
             reader = pcsv.open_csv(
                 stream, read_options=pcsv.ReadOptions(
                     column_names=[f"c{i}" for i in range(len(schema))],
-                    block_size=max(1 << 20, rows * 64)),
+                    block_size=rows * 64),
                 parse_options=pcsv.ParseOptions(newlines_in_values=True),
                 convert_options=pcsv.ConvertOptions(
                     column_types={f"c{i}": f.type for i, f in enumerate(schema)},
