@@ -336,3 +336,32 @@ def test_the_ground_level_shares_the_frequency_tables_columns():
     bottom = Checker(ft, [KAnonymity(1)])._bottom
     assert np.shares_memory(bottom.codes[0], ft.columns[0])
     assert bottom.codes[0].tolist() == ft.tuples[:, 0].tolist()
+
+
+def _held(groups) -> int:
+    """The array elements a node holds, counted from the arrays themselves."""
+    arrays = [groups.sizes, groups._weights, groups._keys, *(groups._codes or ())]
+    if groups._pending is not None:
+        arrays.append(groups._pending[1])
+    arrays += [a for triple in (groups._hists or {}).values() for a in triple]
+    return sum(a.size for a in arrays if a is not None)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=SHARED_FIXTURE)
+@given(t=tables(), data=st.data())
+def test_the_cache_weighs_what_its_nodes_hold(grouping, t, data):
+    """A node's weight is the elements of the arrays it holds (keys, or codes once a roll-up
+    decoded them); each node remembered finds the cache within its budget, counted anew."""
+    ft = t.frequency_table()
+    budget = data.draw(st.sampled_from([60, 400, 8_000_000]))
+    checker = Checker(ft, models_for(min(2, len(t.records)), None), 0.1, cache_budget=budget)
+    remember = checker._remember
+
+    def remembered(groups, index=None):
+        remember(groups, index)
+        assert sum(map(_held, checker._cache.values())) <= budget
+
+    checker._remember = remembered
+    for _ in range(8):
+        checker.check(data.draw(nodes_of(ft)))
+        assert all(g.weight == _held(g) for g in checker._cache.values())

@@ -221,8 +221,12 @@ class Groups:
 
     @property
     def weight(self) -> int:
-        """Array elements held (for the cache bound)."""
-        own = len(self.sizes) * (len(self.levels) + 1)
+        """Array elements held (for the cache bound): the sizes, their floats once made,
+        the keys or the code columns (a node grouped by keys holds two arrays, not one a
+        QI, until a roll-up decodes them)."""
+        arrays = (1 + (self._weights is not None) + (self._keys is not None)
+                  + (len(self._codes) if self._codes is not None else 0))
+        own = len(self.sizes) * arrays
         if self._pending is not None:
             # the finer node's triples are counted with that node (shared by its roll-ups)
             return own + len(self._pending[1])
@@ -399,6 +403,8 @@ class Checker:
         index = self.lattice.index(groups.levels) if index is None else index
         if index in self._cache:
             return
+        # summed again: a node's weight grows when a roll-up decodes its keys
+        self._cache_weight = sum(cached.weight for cached in self._cache.values())
         while self._cache and self._cache_weight + weight > self.cache_budget:
             old, old_groups = self._cache.popitem(last=False)
             self._cache_weight -= old_groups.weight

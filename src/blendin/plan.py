@@ -264,9 +264,10 @@ def plan_node(
     keys = keyer(generalized)
     if checked is not None and tuple(checked.levels) == levels:
         bad, groups = checked.violating, checked.groups
-        codes = (np.stack([c[bad] for c in groups.codes], axis=1) if ft.qi_names
+        codes = (np.stack(groups.codes_of(np.flatnonzero(bad)), axis=1) if ft.qi_names
                  else np.zeros((int(bad.sum()), 0), np.int64))  # (the violating classes')
-        suppressed_keys = np.unique(keyer(codes))
+        # distinct classes have distinct keys: sorted, not made unique
+        suppressed_keys = np.sort(keyer(codes))
         tuple_bad = _among(keys, suppressed_keys)
         sizes = groups.sizes[~bad]
     else:
