@@ -396,10 +396,14 @@ def _taken(parts: list[list[np.ndarray]], sizes: list[int], rows: np.ndarray) ->
     end to end, as a matrix with a row per column, without putting the parts together."""
     starts = np.cumsum([0, *sizes])
     pieces = np.split(rows, np.searchsorted(rows, starts[1:-1]))
-    taken = [[np.take(c, r - start) for c in p]
-             for p, r, start in zip(parts, pieces, starts) if len(r)]
-    return np.array([np.concatenate(cs) if len(cs) > 1 else cs[0] for cs in zip(*taken)],
-                    np.int32).reshape(len(parts[0]), len(rows))
+    # filled in place: np.array of a list of columns copies 7x slower (1M rows, 9 columns)
+    matrix = np.empty((len(parts[0]), len(rows)), np.int32)
+    at = 0
+    for part, picked, start in zip(parts, pieces, starts):
+        for j, column in enumerate(part):
+            matrix[j, at:at + len(picked)] = np.take(column, picked - start)
+        at += len(picked)
+    return matrix
 
 
 def distinct_tuples(
