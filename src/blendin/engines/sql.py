@@ -867,7 +867,7 @@ class _ReleasePlan:
 
 #: rows an export reads at once (from PostgreSQL, blocks of 256 KiB of CSV: they come
 #: through Python's bytes, and larger ones leave more of the heap in pieces; a 10M-row
-#: export took 305-333 MiB with 1 MiB blocks, 283-289 MiB with 256 KiB, in the same time)
+#: export took 305-327 MiB with 1 MiB blocks, 281-290 MiB with 256 KiB, in the same time)
 #: and writes at once (a Parquet row group each); texts come once a block, as dictionaries
 EXPORT_READ_ROWS = 1 << 12
 EXPORT_WRITE_ROWS = 1 << 17
