@@ -21,11 +21,9 @@ the user's (any ``MALLOC_*_`` variable or ``GLIBC_TUNABLES`` in the environment)
 Arrow's own pool is chosen per run too, for the arrays made through pyarrow (Arrow's
 readers and writers keep the pool the process started with). Rows worked on in this process
 go to jemalloc's pool, where pyarrow has one: mimalloc, Arrow's default, keeps what each
-thread frees for that thread, and a batch made on one thread is freed on another. A 3M-row
-CSV release on two cores took 597 MiB against 641 (0.92x the time), 10M rows 673 against
-723 MiB (the same time). A database's run on glibc goes to the system's malloc, whose
-thresholds are fixed as above: 10M rows in PostgreSQL took 271-273 MiB against 301-302 to
-a table, 311-340 against 354-378 MiB to a Parquet file. Never over the user's choice:
+thread frees for that thread, and a batch made on one thread is freed on another. A
+database's run on glibc goes to the system's malloc, whose thresholds are fixed as above
+(both take less memory in the same time: docs/benchmarks.md). Never over the user's choice:
 ``ARROW_DEFAULT_MEMORY_POOL`` in the environment, or a pool set in Python.
 """
 

@@ -15,7 +15,7 @@ order. In-memory frames in and out work as they always did.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -163,16 +163,8 @@ class EmbeddedEngine:
         """The source's rows in tables of about ``rows`` (by default ``batch_rows``) rows
         (only ``columns``; the ``encoded`` text columns dictionary-encoded, see
         :meth:`Source.batches`)."""
-        size = rows or self.batch_rows
-        group, rows = [], 0
-        for batch in source.batches(columns, encoded=encoded, progress=progress):
-            group.append(batch)
-            rows += batch.num_rows
-            if rows >= size:
-                yield pa.Table.from_batches(group)
-                group, rows = [], 0
-        if group:
-            yield pa.Table.from_batches(group)
+        return in_tables(source.batches(columns, encoded=encoded, progress=progress),
+                         rows or self.batch_rows)
 
     @contextmanager
     def release(self, source: Source, recoder: Recoder, *, check_columns: Sequence[str],
@@ -278,6 +270,24 @@ class EmbeddedEngine:
     def write(self, table: pa.Table, path: str | os.PathLike, **options) -> Path:
         """Write an in-memory release atomically (see :func:`blendin.io.write_table`)."""
         return write_table(table, path, **options)
+
+
+def in_tables(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """``batches`` put together in tables of about ``rows`` rows (the last one fewer).
+
+    >>> batches = [pa.record_batch({"a": [i]}) for i in range(5)]
+    >>> [t.num_rows for t in in_tables(batches, 2)]
+    [2, 2, 1]
+    """
+    group, count = [], 0
+    for batch in batches:
+        group.append(batch)
+        count += batch.num_rows
+        if count >= rows:
+            yield pa.Table.from_batches(group)
+            group, count = [], 0
+    if group:
+        yield pa.Table.from_batches(group)
 
 
 def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay | None:

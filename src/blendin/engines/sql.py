@@ -47,7 +47,7 @@ from blendin.engines.databases import (
     is_database,
     ticking,
 )
-from blendin.engines.embedded import BatchWriter
+from blendin.engines.embedded import BatchWriter, in_tables
 from blendin.engines.kernels import (
     FullDomainRecoder,
     Shuffle,
@@ -880,18 +880,11 @@ def export(db: Database, sql: str, temp: str, path: Path, delimiter: str,
     share done (from 0.9, by the batches written of ``rows``)."""
     with BatchWriter(temp, path, delimiter=delimiter, escape_formulas=escape_formulas,
                      shown=plain_schema) as writer:
-        held: list[pa.RecordBatch] = []
-        count = 0
-        for batch in db.batches(sql, EXPORT_READ_ROWS, encoded=True):
-            held.append(batch)
-            count += batch.num_rows
-            if count >= EXPORT_WRITE_ROWS:
-                writer.write(pa.Table.from_batches(held))
-                held, count = [], 0
-                if told is not None and rows:
-                    told(0.9 + 0.1 * min(1.0, writer.rows / rows))
-        if held:
-            writer.write(pa.Table.from_batches(held))
+        for table in in_tables(db.batches(sql, EXPORT_READ_ROWS, encoded=True),
+                               EXPORT_WRITE_ROWS):
+            writer.write(table)
+            if told is not None and rows:
+                told(0.9 + 0.1 * min(1.0, writer.rows / rows))
         if not writer.opened:  # no row: the columns alone
             writer.write(db.schema(sql).empty_table())
     return writer.batches
