@@ -1,7 +1,8 @@
 """A CSV file is parsed once: the first pass keeps its rows (the coded columns as codes) in
 a temporary file beside the release, and the release reads them there. The release is the
 one a second parse gives; a file rewritten during a run is released as first read. The
-rows are kept in the release's random order, uniformly shuffled."""
+rows are kept in the release's random order, uniformly shuffled. A Parquet file's rows are
+kept the same way where its coded columns are texts without nulls, else read again."""
 
 import collections
 import errno
@@ -58,6 +59,19 @@ def parses(monkeypatch) -> list:
         return parse(self, columns, progress)
 
     monkeypatch.setattr(Source, "_csv_batches", counted)
+    return made
+
+
+def reads(monkeypatch) -> list:
+    """The Parquet reads made from now on (one list of columns per pass)."""
+    made = []
+    read = Source._parquet_batches
+
+    def counted(self, columns, encoded, progress=None):
+        made.append(list(columns))
+        return read(self, columns, encoded, progress)
+
+    monkeypatch.setattr(Source, "_parquet_batches", counted)
     return made
 
 
@@ -259,3 +273,53 @@ def test_kept_rows_give_the_release_a_second_parse_gives(tmp_path_factory, monke
         patched.setattr(embedded, "_replay_for", lambda *args: None)
         twice = released(path, spec, folder / "twice.csv")
     assert once == twice
+
+
+def as_parquet(df: pd.DataFrame, path, texts: bool = True) -> None:
+    """``df`` written to Parquet, every column as text (or age as a number)."""
+    table = pa.Table.from_pandas(df.astype({"age": str}) if texts else df, preserve_index=False)
+    pq.write_table(table, path, row_group_size=700)
+
+
+def test_a_parquet_file_is_read_once_and_released_as_a_second_read_would(tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 500)  # several parts
+    df = people(3000)
+    path = tmp_path / "people.parquet"
+    as_parquet(df, path)
+    made = reads(monkeypatch)
+    once = released(path, spec_for(df), tmp_path / "once.csv")
+    assert len(made) == 1 and set(made[0]) == set(df.columns)  # every column, one pass
+    shuffled = released(path, spec_for(df), tmp_path / "shuffled.csv", keep_order=False)
+    assert len(made) == 2
+    monkeypatch.setattr(embedded, "_replay_for", lambda *args: None)
+    twice = released(path, spec_for(df), tmp_path / "twice.csv")
+    again = released(path, spec_for(df), tmp_path / "again.csv", keep_order=False)
+    assert len(made) == 6
+    assert once == twice
+    assert lines(shuffled) == lines(once) == lines(again) and shuffled != once
+
+
+@pytest.mark.parametrize("change", ["a number", "nulls"])
+def test_a_parquet_file_is_read_again_where_codes_cannot_give_its_values_back(
+        tmp_path, monkeypatch, change):
+    """A coded column that is not text (age as a number) would come back as text, and a
+    null as the text it is coded as: the release reads the file again, and releases the
+    values as they are (nulls as nulls)."""
+    df = people(3000)
+    path = tmp_path / "people.parquet"
+    if change == "nulls":
+        df["dx"] = df.dx.where(df.index % 7 != 5, None)
+        as_parquet(df, path)
+    else:
+        as_parquet(df, path, texts=False)
+    spec = spec_for(df.assign(dx=df.dx.fillna("")))
+    made = reads(monkeypatch)
+    once = released(path, spec, tmp_path / "once.parquet", keep_order=False)
+    assert len(made) == 2
+    with monkeypatch.context() as patched:
+        patched.setattr(embedded, "_replay_for", lambda *args: None)
+        assert released(path, spec, tmp_path / "twice.parquet", keep_order=False) == once
+    out = pq.read_table(tmp_path / "once.parquet")
+    if change == "nulls":
+        assert out.column("dx").null_count > 0  # (kept as nulls, not as empty texts)

@@ -178,9 +178,9 @@ class Source:
         self._table: pa.Table | None = None
         self._codes: dict[str, pa.ChunkedArray] = {}
         self._shared: dict[tuple[str, str], pa.ChunkedArray] = {}
-        #: a CSV file read more than once keeps its first pass's rows (``once``, set by
-        #: anonymize); the passes after it read them there (``replay``, the embedded
-        #: engine's :class:`~blendin.engines.replay.Replay`)
+        #: a CSV or Parquet file read more than once keeps its first pass's rows (``once``,
+        #: set by anonymize); the passes after it read them there (``replay``, the
+        #: embedded engine's :class:`~blendin.engines.replay.Replay`)
         self.once = False
         self.scratch: str | os.PathLike | None = None  # the folder they are kept in
         #: the seed of the release's random order, where they are kept in it

@@ -221,12 +221,12 @@ def people_warnings(people: PeopleSummary) -> list[str]:
 def read_once(source, scratch: str | os.PathLike | None = None, order: int | None = None):
     """The source as every later step reads it, the release too (:meth:`SqlSource.read_once`:
     a database query's rows read once into a temporary table, a PostgreSQL table at one
-    snapshot; a CSV file's first pass keeps its rows in the folder ``scratch``, shuffled by
-    the seed ``order`` where given, see :mod:`blendin.engines.replay`); any other source as
-    it is."""
+    snapshot; a CSV or Parquet file's first pass keeps its rows in the folder ``scratch``,
+    shuffled by the seed ``order`` where given, see :mod:`blendin.engines.replay`); any
+    other source as it is."""
     if isinstance(source, SqlSource):
         return source.read_once()
-    if isinstance(source, Source) and source.kind == "csv":
+    if isinstance(source, Source) and source.kind in ("csv", "parquet"):
         source.once, source.scratch, source.order = True, scratch, order
     return source
 

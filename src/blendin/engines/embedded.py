@@ -128,6 +128,10 @@ class EmbeddedEngine:
         try:
             for batch, found in looked_up:
                 counter.add(batch, found)
+                if replay is not None and _nulls(batch, columns):
+                    # a null would come back as the text it is coded as: read again
+                    replay.close()
+                    replay, counter.batch_codes = None, counter.batch_codes if new else None
                 if replay is not None and batch.num_rows:  # (a batch of none adds no codes)
                     replay.add(batch, counter.batch_codes.pop())
             distinct = counter.result()
@@ -292,22 +296,42 @@ def in_tables(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table
 
 def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay | None:
     """Where the rows of this pass over ``source`` are kept for the passes after it: a CSV
-    file that anonymize reads more than once, whose texts its codes give back (no
-    ``missing`` text: an empty text would be coded as it). None where it cannot be made,
-    or need not."""
-    if source.kind != "csv" or not source.once or not columns or missing:
+    or Parquet file that anonymize reads more than once, whose texts its codes give back
+    (the coded ``columns`` are texts, and no ``missing`` text: an empty text would be coded
+    as it), its other columns flat. None where it cannot be made, or need not."""
+    if source.kind not in ("csv", "parquet") or not source.once or not columns or missing:
         return None
+    kinds = source.types()
+    if not all(pa.types.is_string(kinds[c]) or pa.types.is_large_string(kinds[c])
+               for c in columns) or any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind)
+                                        for kind in kinds.values()):
+        return None  # (nor a Parquet file's dictionaries or nested values, kept as read)
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
-    # kept shuffled, in parts of about PART_BYTES of the file each (not a compressed file:
-    # its size tells no rows)
     order = source.order if source.codec is None else None
-    parts = 1 if order is None else -(-source.path.stat().st_size // PART_BYTES)
     try:
-        return Replay(columns, source.scratch, order=order, parts=parts)
+        return Replay(columns, source.scratch, order=order,
+                      parts=1 if order is None else _replay_parts(source),
+                      kinds={name: kinds[name] for name in columns})
     except OSError:  # no folder to write in: the file is read again
         return None
+
+
+def _replay_parts(source: Source) -> int:
+    """The parts a shuffled replay keeps the rows in: about PART_BYTES of a CSV file each
+    (not a compressed file: its size tells no rows), SHUFFLE_PART_ROWS of a Parquet file's
+    rows each."""
+    if source.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return -(-pq.ParquetFile(source.path).metadata.num_rows // SHUFFLE_PART_ROWS)
+    return -(-source.path.stat().st_size // PART_BYTES)
+
+
+def _nulls(batch: pa.Table, columns: Sequence[str]) -> bool:
+    """Whether any of ``columns`` of ``batch`` holds a null (a CSV file's texts never do)."""
+    return any(batch.column(name).null_count for name in columns)
 
 
 def _in_order(source: Source, shuffle: Shuffle | None) -> bool:

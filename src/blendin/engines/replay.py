@@ -1,5 +1,5 @@
-"""A CSV file parsed once: the first pass keeps the rows it read in a temporary file, and
-every later pass reads them there instead of parsing the file again.
+"""A CSV or Parquet file read once: the first pass keeps the rows it read in a temporary
+file, and every later pass reads them there instead of parsing the file again.
 
 The file holds Arrow record batches, one after another: the columns the first pass codes
 (the quasi-identifiers, the sensitive columns) as their codes, in one or two bytes where
@@ -10,8 +10,13 @@ text stands for the missing value (``[input] missing`` is empty, as by default; 
 not, an empty text is coded as it, and the file is read again). The file is made beside the
 release being written (a folder sized for the rows), else in the system's temporary folder
 (``TMPDIR``), and unlinked at once where the system allows, so a killed run leaves
-nothing; where it cannot be written (no space, say), the passes read the CSV file as
-before.
+nothing; where it cannot be written (no space, say), the passes read the file again.
+
+A Parquet file is kept so where its coded columns are texts (``string``, or
+``large_string``, given back as such) and hold no null (a null would come back as the text
+it is coded as: the first null met, the file is read again). Reading it again would cost
+little, but the kept rows come coded and in the release's order: the release neither codes
+the texts again nor shuffles the rows.
 
 Reading once is also reading one version: a file rewritten during a run is released as the
 first pass read it, which the frequency table counted.
@@ -67,8 +72,12 @@ class Replay:
     """The rows of one pass over a file, kept for the next passes (see the module)."""
 
     def __init__(self, coded: Sequence[str], folder: str | os.PathLike | None = None, *,
-                 order: int | None = None, parts: int = 1) -> None:
+                 order: int | None = None, parts: int = 1,
+                 kinds: Mapping[str, pa.DataType] | None = None) -> None:
         self.coded = list(coded)
+        #: a coded column's type in the file where it is not ``string`` (``large_string``)
+        self.kinds = {name: kind for name, kind in (kinds or {}).items()
+                      if kind != pa.string()}
         #: the seed the rows are kept shuffled by (None: kept in the file's order), in parts
         self.order, self.parts = order, max(1, parts) if order is not None else 1
         self.file = tempfile.TemporaryFile(prefix="blendin-replay-", suffix=".arrow",  # noqa: SIM115
@@ -170,6 +179,8 @@ class Replay:
                                                             safe=False)
                     if name not in encoded:
                         column = column.dictionary_decode()
+                        if name in self.kinds:
+                            column = column.cast(self.kinds[name])
                 arrays.append(column)
             read += batch.num_rows
             if progress is not None:
