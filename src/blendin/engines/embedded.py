@@ -131,7 +131,7 @@ class EmbeddedEngine:
                 if replay is not None and _nulls(batch, columns):
                     # a null would come back as the text it is coded as: read again
                     replay.close()
-                    replay, counter.batch_codes = None, counter.batch_codes if new else None
+                    replay, counter.batch_codes = None, None  # (a file's: none kept)
                 if replay is not None and batch.num_rows:  # (a batch of none adds no codes)
                     replay.add(batch, counter.batch_codes.pop())
             distinct = counter.result()
@@ -302,10 +302,13 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
     if source.kind not in ("csv", "parquet") or not source.once or not columns or missing:
         return None
     kinds = source.types()
-    if not all(pa.types.is_string(kinds[c]) or pa.types.is_large_string(kinds[c])
-               for c in columns) or any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind)
-                                        for kind in kinds.values()):
-        return None  # (nor a Parquet file's dictionaries or nested values, kept as read)
+    texts = all(pa.types.is_string(kinds[c]) or pa.types.is_large_string(kinds[c])
+                for c in columns)
+    # (a Parquet file's dictionaries and nested values would be kept as read: not so)
+    flat = not any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind)
+                   for kind in kinds.values())
+    if not (texts and flat):
+        return None
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
