@@ -170,7 +170,7 @@ def test_a_shuffled_release_bar_reads_then_writes_to_the_end(tmp_path, keep_orde
     first half reads them, the second writes them from the shuffle's parts. In the
     source's order, reading is writing, the whole bar; so it is for a CSV file, or a
     Parquet file of texts, whose first pass kept its rows shuffled already (not one with a
-    column of numbers)."""
+    dictionary column, which is read again)."""
     rng = np.random.default_rng(4)
     df = pd.DataFrame({"a": rng.integers(0, 16, 3000).astype(str),
                        "b": rng.integers(0, 4, 3000).astype(str)})
@@ -178,7 +178,7 @@ def test_a_shuffled_release_bar_reads_then_writes_to_the_end(tmp_path, keep_orde
     if kind == "csv":
         df.to_csv(path, index=False)
     else:
-        (df if kind == "parquet of texts" else df.astype({"a": int})).to_parquet(path)
+        (df if kind == "parquet of texts" else df.astype({"b": "category"})).to_parquet(path)
     heard = collections.defaultdict(list)
 
     class Heard(Progress):

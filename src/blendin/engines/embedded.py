@@ -128,12 +128,12 @@ class EmbeddedEngine:
         try:
             for batch, found in looked_up:
                 counter.add(batch, found)
-                if replay is not None and _nulls(batch, columns):
+                if replay is not None and _nulls(batch, replay.coded):
                     # a null would come back as the text it is coded as: read again
                     replay.close()
                     replay, counter.batch_codes = None, None  # (a file's: none kept)
                 if replay is not None and batch.num_rows:  # (a batch of none adds no codes)
-                    replay.add(batch, counter.batch_codes.pop())
+                    replay.add(batch, dict(zip(columns, counter.batch_codes.pop())))
             distinct = counter.result()
         except BaseException:
             if replay is not None:
@@ -296,27 +296,26 @@ def in_tables(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table
 
 def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay | None:
     """Where the rows of this pass over ``source`` are kept for the passes after it: a CSV
-    or Parquet file that anonymize reads more than once, whose texts its codes give back
-    (the coded ``columns`` are texts, and no ``missing`` text: an empty text would be coded
-    as it), its other columns flat. None where it cannot be made, or need not."""
+    or Parquet file that anonymize reads more than once, whose texts among ``columns`` its
+    codes give back (no ``missing`` text: an empty text would be coded as it; other columns,
+    a Parquet file's numbers say, are kept as read), its columns flat. None where it cannot
+    be made, or need not."""
     if source.kind not in ("csv", "parquet") or not source.once or not columns or missing:
         return None
     kinds = source.types()
-    texts = all(pa.types.is_string(kinds[c]) or pa.types.is_large_string(kinds[c])
-                for c in columns)
     # (a Parquet file's dictionaries and nested values would be kept as read: not so)
-    flat = not any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind)
-                   for kind in kinds.values())
-    if not (texts and flat):
+    if any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind) for kind in kinds.values()):
         return None
+    coded = [name for name in columns
+             if pa.types.is_string(kinds[name]) or pa.types.is_large_string(kinds[name])]
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
     order = source.order if source.codec is None else None
     try:
-        return Replay(columns, source.scratch, order=order,
+        return Replay(coded, source.scratch, order=order,
                       parts=1 if order is None else _replay_parts(source),
-                      kinds={name: kinds[name] for name in columns})
+                      kinds={name: kinds[name] for name in coded})
     except OSError:  # no folder to write in: the file is read again
         return None
 

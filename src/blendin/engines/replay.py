@@ -12,11 +12,12 @@ release being written (a folder sized for the rows), else in the system's tempor
 (``TMPDIR``), and unlinked at once where the system allows, so a killed run leaves
 nothing; where it cannot be written (no space, say), the passes read the file again.
 
-A Parquet file is kept so where its coded columns are texts (``string``, or
-``large_string``, given back as such) and hold no null (a null would come back as the text
-it is coded as: the first null met, the file is read again). Reading it again would cost
-little, but the kept rows come coded and in the release's order: the release neither codes
-the texts again nor shuffles the rows.
+A Parquet file is kept so too: its texts among those columns (``string``, or
+``large_string``, given back as such) as codes, where they hold no null (a null would come
+back as the text it is coded as: the first null met, the file is read again), its other
+columns (numbers, dates) as read; not where a column is a dictionary or nested. Reading
+it again would cost little, but the kept rows come coded and in the release's order: the
+release neither codes the texts again nor shuffles the rows.
 
 Reading once is also reading one version: a file rewritten during a run is released as the
 first pass read it, which the frequency table counted.
@@ -30,13 +31,13 @@ beside the recoding. The same seed gives the same order, however the rows were b
 
 >>> import numpy as np, pyarrow as pa
 >>> replay = Replay(["sex"])
->>> replay.add(pa.table({"sex": ["f", "m"], "dx": ["a", "b"]}), [np.array([0, 1], np.int8)])
+>>> replay.add(pa.table({"sex": ["f", "m"], "dx": ["a", "b"]}), {"sex": np.array([0, 1], np.int8)})
 >>> replay.finish({"sex": pa.array(["f", "m"])})
 >>> [b.to_pydict() for b in replay.batches(["dx", "sex"])]
 [{'dx': ['a', 'b'], 'sex': ['f', 'm']}]
 >>> replay.close()
 >>> shuffled = Replay([], order=7, parts=2)
->>> shuffled.add(pa.table({"n": list(range(6))}), [])
+>>> shuffled.add(pa.table({"n": list(range(6))}), {})
 >>> shuffled.finish({})
 >>> sorted(n for b in shuffled.batches(["n"]) for n in b.column(0).to_pylist())
 [0, 1, 2, 3, 4, 5]
@@ -101,13 +102,14 @@ class Replay:
         """Whether every row of the pass was kept (nothing went wrong writing them)."""
         return self.failed is None and self._write is None and not self.file.closed
 
-    def add(self, table: pa.Table | pa.RecordBatch, codes: Sequence[np.ndarray]) -> None:
-        """Keep the rows of ``table`` (in order), its ``coded`` columns as ``codes``."""
+    def add(self, table: pa.Table | pa.RecordBatch, codes: Mapping[str, np.ndarray]) -> None:
+        """Keep the rows of ``table`` (in order), its ``coded`` columns as their ``codes``
+        (by column)."""
         if self.failed is not None or not table.num_rows:
             return
         columns = {name: table.column(name) for name in table.column_names}
-        for name, code in zip(self.coded, codes):
-            columns[name] = pa.array(code)
+        for name in self.coded:
+            columns[name] = pa.array(codes[name])
         kept = pa.table(columns)
         self.batch_rows = max(self.batch_rows, kept.num_rows)
         self._held.append(kept)
@@ -150,7 +152,8 @@ class Replay:
             self._end += data.size
 
     def finish(self, vocabularies: Mapping[str, pa.Array]) -> None:
-        """The pass is over: each coded column's texts (its codes index them)."""
+        """The pass is over: each coded column's texts (its codes index them; others
+        given are left)."""
         try:
             self._hand_on()
             self._write.finish()
@@ -159,7 +162,7 @@ class Replay:
             self.failed = error
         finally:
             self._write = None
-        self.vocabularies = dict(vocabularies)
+        self.vocabularies = {name: vocabularies[name] for name in self.coded}
         if self.failed is not None:
             self.close()
 
