@@ -128,10 +128,6 @@ class EmbeddedEngine:
         try:
             for batch, found in looked_up:
                 counter.add(batch, found)
-                if replay is not None and _nulls(batch, replay.coded):
-                    # a null would come back as the text it is coded as: read again
-                    replay.close()
-                    replay, counter.batch_codes = None, None  # (a file's: none kept)
                 if replay is not None and batch.num_rows:  # (a batch of none adds no codes)
                     replay.add(batch, dict(zip(columns, counter.batch_codes.pop())))
             distinct = counter.result()
@@ -329,11 +325,6 @@ def _replay_parts(source: Source) -> int:
 
         return -(-pq.ParquetFile(source.path).metadata.num_rows // SHUFFLE_PART_ROWS)
     return -(-source.path.stat().st_size // PART_BYTES)
-
-
-def _nulls(batch: pa.Table, columns: Sequence[str]) -> bool:
-    """Whether any of ``columns`` of ``batch`` holds a null (a CSV file's texts never do)."""
-    return any(batch.column(name).null_count for name in columns)
 
 
 def _in_order(source: Source, shuffle: Shuffle | None) -> bool:

@@ -13,8 +13,7 @@ release being written (a folder sized for the rows), else in the system's tempor
 nothing; where it cannot be written (no space, say), the passes read the file again.
 
 A Parquet file is kept so too: its texts among those columns (``string``, or
-``large_string``, given back as such) as codes, where they hold no null (a null would come
-back as the text it is coded as: the first null met, the file is read again), its other
+``large_string``, given back as such) as codes, their nulls as nulls, and its other
 columns (numbers, dates) as read; not where a column is a dictionary or nested. Reading
 it again would cost little, but the kept rows come coded and in the release's order: the
 release neither codes the texts again nor shuffles the rows.
@@ -109,7 +108,9 @@ class Replay:
             return
         columns = {name: table.column(name) for name in table.column_names}
         for name in self.coded:
-            columns[name] = pa.array(codes[name])
+            column = columns[name]  # (a Parquet file's nulls kept, not coded as missing)
+            nulls = column.is_null().to_numpy(zero_copy_only=False) if column.null_count else None
+            columns[name] = pa.array(codes[name], mask=nulls)
         kept = pa.table(columns)
         self.batch_rows = max(self.batch_rows, kept.num_rows)
         self._held.append(kept)
