@@ -227,10 +227,13 @@ class Replay:
 
 def _parts(start: int, rows: int, seed: int, parts: int) -> np.ndarray:
     """The part of each of ``rows`` rows from row ``start`` on: splitmix64 of the seed and
-    the row's place, mapped to 0 .. ``parts - 1`` (the same whatever the batches)."""
+    the row's place, mapped to 0 .. ``parts - 1`` (the same whatever the batches); in one
+    or two bytes where the parts are few, which NumPy's stable sort orders by radix (a
+    fifth of its time on 8-byte integers)."""
     z = (np.arange(start + 1, start + rows + 1, dtype=np.uint64) * _GOLDEN
          + np.uint64(seed % 2**64))
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     z ^= z >> np.uint64(31)
-    return ((z >> np.uint64(32)) * np.uint64(parts) >> np.uint64(32)).astype(np.intp)
+    narrow = np.uint8 if parts <= 1 << 8 else np.uint16 if parts <= 1 << 16 else np.intp
+    return ((z >> np.uint64(32)) * np.uint64(parts) >> np.uint64(32)).astype(narrow)
