@@ -90,23 +90,26 @@ def lines(text: bytes) -> list[bytes]:
     return [head, *sorted(rows)]
 
 
-@pytest.mark.parametrize("name", ["people.csv", "people.csv.gz"])
-def test_a_csv_file_is_parsed_once_and_released_as_a_second_parse_would(
-        tmp_path, monkeypatch, name):
+@pytest.mark.parametrize("name", ["people.csv", "people.csv.gz", "people.parquet"])
+def test_a_file_is_read_once_and_released_as_a_second_read_would(tmp_path, monkeypatch,
+                                                                  name):
+    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 500)  # several parts (Parquet)
     df = people(3000)
     path = tmp_path / name
-    df.to_csv(path, index=False)
-    made = parses(monkeypatch)
+    parquet = name.endswith(".parquet")
+    as_parquet(df, path) if parquet else df.to_csv(path, index=False)
+    made = reads(monkeypatch) if parquet else parses(monkeypatch)
     once = released(path, spec_for(df), tmp_path / "once.csv")
     assert len(made) == 1 and set(made[0]) == set(df.columns)  # every column, one pass
     shuffled = released(path, spec_for(df), tmp_path / "shuffled.csv", keep_order=False)
     assert len(made) == 2
     monkeypatch.setattr(embedded, "_replay_for", lambda *args: None)
     twice = released(path, spec_for(df), tmp_path / "twice.csv")
-    assert len(made) == 4
+    again = released(path, spec_for(df), tmp_path / "again.csv", keep_order=False)
+    assert len(made) == 6
     assert once == twice
-    # shuffled, the same rows as a second parse shuffles (in another order)
-    assert lines(shuffled) == lines(once) and shuffled != once
+    # shuffled, the same rows as a second read shuffles (in another order)
+    assert lines(shuffled) == lines(once) == lines(again) and shuffled != once
 
 
 def test_kept_rows_come_in_the_releases_random_order(tmp_path, monkeypatch):
@@ -279,25 +282,6 @@ def as_parquet(df: pd.DataFrame, path, texts: bool = True) -> None:
     """``df`` written to Parquet, every column as text (or age as a number)."""
     table = pa.Table.from_pandas(df.astype({"age": str}) if texts else df, preserve_index=False)
     pq.write_table(table, path, row_group_size=700)
-
-
-def test_a_parquet_file_is_read_once_and_released_as_a_second_read_would(tmp_path,
-                                                                          monkeypatch):
-    monkeypatch.setattr(embedded, "SHUFFLE_PART_ROWS", 500)  # several parts
-    df = people(3000)
-    path = tmp_path / "people.parquet"
-    as_parquet(df, path)
-    made = reads(monkeypatch)
-    once = released(path, spec_for(df), tmp_path / "once.csv")
-    assert len(made) == 1 and set(made[0]) == set(df.columns)  # every column, one pass
-    shuffled = released(path, spec_for(df), tmp_path / "shuffled.csv", keep_order=False)
-    assert len(made) == 2
-    monkeypatch.setattr(embedded, "_replay_for", lambda *args: None)
-    twice = released(path, spec_for(df), tmp_path / "twice.csv")
-    again = released(path, spec_for(df), tmp_path / "again.csv", keep_order=False)
-    assert len(made) == 6
-    assert once == twice
-    assert lines(shuffled) == lines(once) == lines(again) and shuffled != once
 
 
 @pytest.mark.parametrize("change", ["numbers", "nulls"])
