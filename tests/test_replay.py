@@ -112,13 +112,15 @@ def test_a_file_is_read_once_and_released_as_a_second_read_would(tmp_path, monke
     assert lines(shuffled) == lines(once) == lines(again) and shuffled != once
 
 
-def test_kept_rows_come_in_the_releases_random_order(tmp_path, monkeypatch):
-    """The first pass keeps the rows shuffled by the release's seed, in parts: the release
-    writes them as it reads them (no shuffle of its own), the same for the same seed,
-    another for another seed, one row for one row of the file."""
+@pytest.mark.parametrize("name", ["people.csv", "people.csv.gz"])
+def test_kept_rows_come_in_the_releases_random_order(tmp_path, monkeypatch, name):
+    """The first pass keeps the rows shuffled by the release's seed, in parts (of a
+    compressed file too, its text guessed from its size): the release writes them as it
+    reads them (no shuffle of its own), the same for the same seed, another for another
+    seed, one row for one row of the file."""
     monkeypatch.setattr(embedded, "PART_BYTES", 8 << 10)  # parts of 8 KiB of the file
     df = people(3000).assign(id=range(3000))
-    path = tmp_path / "people.csv"
+    path = tmp_path / name
     df.to_csv(path, index=False)
     shuffles = []
     init = embedded._Shuffler.__init__

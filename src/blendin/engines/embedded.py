@@ -307,7 +307,7 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
-    order = source.order if source.codec is None else None
+    order = source.order
     try:
         return Replay(coded, source.scratch, order=order,
                       parts=1 if order is None else _replay_parts(source),
@@ -318,13 +318,14 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
 
 def _replay_parts(source: Source) -> int:
     """The parts a shuffled replay keeps the rows in: about PART_BYTES of a CSV file each
-    (not a compressed file: its size tells no rows), SHUFFLE_PART_ROWS of a Parquet file's
-    rows each."""
+    (a compressed file's text taken as COMPRESSED_TEXT times its size), SHUFFLE_PART_ROWS
+    of a Parquet file's rows each."""
     if source.kind == "parquet":
         import pyarrow.parquet as pq
 
         return -(-pq.ParquetFile(source.path).metadata.num_rows // SHUFFLE_PART_ROWS)
-    return -(-source.path.stat().st_size // PART_BYTES)
+    text = source.path.stat().st_size * (COMPRESSED_TEXT if source.codec else 1)
+    return -(-text // PART_BYTES)
 
 
 def _in_order(source: Source, shuffle: Shuffle | None) -> bool:
@@ -340,6 +341,10 @@ SHUFFLE_PART_ROWS = 1 << 20
 #: bytes of a CSV file whose rows a part of its shuffled replay holds, about (1M rows of 64
 #: bytes, as SHUFFLE_PART_ROWS)
 PART_BYTES = 64 << 20
+#: a compressed CSV file's text, in times its size, for the parts of its replay: CSV text
+#: compresses 4-12x (adult-like rows, gzip: 12x), so a part holds at most PART_BYTES of it
+#: unless the text compresses more than this (the order is as uniform either way)
+COMPRESSED_TEXT = 16
 
 
 class _Shuffler:
