@@ -1,8 +1,9 @@
 """A CSV file is parsed once: the first pass keeps its rows (the coded columns as codes) in
 a temporary file beside the release, and the release reads them there. The release is the
 one a second parse gives; a file rewritten during a run is released as first read. The
-rows are kept in the release's random order, uniformly shuffled. A Parquet file's rows are
-kept the same way where its coded columns are texts without nulls, else read again."""
+rows are kept in the release's random order, uniformly shuffled (a compressed file's too).
+A Parquet file's rows are kept the same way: its texts as codes, their nulls as nulls, its
+numbers as read."""
 
 import collections
 import errno
