@@ -14,6 +14,9 @@ mkdir -p "$OUT"
 OLD=$(mktemp -d)
 trap 'rm -rf "$OLD"' EXIT
 git archive "$BEFORE" src | tar -x -C "$OLD" || exit 1
+# both trees compiled: where PYTHONDONTWRITEBYTECODE is set, a tree without bytecode caches
+# compiles blendin's modules in every run
+$PY -m compileall -q "$PWD/src" "$OLD/src" > /dev/null
 bench() {  # label, source folder, then bench_scale's arguments
     local label=$1 src=$2; shift 2
     echo "== $label $*"
