@@ -449,3 +449,22 @@ def test_csv_formatted_in_pieces_is_arrows_csv(tmp_path, monkeypatch, threads):
             w.write_table(table.cast(shown))
     assert (tmp_path / "t.csv").read_bytes() == expected.getvalue().to_pybytes()
     assert writer.rows == 72 and writer.batches == 3
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+@pytest.mark.parametrize("source", ["a file, rows numbered", "a table in memory"])
+def test_a_shuffled_release_of_no_rows_is_a_file_of_its_columns(tmp_path, suffix, source):
+    """Every record suppressed (and removed): the release's own shuffle hands on no rows,
+    and the file still holds the columns (a Parquet file of none, a CSV file's header)."""
+    df = pd.DataFrame({"age": [20, 21], "sex": ["m", "f"], "dx": ["a", "b"]})
+    path = tmp_path / "few.csv"
+    df.to_csv(path, index=False)
+    spec = Spec(quasi_identifiers={"age": age_hierarchy(df.age), "sex": SEX},
+                sensitive=["dx"], models=[KAnonymity(2)], max_suppression=1.0)
+    out = tmp_path / f"release{suffix}"
+    result = (anonymize(path, spec, engine=TINY, output=out, original_row="row")
+              if source.startswith("a file") else anonymize(df, spec, output=out))
+    assert result.check.passed and result.suppressed == len(df)
+    written = pq.read_table(out) if suffix == ".parquet" else pcsv.read_csv(out)
+    assert written.num_rows == 0
+    assert {"age", "sex", "dx"} <= set(written.column_names)

@@ -292,12 +292,14 @@ def in_tables(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table
 
 def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay | None:
     """Where the rows of this pass over ``source`` are kept for the passes after it: a CSV
-    or Parquet file that anonymize reads more than once, whose texts among ``columns`` its
-    codes give back (no ``missing`` text: an empty text would be coded as it; other columns,
-    a Parquet file's numbers say, are kept as read), its columns flat. None where it cannot
-    be made, or need not."""
+    file, or a Parquet file released shuffled, that anonymize reads more than once, whose
+    texts among ``columns`` its codes give back (no ``missing`` text: an empty text would be
+    coded as it; other columns, a Parquet file's numbers say, are kept as read), its columns
+    flat. None where it cannot be made, or need not."""
     if source.kind not in ("csv", "parquet") or not source.once or not columns or missing:
         return None
+    if source.kind == "parquet" and source.order is None:
+        return None  # (read again in its order, a Parquet file costs less than kept)
     kinds = source.types()
     # (a Parquet file's dictionaries and nested values would be kept as read: not so)
     if any(pa.types.is_dictionary(kind) or pa.types.is_nested(kind) for kind in kinds.values()):
@@ -395,6 +397,9 @@ class _Shuffler:
         finally:
             for writer in writers:
                 writer.close()
+        if not rows and schema is not None:  # every row removed: the file still has columns
+            yield schema.empty_table()
+            return
         for path in self.paths:  # one part in memory at a time, its columns taken at once
             part = pa.ipc.open_stream(pa.memory_map(str(path))).read_all()
             part = _taken(part, rng.permutation(part.num_rows))

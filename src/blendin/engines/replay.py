@@ -12,11 +12,12 @@ release being written (a folder sized for the rows), else in the system's tempor
 (``TMPDIR``), and unlinked at once where the system allows, so a killed run leaves
 nothing; where it cannot be written (no space, say), the passes read the file again.
 
-A Parquet file is kept so too: its texts among those columns (``string``, or
-``large_string``, given back as such) as codes, their nulls as nulls, and its other
-columns (numbers, dates) as read; not where a column is a dictionary or nested. Reading
-it again would cost little, but the kept rows come coded and in the release's order: the
-release neither codes the texts again nor shuffles the rows.
+A Parquet file released shuffled is kept so too: its texts among those columns
+(``string``, or ``large_string``, given back as such) as codes, their nulls as nulls, and
+its other columns (numbers, dates) as read; not where a column is a dictionary or nested.
+Reading it again would cost little, but the kept rows come coded and in the release's
+order: the release neither codes the texts again nor shuffles the rows. (Released in its
+own order, it is read again: keeping a wide file would cost more than that saves.)
 
 Reading once is also reading one version: a file rewritten during a run is released as the
 first pass read it, which the frequency table counted.
