@@ -295,6 +295,12 @@ def test_kept_rows_give_the_release_a_second_parse_gives(tmp_path_factory, monke
     assert once == twice
 
 
+def same_rows(a: pa.Table, b: pa.Table) -> bool:
+    """Whether two releases hold the same columns and the same rows, in any order."""
+    by = [(name, "ascending") for name in a.column_names]
+    return a.schema == b.schema and a.sort_by(by).equals(b.sort_by(by))
+
+
 def as_parquet(df: pd.DataFrame, path, texts: bool = True) -> None:
     """``df`` written to Parquet, every column as text (or age as a number)."""
     table = pa.Table.from_pandas(df.astype({"age": str}) if texts else df, preserve_index=False)
@@ -323,8 +329,7 @@ def test_a_parquet_files_numbers_and_nulls_come_back_as_read(tmp_path, monkeypat
         patched.setattr(embedded, "_replay_for", lambda *args: None)
         released(path, spec, tmp_path / "twice.parquet", keep_order=False)
     out, twice = (pq.read_table(tmp_path / f"{name}.parquet") for name in ("once", "twice"))
-    by = [(name, "ascending") for name in out.column_names]
-    assert out.schema == twice.schema and out.sort_by(by).equals(twice.sort_by(by))
+    assert same_rows(out, twice)
     if change == "nulls":
         assert out.column("dx").null_count > 0  # (kept as nulls, not as empty texts)
     else:
@@ -350,6 +355,4 @@ def test_a_parquet_files_kept_rows_give_the_release_a_second_read_gives(
     with monkeypatch.context() as patched:
         patched.setattr(embedded, "_replay_for", lambda *args: None)
         released(path, spec, out[1], keep_order=False)
-    once, twice = (pq.read_table(o) for o in out)
-    by = [(name, "ascending") for name in once.column_names]
-    assert once.schema == twice.schema and once.sort_by(by).equals(twice.sort_by(by))
+    assert same_rows(*(pq.read_table(o) for o in out))

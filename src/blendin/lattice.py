@@ -324,7 +324,6 @@ class Checker:
         self.checks = 0
         self.cache_budget = cache_budget
         self._cache: OrderedDict[int, Groups] = OrderedDict()
-        self._cache_weight = 0
         self._slots: dict[int, int] = {}
         self._slot_index: dict[int, int] = {}
         self._slot_levels = np.zeros((16, self.lattice.q), np.int64)
@@ -403,11 +402,11 @@ class Checker:
         index = self.lattice.index(groups.levels) if index is None else index
         if index in self._cache:
             return
-        # summed again: a node's weight grows when a roll-up decodes its keys
-        self._cache_weight = sum(cached.weight for cached in self._cache.values())
-        while self._cache and self._cache_weight + weight > self.cache_budget:
+        # summed here, not kept: a node's weight grows when a roll-up decodes its keys
+        held = sum(cached.weight for cached in self._cache.values())
+        while self._cache and held + weight > self.cache_budget:
             old, old_groups = self._cache.popitem(last=False)
-            self._cache_weight -= old_groups.weight
+            held -= old_groups.weight
             slot = self._slots.pop(old)
             self._slot_cost[slot] = np.inf
             self._free.append(slot)
@@ -423,7 +422,6 @@ class Checker:
         self._slot_levels[slot] = groups.levels
         self._slot_cost[slot] = len(groups)
         self._cache[index] = groups
-        self._cache_weight += weight
 
     def groups(self, levels: Sequence[int], *, remember: bool = True) -> Groups:
         """The classes of the node at ``levels``, rolled up from the closest grouped node."""

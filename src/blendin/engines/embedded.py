@@ -309,10 +309,9 @@ def _replay_for(source: Source, columns: Sequence[str], missing: str) -> Replay 
     if source.replay is not None:  # a pass of its own: its rows, as read now
         source.replay.close()
         source.replay = None
-    order = source.order
     try:
-        return Replay(coded, source.scratch, order=order,
-                      parts=1 if order is None else _replay_parts(source),
+        return Replay(coded, source.scratch, order=source.order,
+                      parts=1 if source.order is None else _replay_parts(source),
                       kinds={name: kinds[name] for name in coded})
     except OSError:  # no folder to write in: the file is read again
         return None
