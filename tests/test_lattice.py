@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_search_tables import Table, tables
 
+import blendin.codes as codes_module
 import blendin.lattice as lattice_module
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
@@ -42,12 +43,16 @@ def models_for(k: int, l_div: int | None):
     return [KAnonymity(k)] + ([DistinctLDiversity("s", l_div)] if l_div else [])
 
 
-@pytest.fixture(params=["dense", "hashed"])
+@pytest.fixture(params=["dense", "hashed", "sorted"])
 def grouping(request, monkeypatch):
-    """Run a test with dense-count grouping and with hashing, and intermediate nodes."""
-    if request.param == "hashed":
+    """Run a test with dense-count grouping, with hashing and with grouping by a sort, and
+    intermediate nodes."""
+    if request.param != "dense":
         monkeypatch.setattr(lattice_module, "_DENSE_FACTOR", 0)
         monkeypatch.setattr(lattice_module, "_DENSE_SLACK", 0)
+    if request.param == "sorted":  # however few the keys, however unordered
+        monkeypatch.setattr(codes_module, "SORTED_GROUPS_ROWS", 1)
+        monkeypatch.setattr(codes_module, "RUN_SHARE", 0)
     monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
     return request.param
 

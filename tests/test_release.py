@@ -191,3 +191,23 @@ def testunique_inverse_is_numpys(keys, extra):
     uniq, want = np.unique(key, return_inverse=True)
     assert count == len(uniq)
     assert np.array_equal(inverse, want.reshape(-1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.integers(-5, 300), max_size=60), by_sort=st.booleans())
+def test_factorized_groups_keys_as_numpy_does(keys, by_sort):
+    """Hashed or sorted (whatever the keys' order), each key's group holds that key, one
+    group per distinct key: np.unique's classes, in some order."""
+    from blendin import codes
+
+    key = np.array(keys, dtype=np.int64)
+    with pytest.MonkeyPatch.context() as patch:
+        if by_sort:
+            patch.setattr(codes, "SORTED_GROUPS_ROWS", 1)
+            patch.setattr(codes, "RUN_SHARE", 0)
+        inverse, groups = codes.factorized(key)
+    assert inverse.dtype == np.int64 and len(inverse) == len(key)
+    assert np.array_equal(groups[inverse], key)
+    assert sorted(groups.tolist()) == np.unique(key).tolist()
+    if by_sort and len(key):
+        assert np.all(np.diff(groups) > 0)  # in key order

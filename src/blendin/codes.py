@@ -104,6 +104,37 @@ def combine_keys(codes: np.ndarray | Sequence[np.ndarray], radices: Sequence[int
     return key
 
 
+#: grouping by a stable sort (NumPy's merges runs) beats hashing above this many keys where
+#: at most one key in RUN_SHARE follows a larger one (a roll-up of classes in key order)
+SORTED_GROUPS_ROWS = 1 << 17
+RUN_SHARE = 16
+
+
+def factorized(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's group (int64) and the groups' keys: a hash table's groups in order of
+    first appearance, or, where many keys come mostly in order, the groups in key order
+    from a stable sort (1M keys of a search's roll-ups: 15-22 ms against 42-64 ms).
+
+    >>> inverse, keys = factorized(np.array([7, 2, 7, 5]))
+    >>> keys[inverse].tolist()
+    [7, 2, 7, 5]
+    """
+    n = len(key)
+    if n >= SORTED_GROUPS_ROWS and RUN_SHARE * np.count_nonzero(key[1:] < key[:-1]) <= n:
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        new = np.empty(n, bool)
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        inverse = np.empty(n, np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        return inverse, ordered[new]
+    import pandas as pd  # not at import: start-up time
+
+    inverse, keys = pd.factorize(key, sort=False)
+    return inverse.astype(np.int64, copy=False), np.asarray(keys)
+
+
 def unique_inverse(key: np.ndarray, span: int) -> tuple[np.ndarray, int]:
     """``np.unique(key, return_inverse=True)``'s inverse and count of keys, by a dense mark
     and a running count where the key space is small (no sort: 3.9 of plan's 6.4 ms on

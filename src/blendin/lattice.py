@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from blendin.codes import combine_keys, unique_inverse
+from blendin.codes import combine_keys, factorized, unique_inverse
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, summed
 from blendin.hierarchy.core import first_seen
@@ -688,12 +688,10 @@ def _roll_up(source: Groups, levels: tuple[int, ...], up, radices,
             inverse = np.take(rank, key)
         groups = Groups(levels, sizes, keys=occupied, radices=rad)
     else:
-        import pandas as pd  # not at import: start-up time (as groupby.py)
-        inverse, uniq = pd.factorize(key, sort=False)
-        inverse = inverse.astype(np.int64, copy=False)
+        inverse, uniq = factorized(key)
         sizes = np.bincount(inverse, weights=source.weights, minlength=len(uniq)).astype(np.int64)
         if span is not None:
-            groups = Groups(levels, sizes, keys=np.asarray(uniq), radices=rad)
+            groups = Groups(levels, sizes, keys=uniq, radices=rad)
         else:
             first = first_seen(inverse, len(uniq))
             groups = Groups(levels, sizes, codes=tuple(
