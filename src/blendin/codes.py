@@ -107,7 +107,7 @@ def combine_keys(codes: np.ndarray | Sequence[np.ndarray], radices: Sequence[int
 #: grouping by a stable sort (NumPy's merges runs) beats hashing above this many keys where
 #: at most one key in RUN_SHARE follows a larger one (a roll-up of classes in key order)
 SORTED_GROUPS_ROWS = 1 << 17
-RUN_SHARE = 16
+RUN_SHARE = 8
 
 
 def factorized(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
