@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from test_lattice import brute_check
 from test_search_tables import tables
 
+import blendin.codes as codes_module
 import blendin.lattice as lattice_module
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
@@ -79,6 +80,23 @@ def intermediate_nodes(monkeypatch):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cases())
 def test_optimal_agrees_with_exhaustive_through_intermediate_nodes(intermediate_nodes, case):
+    agree(*case)
+
+
+@pytest.fixture
+def sorted_grouping(monkeypatch):
+    """Every roll-up grouped by a sort, as large ones whose keys come mostly in order are
+    (classes in key order, not in order of first appearance)."""
+    monkeypatch.setattr(lattice_module, "_DENSE_FACTOR", 0)
+    monkeypatch.setattr(lattice_module, "_DENSE_SLACK", 0)
+    monkeypatch.setattr(codes_module, "SORTED_GROUPS_ROWS", 1)
+    monkeypatch.setattr(codes_module, "RUN_SHARE", 0)
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cases())
+def test_optimal_agrees_with_exhaustive_with_roll_ups_grouped_by_a_sort(sorted_grouping, case):
     agree(*case)
 
 
