@@ -373,6 +373,19 @@ def finish_cell_metric(metric: str, raw, n_records: int, n_qis: int):
     return raw
 
 
+def _difference(total: float, part: float) -> float:
+    """``total - part``, where the two are sums of the same records' terms: 0 where they
+    differ by rounding alone (a node that generalizes nothing showed an entropy of 1e-10
+    bits; a value generalized costs at least about a bit, times its QI's weight, far above
+    1e-12 of the sums).
+
+    >>> _difference(1e6 + 1e-9, 1e6), _difference(1e6 + 1.0, 1e6)
+    (0.0, 1.0)
+    """
+    difference = total - part
+    return 0.0 if abs(difference) <= 1e-12 * (abs(total) + abs(part)) else difference
+
+
 def class_metrics(
     sizes: np.ndarray,
     *,
@@ -417,7 +430,8 @@ def class_metrics(
     if log_mass is not None and ground_bits is not None:
         kept = float(sizes @ (np.asarray(log_mass, dtype=float) @ w))
         sup = n_suppressed * np.log2(n) * w.sum() if n_suppressed else 0.0
-        out["entropy"] = kept + sup - float(np.asarray(ground_bits) @ w)
+        ground = float(np.asarray(ground_bits) @ w)
+        out["entropy"] = _difference(kept + sup, ground)
     if levels is not None:
         out["height"] = float(np.asarray(levels, dtype=float) @ w)
     if arx_share is not None and domain_sizes is not None:
