@@ -69,34 +69,25 @@ def test_optimal_agrees_with_exhaustive(case):
     agree(*case)
 
 
-@pytest.fixture
-def intermediate_nodes(monkeypatch):
-    """Every source counts as large: the checker groups intermediate nodes (a step below
-    the node, the meet of the nodes a layer of the sweep announces) wherever it may."""
-    monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
-
-
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cases())
-def test_optimal_agrees_with_exhaustive_through_intermediate_nodes(intermediate_nodes, case):
-    agree(*case)
-
-
-@pytest.fixture
-def sorted_grouping(monkeypatch):
-    """Every roll-up grouped by a sort, as large ones whose keys come mostly in order are
-    (classes in key order, not in order of first appearance)."""
+@pytest.fixture(params=["intermediate nodes", "roll-ups sorted"])
+def checker_path(request, monkeypatch):
+    """The checker's other ways to a node's classes: every source counting as large, so
+    that it groups intermediate nodes (a step below the node, the meet of the nodes a layer
+    of the sweep announces) wherever it may; or every roll-up grouped by a sort, as large
+    ones whose keys come mostly in order are (classes in key order)."""
+    if request.param == "intermediate nodes":
+        monkeypatch.setattr(lattice_module, "_LADDER_MIN", 0)
+        return
     monkeypatch.setattr(lattice_module, "_DENSE_FACTOR", 0)
     monkeypatch.setattr(lattice_module, "_DENSE_SLACK", 0)
     monkeypatch.setattr(codes_module, "SORTED_GROUPS_ROWS", 1)
     monkeypatch.setattr(codes_module, "RUN_SHARE", 0)
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cases())
-def test_optimal_agrees_with_exhaustive_with_roll_ups_grouped_by_a_sort(sorted_grouping, case):
+def test_optimal_agrees_with_exhaustive_along_the_checkers_other_paths(checker_path, case):
     agree(*case)
 
 
