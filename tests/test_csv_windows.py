@@ -105,9 +105,11 @@ def test_windows_end_after_an_even_count_of_quotes(tmp_path):
     text = b'h\n"1\n2"\n3\n' * 50
     path.write_bytes(text)
     with open(path, "rb") as file:
-        windows = list(_windows(file.fileno(), len(text), 7))
-    assert b"".join(w[2] for w in windows) == text
-    assert all(w[2].count(b'"') % 2 == 0 for w in windows)
+        read = list(_windows(file.fileno(), len(text), 7, room=3))
+    assert all(len(held) >= end - start + 3 for start, end, held in read)  # room after
+    windows = [bytes(held[:end - start]) for start, end, held in read]
+    assert b"".join(windows) == text
+    assert all(window.count(b'"') % 2 == 0 for window in windows)
 
 
 def test_a_record_longer_than_the_windows_may_grow_is_read_block_by_block(tmp_path):

@@ -492,11 +492,15 @@ class Source:
         size = self.path.stat().st_size
         marker = (self.delimiter.join([WINDOW_MARK] * len(self.columns)) + "\n").encode()
 
-        def parse(window: tuple[int, int, bytes]) -> tuple[int, int, pa.Table | None]:
-            start, end, data = window
-            if data is None:
+        def parse(window: tuple[int, int, bytearray | None]) -> tuple[int, int,
+                                                                     pa.Table | None]:
+            start, end, held = window
+            if held is None:
                 return start, end, None
-            data += marker if data.endswith(b"\n") else b"\n" + marker  # (one copy)
+            length = end - start
+            tail = marker if held[length - 1] == ord("\n") else b"\n" + marker
+            held[length:length + len(tail)] = tail  # (in the room left for it: no copy)
+            data = pa.py_buffer(memoryview(held)[:length + len(tail)])
             try:
                 table = pcsv.read_csv(pa.BufferReader(data), **self._csv_options(
                     columns, header=start == 0, block_size=len(data), threads=False))
@@ -510,7 +514,7 @@ class Source:
 
         rows = 0
         with open(self.path, "rb") as file:
-            windows = _windows(file.fileno(), size, self.block_size)
+            windows = _windows(file.fileno(), size, self.block_size, room=len(marker) + 1)
             for start, end, table in ordered(parse, windows):
                 if table is None:  # read on from this window's start, block after block
                     # (Arrow's block reader can misread a quoted line break that a block
@@ -557,31 +561,58 @@ class Source:
             yield batch
 
 
-def _windows(fd: int, size: int, block: int) -> Iterator[tuple[int, int, bytes | None]]:
-    """The bytes of a file (open as ``fd``) in windows ``(start, end, bytes)`` of about
-    ``block`` bytes, each ending with a line break that an even number of quotes precedes.
-    Where none is found in ``WINDOW_GROWTH`` blocks, the last window's bytes are None: the
-    rest is to be read block after block."""
+def _windows(fd: int, size: int, block: int, room: int = 0
+             ) -> Iterator[tuple[int, int, bytearray | None]]:
+    """The bytes of a file (open as ``fd``) in windows ``(start, end, held)`` of about
+    ``block`` bytes, each ending with a line break that an even number of quotes precedes:
+    the window's bytes are the first ``end - start`` of ``held``, read into it in place,
+    with ``room`` bytes to spare after them (for a marker: no copy of the window). Where no
+    such line break is found in ``WINDOW_GROWTH`` blocks, the last window's ``held`` is
+    None: the rest is to be read block after block."""
     start = 0
     while start < size:
-        data = os.pread(fd, block, start)
-        cut = len(data) if start + len(data) >= size else _record_end(data)
-        while cut is None and len(data) < WINDOW_GROWTH * block:  # read on
-            data += os.pread(fd, len(data), start + len(data))
-            cut = len(data) if start + len(data) >= size else _record_end(data)
-        if not data:
-            return
+        length = min(block, size - start)
+        held = _read_at(fd, start, length, room)
+        cut = len(held) - room if start + length >= size else _record_end(held, length)
+        while cut is None and length < min(WINDOW_GROWTH * block, size - start):  # read on
+            length = min(2 * length, size - start)
+            held = _read_at(fd, start, length, room)
+            cut = len(held) - room if start + length >= size else _record_end(held, length)
         if cut is None:
             yield start, size, None
             return
-        yield start, start + cut, data[:cut]
+        if not cut:
+            return
+        yield start, start + cut, held
         start += cut
 
 
-def _record_end(data: bytes, quote: bytes = b'"') -> int | None:
-    """Just past the last line break of ``data`` that an even number of quotes precedes
-    (outside a quoted value, unless quotes also stand within unquoted values), or None."""
-    cut = data.rfind(b"\n")
+def _read_at(fd: int, offset: int, length: int, room: int) -> bytearray:
+    """Up to ``length`` bytes of the file from ``offset`` on (fewer at its end), and
+    ``room`` bytes after them."""
+    held = bytearray(length + room)
+    if hasattr(os, "preadv"):  # read straight into place
+        got = 0
+        while got < length:
+            n = os.preadv(fd, [memoryview(held)[got:length]], offset + got)
+            if not n:
+                break
+            got += n
+    else:
+        data = os.pread(fd, length, offset)
+        got = len(data)
+        held[:got] = data
+    if got < length:
+        del held[got:length]
+    return held
+
+
+def _record_end(data: bytes | bytearray, end: int | None = None, quote: bytes = b'"'
+                ) -> int | None:
+    """Just past the last line break of ``data`` (up to ``end``) that an even number of
+    quotes precedes (outside a quoted value, unless quotes also stand within unquoted
+    values), or None."""
+    cut = data.rfind(b"\n", 0, len(data) if end is None else end)
     if data.find(quote, 0, cut) < 0:  # (finding a byte is far cheaper than counting them)
         return cut + 1 if cut >= 0 else None
     quotes = data.count(quote, 0, cut)
