@@ -47,6 +47,7 @@ from blendin.parallel import (
     MOST_AHEAD,
     InTurn,
     each,
+    items_ahead,
     ordered,
     stream_pool,
     workers,
@@ -64,6 +65,10 @@ READ_BLOCK = 2 << 20
 BATCH_ROWS = 1 << 18
 #: rows a thread looks up or recodes at once (blocks put together up to this size)
 TASK_ROWS = 1 << 16
+#: tasks whose texts are looked up at once in a first pass, at most: light work next to
+#: parsing (a few keep the counting fed), and each holds TASK_ROWS rows (with 16 threads,
+#: 8 held 100 MiB more than 2)
+LOOKUPS_AHEAD = 3
 #: pieces of tables a writer may hold per thread while its threads write the ones before
 WRITE_BEHIND = 2
 #: rows of CSV, at least, formatted per piece
@@ -124,7 +129,8 @@ class EmbeddedEngine:
             *columns, *(name for name in source.columns if name not in columns)]
         # the texts of several blocks looked up at once, on threads; counted in order here
         looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), self.batches(
-            source, read, encoded=columns, progress=progress, rows=self.task_rows))
+            source, read, encoded=columns, progress=progress, rows=self.task_rows),
+            ahead=min(items_ahead(), LOOKUPS_AHEAD))
         try:
             for batch, found in looked_up:
                 counter.add(batch, found)
