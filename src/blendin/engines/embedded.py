@@ -65,10 +65,11 @@ READ_BLOCK = 2 << 20
 BATCH_ROWS = 1 << 18
 #: rows a thread looks up or recodes at once (blocks put together up to this size)
 TASK_ROWS = 1 << 16
-#: tasks whose texts are looked up at once in a first pass, at most: light work next to
-#: parsing (a few keep the counting fed), and each holds TASK_ROWS rows (with 16 threads,
-#: 8 held 100 MiB more than 2)
-LOOKUPS_AHEAD = 3
+#: tasks made ready at once for the main thread to count, at most (looked up in a first
+#: pass, recoded in a release): a thread makes one in about the time the main thread
+#: counts one (64K CSV rows: 7.8 and 6 ms against 8.7 and 8 ms), so 3 keep it fed, and
+#: each holds TASK_ROWS rows (with 16 threads, 8 at once held 100-150 MiB more)
+COUNTED_AHEAD = 3
 #: pieces of tables a writer may hold per thread while its threads write the ones before
 WRITE_BEHIND = 2
 #: rows of CSV, at least, formatted per piece
@@ -130,7 +131,7 @@ class EmbeddedEngine:
         # the texts of several blocks looked up at once, on threads; counted in order here
         looked_up = ordered(lambda batch: (batch, counter.looked_up(batch)), self.batches(
             source, read, encoded=columns, progress=progress, rows=self.task_rows),
-            ahead=min(items_ahead(), LOOKUPS_AHEAD))
+            ahead=min(items_ahead(), COUNTED_AHEAD))
         try:
             for batch, found in looked_up:
                 counter.add(batch, found)
@@ -259,7 +260,7 @@ class EmbeddedEngine:
             return checked, counter.looked_up(checked), released
 
         # a recoder that keeps nothing from one batch to the next recodes several at once
-        made = (ordered(recode, batches)
+        made = (ordered(recode, batches, ahead=min(items_ahead(), COUNTED_AHEAD))
                 if getattr(recoder, "batchwise", False) else map(recode, batches))
         group: list[pa.Table] = []
         rows = 0
