@@ -78,25 +78,61 @@ def expected_texts(draw, columns):
     return {c: pa.array(draw(sets), pa.string()) for c in columns if draw(st.booleans())}
 
 
-@settings(max_examples=150, deadline=None)
+@contextlib.contextmanager
+def merged(hashed: bool):
+    """Merges as they run on small key spaces (counted densely), or as on large ones
+    (through the hash table kept from merge to merge)."""
+    with constant(groupby, "DENSE_FACTOR", 0 if hashed else groupby.DENSE_FACTOR), \
+            constant(groupby, "DENSE_SLACK", 0 if hashed else groupby.DENSE_SLACK):
+        yield
+
+
+@settings(max_examples=200, deadline=None)
 @given(tables(), st.sampled_from(["", "?"]), st.sampled_from([1, 3, 1 << 19]),
-       st.sampled_from([1, 1 << 30]), st.data())
+       st.sampled_from([1, 1 << 30]), st.booleans(), st.data())
 def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, group_rows,
-                                                                 parallel_rows, draw):
+                                                                 parallel_rows, hashed, draw):
     table, batches = data
     columns = table.column_names
-    counter = DistinctCounter(columns, missing, group_rows=group_rows,
-                              expected=expected_texts(draw.draw, columns))
-    with constant(groupby, "PARALLEL_ROWS", parallel_rows):  # columns coded on threads, or not
+    expected = expected_texts(draw.draw, columns)
+    counter = DistinctCounter(columns, missing, group_rows=group_rows, expected=expected)
+    # columns coded on threads, or not; merged densely or through the lasting hash table
+    with constant(groupby, "PARALLEL_ROWS", parallel_rows), merged(hashed):
         for batch in batches:
             counter.add(batch)
-    distinct = counter.result()
+        distinct = counter.result()
+    if hashed:  # numbered as they first appear, however merged
+        with merged(False):
+            dense = DistinctCounter(columns, missing, group_rows=group_rows,
+                                    expected=expected)
+            for batch in batches:
+                dense.add(batch)
+            assert decoded(dense.result()).equals(decoded(distinct))
     assert as_counter(distinct, columns) == counted(table, columns, missing)
     assert len(set(zip(*(decoded(distinct).column(c).to_pylist() for c in columns)))) == \
         distinct.num_rows  # each tuple once
     for column in columns:  # the hierarchy builders' view: each column's distinct texts
         assert sorted(distinct_texts(distinct.column(column), missing).to_pylist()) == \
             sorted(set(as_text(table.column(column), missing).to_pylist()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from("xyz")),
+                         min_size=1, max_size=8), min_size=2, max_size=6),
+       st.sampled_from([1, 5]))
+def test_the_lasting_hash_table_follows_columns_that_gain_texts(batches, group_rows):
+    """Merged through the table kept from merge to merge, where later batches bring texts
+    that widen the tuples' keys: each tuple once, counted as a Counter counts it."""
+    tables = [pa.table({"v": [v for v, _ in rows], "w": [w for _, w in rows]})
+              for rows in batches]
+    counter = DistinctCounter(["v", "w"], group_rows=group_rows)
+    with merged(hashed=True):
+        for table in tables:
+            counter.add(table)
+        distinct = counter.result()
+    assert as_counter(distinct, ["v", "w"]) == collections.Counter(
+        row for rows in batches for row in rows)
+    assert distinct.num_rows == len({row for rows in batches for row in rows})
 
 
 @st.composite
@@ -130,8 +166,9 @@ def released_batches(draw):
 def test_released_dictionaries_counted_as_their_texts(batches, missing, group_rows):
     columns = batches[0].column_names
     counter = DistinctCounter(columns, missing, group_rows=group_rows)
-    for batch in batches:
-        counter.add(batch)
+    with merged(hashed=len(batches) % 2 == 0):
+        for batch in batches:
+            counter.add(batch)
     whole = pa.concat_tables(batches, promote_options="permissive")
     assert as_counter(counter.result(), columns) == counted(whole, columns, missing)
 
@@ -336,13 +373,14 @@ def test_batches_looked_up_before_earlier_ones_are_added_count_the_same(batches,
     plain = DistinctCounter(["v"], missing="?", group_rows=group_rows)
     ahead = DistinctCounter(["v"], missing="?", group_rows=group_rows)
     found = []
-    for i, table in enumerate(tables):
-        plain.add(table)
-        found.append(ahead.looked_up(table))  # looked up before the batches before it are in
-        if i >= late:
-            ahead.add(tables[i - late], found[i - late])
-    for j in range(max(0, len(tables) - late), len(tables)):
-        ahead.add(tables[j], found[j])
+    with merged(hashed=late % 2 == 1):
+        for i, table in enumerate(tables):
+            plain.add(table)
+            found.append(ahead.looked_up(table))  # looked up before the batches before it
+            if i >= late:
+                ahead.add(tables[i - late], found[i - late])
+        for j in range(max(0, len(tables) - late), len(tables)):
+            ahead.add(tables[j], found[j])
     assert decoded(ahead.result()).to_pydict() == decoded(plain.result()).to_pydict()
 
 
