@@ -365,7 +365,7 @@ class DistinctCounter:
         self.pending, self.pending_sizes, self.pending_rows = [], [], 0
         keys = [_column_keys(part, n, keyed, radices) for part, n in zip(parts, sizes)]
         group = self.table.factorize(keys[0] if len(keys) == 1 else np.concatenate(keys))
-        groups = self.table_count = self.table.get_count()
+        groups = self.table_count = max(known, int(group.max()) + 1)
         # groups are numbered as they first appear: the known ones, then each new one
         counts = np.bincount(group, minlength=groups)
         counts[:known] += self.counts
