@@ -351,7 +351,7 @@ class DistinctCounter:
         (or added, numbered next) once, where a merge of every key hashed the known tuples
         again (10M rows on two cores: 0.86 of a whole release's time from Parquet, 0.92
         from CSV)."""
-        from pandas._libs.hashtable import Int64Factorizer  # (pandas: loaded by now)
+        from pandas._libs.hashtable import Int64Factorizer  # (not at import: start-up)
 
         known, shape = len(self.counts), (tuple(keyed), tuple(radices))
         if self.table is None or self.table_shape != shape or self.table_count != known:
@@ -360,7 +360,7 @@ class DistinctCounter:
             self.table_shape = shape
             if known:
                 self.table.factorize(_column_keys(list(self.tuples), known, keyed, radices))
-        self.key_shape = None  # (the known tuples' keys are the table's)
+        self.keys, self.key_shape = np.zeros(0, np.int64), None  # (the table has them)
         parts, sizes = self.pending, self.pending_sizes
         self.pending, self.pending_sizes, self.pending_rows = [], [], 0
         keys = [_column_keys(part, n, keyed, radices) for part, n in zip(parts, sizes)]
