@@ -110,10 +110,28 @@ SORTED_GROUPS_ROWS = 1 << 17
 RUN_SHARE = 8
 
 
+def sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and each key's index among them (``np.unique`` with the
+    inverse), by a stable sort: much faster where the keys come in long sorted runs, which
+    it merges.
+
+    >>> keys, inverse = sorted_groups(np.array([7, 2, 7, 5]))
+    >>> keys.tolist(), inverse.tolist()
+    ([2, 5, 7], [2, 0, 2, 1])
+    """
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    new = np.ones(len(key), bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    inverse = np.empty(len(key), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[new], inverse
+
+
 def factorized(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each key's group (int64) and the groups' keys: a hash table's groups in order of
     first appearance, or, where many keys come mostly in order, the groups in key order
-    from a stable sort (1M keys of a search's roll-ups: 15-22 ms against 42-64 ms).
+    from :func:`sorted_groups` (1M keys of a search's roll-ups: 15-22 ms against 42-64 ms).
 
     >>> inverse, keys = factorized(np.array([7, 2, 7, 5]))
     >>> keys[inverse].tolist()
@@ -121,14 +139,8 @@ def factorized(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     n = len(key)
     if n >= SORTED_GROUPS_ROWS and RUN_SHARE * np.count_nonzero(key[1:] < key[:-1]) <= n:
-        order = np.argsort(key, kind="stable")
-        ordered = key[order]
-        new = np.empty(n, bool)
-        new[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        inverse = np.empty(n, np.int64)
-        inverse[order] = np.cumsum(new) - 1
-        return inverse, ordered[new]
+        keys, inverse = sorted_groups(key)
+        return inverse, keys
     import pandas as pd  # not at import: start-up time
 
     inverse, keys = pd.factorize(key, sort=False)

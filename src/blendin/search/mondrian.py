@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from blendin.codes import sorted_groups
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -312,7 +313,7 @@ class _State:
     def _parts(self, t: np.ndarray, p: np.ndarray, side: np.ndarray):
         """Part of every tuple, each part's partition and side, whether it holds, its size."""
         radix = int(side.max()) + 1
-        uniq, sub = _dense(p * radix + side)
+        uniq, sub = sorted_groups(p * radix + side)  # (keys in sorted runs, by partition)
         classes = _classes(self.ft, t, sub, len(uniq), self.sensitive)
         ok = np.ones(len(uniq), bool)
         for model in self.models:
@@ -377,20 +378,6 @@ class _Stats:
         self.order = np.argsort(-width, axis=1, kind="stable")
         self.splittable = splittable
         self.done = ~splittable.any(axis=1) if q else np.ones(n_parts, bool)
-
-
-def _dense(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and each key's index among them (``np.unique`` with the inverse).
-
-    A stable sort is much faster here: keys come in long sorted runs (by partition).
-    """
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    new = np.ones(len(key), bool)
-    new[1:] = ordered[1:] != ordered[:-1]
-    inverse = np.empty(len(key), np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return ordered[new], inverse
 
 
 def _smallest_holding(parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray,
