@@ -260,10 +260,10 @@ class DistinctCounter:
         self.keys = np.zeros(0, np.int64)
         self.key_shape: tuple | None = None
         #: a hash table of the distinct tuples' keys that lasts from merge to merge (the
-        #: tuples known are not hashed again), the shape of those keys, and its tuples
+        #: tuples known are not hashed again; dropped by any other merge), and the shape of
+        #: those keys
         self.table = None
         self.table_shape: tuple | None = None
-        self.table_count = 0
         #: each batch's codes, a column each (a dictionary column's indices as they are)
         self.pending: list[list[np.ndarray]] = []
         self.pending_sizes: list[int] = []
@@ -354,7 +354,7 @@ class DistinctCounter:
         from pandas._libs.hashtable import Int64Factorizer  # (not at import: start-up)
 
         known, shape = len(self.counts), (tuple(keyed), tuple(radices))
-        if self.table is None or self.table_shape != shape or self.table_count != known:
+        if self.table is None or self.table_shape != shape:
             # a new column text changed the keys: the known tuples' keys, in their order
             self.table = Int64Factorizer(max(known + self.pending_rows, 1024))
             self.table_shape = shape
@@ -365,7 +365,7 @@ class DistinctCounter:
         self.pending, self.pending_sizes, self.pending_rows = [], [], 0
         keys = [_column_keys(part, n, keyed, radices) for part, n in zip(parts, sizes)]
         group = self.table.factorize(keys[0] if len(keys) == 1 else np.concatenate(keys))
-        groups = self.table_count = max(known, int(group.max()) + 1)
+        groups = max(known, int(group.max()) + 1)
         # groups are numbered as they first appear: the known ones, then each new one
         counts = np.bincount(group, minlength=groups)
         counts[:known] += self.counts
