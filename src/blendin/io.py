@@ -572,12 +572,12 @@ def _windows(fd: int, size: int, block: int, room: int = 0
     start = 0
     while start < size:
         length = min(block, size - start)
-        held = _read_at(fd, start, length, room)
-        cut = len(held) - room if start + length >= size else _record_end(held, length)
-        while cut is None and length < min(WINDOW_GROWTH * block, size - start):  # read on
-            length = min(2 * length, size - start)
+        while True:  # (read on, twice as far, where no record ends: rare, read again whole)
             held = _read_at(fd, start, length, room)
             cut = len(held) - room if start + length >= size else _record_end(held, length)
+            if cut is not None or length >= WINDOW_GROWTH * block:
+                break
+            length = min(2 * length, size - start)
         if cut is None:
             yield start, size, None
             return
