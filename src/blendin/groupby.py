@@ -163,10 +163,16 @@ def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
 
 
+def _counted_densely(space: int, keys: int) -> bool:
+    """Whether ``keys`` keys below ``space`` are counted in an array over the space (small
+    next to the keys) rather than hashed."""
+    return space <= DENSE_FACTOR * keys + DENSE_SLACK
+
+
 def group_keys(key: np.ndarray, space: int) -> tuple[np.ndarray, int]:
     """The group of every key (groups numbered in order of first appearance) and their
     number; ``space`` bounds the keys (dense counting when it is small, hashing else)."""
-    if space > DENSE_FACTOR * len(key) + DENSE_SLACK:
+    if not _counted_densely(space, len(key)):
         if len(key) <= SMALL_HASH:
             import pandas as pd  # loaded by the search anyway; not at import (start-up time)
 
@@ -326,7 +332,7 @@ class DistinctCounter:
         keyed = np.flatnonzero(np.array(texts) > 1)
         radices = [texts[j] for j in keyed]
         space = math.prod(radices)
-        if 2**62 > space > DENSE_FACTOR * (len(self.counts) + self.pending_rows) + DENSE_SLACK:
+        if space < 2**62 and not _counted_densely(space, len(self.counts) + self.pending_rows):
             self._merge_hashed(keyed, radices)
             return
         self.table = None  # (counted densely, or by ranks: the table would fall behind)
