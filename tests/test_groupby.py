@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -361,17 +362,30 @@ def test_distinct_tuples_of_a_key_space_too_large_for_int64(rows, group_rows, se
         table, table.column_names, "")
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d", "", None]), min_size=1,
                          max_size=25), min_size=1, max_size=6),
-       st.integers(0, 5), st.integers(1, 30))
+       st.integers(0, 5), st.integers(1, 30), st.booleans())
 def test_batches_looked_up_before_earlier_ones_are_added_count_the_same(batches, late,
-                                                                         group_rows):
-    """Threads look batches up against the texts known so far while earlier batches, still
-    to be added, bring new ones: the counts are those of adding each batch in turn."""
-    tables = [pa.table({"v": pa.array(b, pa.string())}) for b in batches]
-    plain = DistinctCounter(["v"], missing="?", group_rows=group_rows)
-    ahead = DistinctCounter(["v"], missing="?", group_rows=group_rows)
+                                                                         group_rows, encoded):
+    """Threads look batches up (and code and key those whose texts are all known) against
+    the texts known so far while earlier batches, still to be added, bring new ones: the
+    counts are those of adding each batch in turn. Two columns, so that a key made before
+    a column gained a text would count wrongly; text columns or dictionary ones (whose
+    entries' codes are read where the dictionary is the last one read)."""
+    def table(values: list) -> pa.Table:
+        columns = {"v": pa.array(values, pa.string()),
+                   "w": pa.array(values[::-1], pa.string())}
+        if encoded:  # (one dictionary for all the batches: read before from the second on)
+            entries = pa.array(["a", "b", "c", "d", ""])
+            columns = {name: pa.DictionaryArray.from_arrays(
+                pc.index_in(column, value_set=entries), entries)
+                for name, column in columns.items()}
+        return pa.table(columns)
+
+    tables = [table(b) for b in batches]
+    plain = DistinctCounter(["v", "w"], missing="?", group_rows=group_rows)
+    ahead = DistinctCounter(["v", "w"], missing="?", group_rows=group_rows)
     found = []
     with merged(hashed=late % 2 == 1):
         for i, table in enumerate(tables):
@@ -381,6 +395,28 @@ def test_batches_looked_up_before_earlier_ones_are_added_count_the_same(batches,
                 ahead.add(tables[i - late], found[i - late])
         for j in range(max(0, len(tables) - late), len(tables)):
             ahead.add(tables[j], found[j])
+    assert decoded(ahead.result()).to_pydict() == decoded(plain.result()).to_pydict()
+
+
+@pytest.mark.parametrize("hashed", [False, True])
+def test_keys_made_before_a_column_gained_a_text_are_made_again(hashed):
+    """A batch keyed on a thread while a column had two texts, added after a batch that
+    brought a third: its keys are made again in the new shape (the old ones would count
+    ("a", "a") as ("a", "b") here)."""
+    def table(v: list[str], w: list[str]) -> pa.Table:
+        return pa.table({"v": pa.array(v), "w": pa.array(w)})
+
+    first, third = table(["a", "b"], ["a", "b"]), table(["a", "b", "a"], ["b", "a", "a"])
+    second = table(["a", "c"], ["c", "a"])
+    plain, ahead = DistinctCounter(["v", "w"]), DistinctCounter(["v", "w"])
+    with merged(hashed=hashed):
+        for batch in (first, second, third):
+            plain.add(batch)
+        ahead.add(first, ahead.looked_up(first))
+        early = ahead.looked_up(third)
+        assert early.key is not None and early.shape[1] == (2, 2)
+        ahead.add(second, ahead.looked_up(second))
+        ahead.add(third, early)
     assert decoded(ahead.result()).to_pydict() == decoded(plain.result()).to_pydict()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -86,9 +87,9 @@ class _Vocabulary:
         """Code of each entry of ``dictionary`` read as text, then, with ``nulls`` (indices
         that are null), of a missing value; and whether the entries' codes are their
         positions. (The missing text is coded only when a value reads as it.)"""
-        last = self._last
-        if last is not None and last[0].equals(dictionary) and last[1] >= nulls:
-            return last[2:]
+        last = self.last_entry_codes(dictionary, nulls)
+        if last is not None:
+            return last
         entries = as_text(dictionary, missing).combine_chunks()
         if nulls:
             entries = pa.concat_arrays([entries, pa.array([missing], pa.string())])
@@ -96,6 +97,15 @@ class _Vocabulary:
         same = bool((codes[:len(dictionary)] == np.arange(len(dictionary))).all())
         self._last = (dictionary, nulls, codes, same)
         return codes, same
+
+    def last_entry_codes(self, dictionary: pa.Array, nulls: bool = False
+                         ) -> tuple[np.ndarray, bool] | None:
+        """:meth:`entry_codes` where ``dictionary`` is the last one read, else None: it
+        reads the vocabulary only (threads may call it while another adds texts)."""
+        last = self._last
+        if last is not None and last[0].equals(dictionary) and last[1] >= nulls:
+            return last[2:]
+        return None
 
 
 def dictionary_chunks(column: pa.Array | pa.ChunkedArray) -> list[pa.DictionaryArray]:
@@ -148,13 +158,36 @@ def looked_up(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary
     return None
 
 
-def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary,
-                   missing: str) -> np.ndarray:
+def known_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
+                found: pa.Array | pa.ChunkedArray | None) -> np.ndarray | None:
+    """:func:`text_codes` where every value of ``column`` is among the texts known (its
+    places ``found``, or its dictionaries read before), else None: it reads the vocabulary
+    only, so threads can code several batches at once while one adds them."""
+    if found is not None:
+        return None if found.null_count else found.to_numpy().astype(np.int32, copy=False)
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column])
+    if not pa.types.is_dictionary(column.type):
+        return None
+    return _encoded_codes(column, vocabulary, "", known_only=True)
+
+
+def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary, missing: str,
+                   known_only: bool = False) -> np.ndarray | None:
+    """The codes of a column through its dictionaries' entries' codes (with
+    ``known_only``, None where one is not the last read, see
+    :meth:`_Vocabulary.last_entry_codes`)."""
     parts = []
     for chunk in dictionary_chunks(column):
         indices = chunk.indices
         nulls = bool(indices.null_count)
-        codes, same = vocabulary.entry_codes(chunk.dictionary, missing, nulls)
+        if known_only:
+            last = vocabulary.last_entry_codes(chunk.dictionary, nulls)
+            if last is None:
+                return None
+            codes, same = last
+        else:
+            codes, same = vocabulary.entry_codes(chunk.dictionary, missing, nulls)
         if nulls:
             indices, same = indices.fill_null(len(chunk.dictionary)), False
         index = indices.to_numpy()
@@ -227,6 +260,18 @@ def _sharded_groups(key: np.ndarray) -> tuple[np.ndarray, int]:
     return rank[unordered], groups
 
 
+class LookedUp(NamedTuple):
+    """A batch coded as far as the texts known allowed (see
+    :meth:`DistinctCounter.looked_up`): each column's places among them (None where not
+    looked up); where every value was known, each column's codes; and where the keys could
+    be made, the rows' keys and the shape of the keys."""
+
+    found: list[pa.Array | pa.ChunkedArray | None]
+    codes: list[np.ndarray] | None = None
+    key: np.ndarray | None = None
+    shape: tuple | None = None
+
+
 class DistinctCounter:
     """A streaming group-by: add batches, get the distinct tuples of ``columns`` counted.
 
@@ -273,30 +318,46 @@ class DistinctCounter:
         #: each batch's codes, a column each (a dictionary column's indices as they are)
         self.pending: list[list[np.ndarray]] = []
         self.pending_sizes: list[int] = []
+        #: each batch's keys where they were made with it, and the shape they were made in
+        self.pending_keys: list[tuple[tuple | None, np.ndarray | None]] = []
         self.pending_rows = 0
         self.rows = 0
         #: every batch's codes, with ``keep_codes`` (see :meth:`codes`)
         self.batch_codes: list[list[np.ndarray]] | None = [] if keep_codes else None
 
-    def looked_up(self, batch: pa.Table | pa.RecordBatch
-                  ) -> list[pa.Array | pa.ChunkedArray | None]:
-        """The text columns of ``batch`` looked up among the texts known so far (see
-        :func:`looked_up`), to :meth:`add` it with: the costly part of adding a batch,
-        which threads can do for several batches at once."""
-        return [looked_up(batch.column(name), vocabulary)
-                for name, vocabulary in zip(self.columns, self.vocabularies)]
+    def looked_up(self, batch: pa.Table | pa.RecordBatch) -> LookedUp:
+        """``batch`` coded as far as the texts known so far allow, to :meth:`add` it with:
+        the costly part of adding a batch, which threads can do for several batches at once
+        (it reads the vocabularies only). Each text column is looked up (see
+        :func:`looked_up`); where every value of every column is known, the rows' codes and
+        keys are made too, so that adding the batch is only counting it."""
+        found, codes = [], []
+        for name, vocabulary in zip(self.columns, self.vocabularies):
+            column = batch.column(name)
+            found.append(looked_up(column, vocabulary))
+            coded = known_codes(column, vocabulary, found[-1])
+            codes.append(None if coded is None else
+                         coded.astype(narrowest(len(vocabulary.values)), copy=False))
+        if any(coded is None for coded in codes):
+            return LookedUp(found)
+        # the vocabularies' sizes read once, after the codes: every code is below them
+        keyed, radices = self._key_shape()
+        if math.prod(radices) >= 2**62:
+            return LookedUp(found, codes)
+        return LookedUp(found, codes, _column_keys(codes, batch.num_rows, keyed, radices),
+                        (tuple(keyed), tuple(radices)))
 
-    def add(self, batch: pa.Table | pa.RecordBatch,
-            found: Sequence[pa.Array | pa.ChunkedArray | None] | None = None) -> None:
-        """Count the rows of ``batch`` (its text columns looked up already: ``found``, from
-        :meth:`looked_up`)."""
+    def add(self, batch: pa.Table | pa.RecordBatch, looked: LookedUp | None = None) -> None:
+        """Count the rows of ``batch`` (coded as far as it could be already: ``looked``,
+        from :meth:`looked_up`)."""
         n = batch.num_rows
         if not n:
             return
         # a column apiece, not one matrix: a dictionary column whose entries are coded as
         # they are ordered (kept codes, a recoder's labels) is its indices, narrowed
-        codes: list[np.ndarray] = [np.zeros(0, np.int32)] * len(self.columns)
-        found = found or [None] * len(self.columns)
+        looked = looked or LookedUp([None] * len(self.columns))
+        codes: list[np.ndarray] = list(looked.codes or [None] * len(self.columns))
+        found = looked.found
 
         def code(j: int) -> None:  # a vocabulary per column: columns code independently
             vocabulary = self.vocabularies[j]
@@ -307,12 +368,13 @@ class DistinctCounter:
 
         # texts to hash are worth a thread; a dictionary column (a gather) or one looked up
         # already is coded here
-        hashed = [found[j] is None and not pa.types.is_dictionary(batch.schema.field(name).type)
-                  for j, name in enumerate(self.columns)]
-        each(code, [j for j, h in enumerate(hashed) if h], n >= PARALLEL_ROWS,
-             inline=[j for j, h in enumerate(hashed) if not h])
+        todo = [j for j, coded in enumerate(codes) if coded is None]
+        hashed = [j for j in todo if found[j] is None
+                  and not pa.types.is_dictionary(batch.schema.field(self.columns[j]).type)]
+        each(code, hashed, n >= PARALLEL_ROWS, inline=[j for j in todo if j not in hashed])
         self.pending.append(codes)
         self.pending_sizes.append(n)
+        self.pending_keys.append((looked.shape, looked.key))
         if self.batch_codes is not None:
             self.batch_codes.append(codes)
         self.pending_rows += n
@@ -326,11 +388,7 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        # a column with one text so far (a QI at its top level, say; its code is 0) takes
-        # no part in the key
-        texts = [len(vocabulary.values) for vocabulary in self.vocabularies]
-        keyed = np.flatnonzero(np.array(texts) > 1)
-        radices = [texts[j] for j in keyed]
+        keyed, radices = self._key_shape()
         space = math.prod(radices)
         if space < 2**62 and not _counted_densely(space, len(self.counts) + self.pending_rows):
             self._merge_hashed(keyed, radices)
@@ -338,8 +396,8 @@ class DistinctCounter:
         self.table = None  # (counted densely, or by ranks: the table would fall behind)
         parts = [list(self.tuples), *self.pending]
         sizes = [self.tuples.shape[1], *self.pending_sizes]
-        self.pending, self.pending_sizes, self.pending_rows = [], [], 0
         keys = self._keys(parts, sizes, keyed, radices)
+        self._pending_merged()
         group, groups = group_keys(keys, math.prod(radices))
         # groups are numbered as they first appear: the first rows, in order
         first = first_seen(group, groups)
@@ -368,8 +426,8 @@ class DistinctCounter:
                 self.table.factorize(_column_keys(list(self.tuples), known, keyed, radices))
         self.keys, self.key_shape = np.zeros(0, np.int64), None  # (the table has them)
         parts, sizes = self.pending, self.pending_sizes
-        self.pending, self.pending_sizes, self.pending_rows = [], [], 0
-        keys = [_column_keys(part, n, keyed, radices) for part, n in zip(parts, sizes)]
+        keys = self._pending_keys(keyed, radices)
+        self._pending_merged()
         group = self.table.factorize(keys[0] if len(keys) == 1 else np.concatenate(keys))
         groups = max(known, int(group.max()) + 1)
         # groups are numbered as they first appear: the known ones, then each new one
@@ -380,11 +438,30 @@ class DistinctCounter:
         self.tuples = np.concatenate([self.tuples, _taken(parts, sizes, first)], axis=1)
         self.counts = counts
 
+    def _key_shape(self) -> tuple[np.ndarray, list[int]]:
+        """The columns that take part in a tuple's key and their radices: a column with one
+        text so far (a QI at its top level, say; its code is 0) takes none."""
+        texts = [len(vocabulary.values) for vocabulary in self.vocabularies]
+        keyed = np.flatnonzero(np.array(texts) > 1)
+        return keyed, [texts[j] for j in keyed]
+
+    def _pending_keys(self, keyed: np.ndarray, radices: list[int]) -> list[np.ndarray]:
+        """The key of every pending row, batch by batch: made with the batch where the
+        shape of the keys has stayed since (see :meth:`looked_up`), else made now."""
+        shape = (tuple(keyed), tuple(radices))
+        return [key if made == shape else _column_keys(part, n, keyed, radices)
+                for part, n, (made, key) in zip(self.pending, self.pending_sizes,
+                                                self.pending_keys)]
+
+    def _pending_merged(self) -> None:
+        self.pending, self.pending_sizes, self.pending_keys = [], [], []
+        self.pending_rows = 0
+
     def _keys(self, parts: list[list[np.ndarray]], sizes: list[int], keyed: np.ndarray,
               radices: list[int]) -> np.ndarray:
-        """One key per tuple of ``parts`` (the known tuples, then the new rows): the known
-        tuples' keys are kept from the last merge while the keyed columns and their
-        vocabularies' sizes stay, so only the new rows are keyed."""
+        """One key per tuple of ``parts`` (the known tuples, then the pending rows): the
+        known tuples' keys are kept from the last merge while the keyed columns and their
+        vocabularies' sizes stay, so only the pending rows are keyed."""
         if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
             self.key_shape = None
             return combine_keys([np.concatenate([p[j] for p in parts]) for j in keyed], radices)
@@ -392,7 +469,7 @@ class DistinctCounter:
         if shape != self.key_shape:
             self.keys = _column_keys(parts[0], sizes[0], keyed, radices)
             self.key_shape = shape
-        new = [_column_keys(p, n, keyed, radices) for p, n in zip(parts[1:], sizes[1:])]
+        new = self._pending_keys(keyed, radices)
         # (the first merge has no known tuples: its one batch's keys are not copied)
         keys = [self.keys, *new] if len(self.keys) else new
         return keys[0] if len(keys) == 1 else np.concatenate(keys)
