@@ -121,11 +121,17 @@ def sorted_groups(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     order = np.argsort(key, kind="stable")
     ordered = key[order]
-    new = np.ones(len(key), bool)
+    new = np.empty(len(key), bool)
+    new[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    keys = ordered[new]
+    # each sorted key's group counted into the sorted keys' memory (int64 keys): an array
+    # as long as the keys is fresh pages (faults) wherever the heap has none free
+    rank = np.cumsum(new, out=ordered if ordered.dtype == np.int64 else None)
+    rank -= 1
     inverse = np.empty(len(key), np.int64)
-    inverse[order] = np.cumsum(new) - 1
-    return ordered[new], inverse
+    inverse[order] = rank
+    return keys, inverse
 
 
 def factorized(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
