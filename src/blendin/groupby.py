@@ -411,30 +411,36 @@ class DistinctCounter:
             self.keys = keys[first]
 
     def _merge_hashed(self, keyed: np.ndarray, radices: list[int]) -> None:
-        """Merge the new rows through the lasting hash table: each new key is looked up
-        (or added, numbered next) once, where a merge of every key hashed the known tuples
-        again (10M rows on two cores: 0.86 of a whole release's time from Parquet, 0.92
-        from CSV)."""
-        from pandas._libs.hashtable import Int64Factorizer  # (not at import: start-up)
+        """Merge the new rows through the lasting hash table: each new row's key is looked
+        up once, and the keys not found are numbered next, in order of first appearance,
+        where a merge of every key hashed the known tuples again (10M rows on two cores:
+        0.86 of a whole release's time from Parquet, 0.92 from CSV)."""
+        import pandas as pd  # (not at import: start-up)
+        from pandas._libs.hashtable import Int64HashTable
 
         known, shape = len(self.counts), (tuple(keyed), tuple(radices))
         if self.table is None or self.table_shape != shape:
-            # a new column text changed the keys: the known tuples' keys, in their order
-            self.table = Int64Factorizer(max(known + self.pending_rows, 1024))
+            # a new column text changed the keys: the known tuples' keys, each its number
+            self.table = Int64HashTable(max(known + self.pending_rows, 1024))
             self.table_shape = shape
             if known:
-                self.table.factorize(_column_keys(list(self.tuples), known, keyed, radices))
+                self.table.map_keys_to_values(
+                    _column_keys(list(self.tuples), known, keyed, radices), np.arange(known))
         self.keys, self.key_shape = np.zeros(0, np.int64), None  # (the table has them)
         parts, sizes = self.pending, self.pending_sizes
         keys = self._pending_keys(keyed, radices)
         self._pending_merged()
-        group = self.table.factorize(keys[0] if len(keys) == 1 else np.concatenate(keys))
-        groups = max(known, int(group.max()) + 1)
-        # groups are numbered as they first appear: the known ones, then each new one
-        counts = np.bincount(group, minlength=groups)
+        key = keys[0] if len(keys) == 1 else np.concatenate(keys)
+        group = self.table.lookup(key)  # (-1: not known)
+        new = np.flatnonzero(group < 0)
+        # (a lookup, then the few keys not found numbered: pandas' Factorizer copies the
+        # numbered keys at every call)
+        fresh, found = pd.factorize(key[new], sort=False)
+        self.table.map_keys_to_values(found, np.arange(known, known + len(found)))
+        group[new] = fresh + known
+        counts = np.bincount(group, minlength=known + len(found))
         counts[:known] += self.counts
-        new = np.flatnonzero(group >= known)
-        first = new[first_seen(group[new] - known, groups - known)]
+        first = new[first_seen(fresh, len(found))]
         self.tuples = np.concatenate([self.tuples, _taken(parts, sizes, first)], axis=1)
         self.counts = counts
 
