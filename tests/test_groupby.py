@@ -97,10 +97,18 @@ def test_distinct_tuples_count_every_row_text_as_a_counter_does(data, missing, g
     columns = table.column_names
     expected = expected_texts(draw.draw, columns)
     counter = DistinctCounter(columns, missing, group_rows=group_rows, expected=expected)
+    # some batches coded (and keyed) as a thread codes them, before the batch ahead of
+    # them is added
+    ahead = draw.draw(st.lists(st.booleans(), min_size=len(batches), max_size=len(batches)))
     # columns coded on threads, or not; merged densely or through the lasting hash table
     with constant(groupby, "PARALLEL_ROWS", parallel_rows), merged(hashed):
-        for batch in batches:
-            counter.add(batch)
+        looked = None
+        for i, batch in enumerate(batches):
+            early = counter.looked_up(batch) if ahead[i] else None
+            if i:
+                counter.add(batches[i - 1], looked)
+            looked = early
+        counter.add(batches[-1], looked)
         distinct = counter.result()
     if hashed:  # numbered as they first appear, however merged
         with merged(False):
