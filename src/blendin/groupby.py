@@ -425,7 +425,8 @@ class DistinctCounter:
             self.table_shape = shape
             if known:
                 self.table.map_keys_to_values(
-                    _column_keys(list(self.tuples), known, keyed, radices), np.arange(known))
+                    _column_keys(list(self.tuples), known, keyed, radices),
+                    np.arange(known, dtype=np.int64))
         self.keys, self.key_shape = np.zeros(0, np.int64), None  # (the table has them)
         parts, sizes = self.pending, self.pending_sizes
         keys = self._pending_keys(keyed, radices)
@@ -436,7 +437,8 @@ class DistinctCounter:
         # (a lookup, then the few keys not found numbered: pandas' Factorizer copies the
         # numbered keys at every call)
         fresh, found = pd.factorize(key[new], sort=False)
-        self.table.map_keys_to_values(found, np.arange(known, known + len(found)))
+        self.table.map_keys_to_values(found, np.arange(known, known + len(found),
+                                                       dtype=np.int64))
         group[new] = fresh + known
         counts = np.bincount(group, minlength=known + len(found))
         counts[:known] += self.counts
