@@ -15,7 +15,7 @@ texts again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -129,6 +129,10 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
     (:func:`blendin.frequency.as_text`): only the dictionaries are turned into text.
     ``found`` is the column already looked up among the vocabulary's texts (or fewer: those
     it had then), see :func:`looked_up`."""
+
+    def entries(dictionary: pa.Array, nulls: bool) -> tuple[np.ndarray, bool]:
+        return vocabulary.entry_codes(dictionary, missing, nulls)
+
     if isinstance(column, pa.Array):
         column = pa.chunked_array([column])
     if found is None:
@@ -139,10 +143,9 @@ def text_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
         if found.null_count * LOOKUP_MISSES <= len(found):
             missed = found.is_null()
             codes = found.fill_null(0).to_numpy().astype(np.int32)
-            codes[missed.to_numpy()] = _encoded_codes(pc.filter(column, missed), vocabulary,
-                                                      missing)
+            codes[missed.to_numpy()] = _encoded_codes(pc.filter(column, missed), entries)
             return codes
-    return _encoded_codes(column, vocabulary, missing)
+    return _encoded_codes(column, entries)
 
 
 def looked_up(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary
@@ -169,25 +172,22 @@ def known_codes(column: pa.Array | pa.ChunkedArray, vocabulary: _Vocabulary,
         column = pa.chunked_array([column])
     if not pa.types.is_dictionary(column.type):
         return None
-    return _encoded_codes(column, vocabulary, "", known_only=True)
+    return _encoded_codes(column, vocabulary.last_entry_codes)
 
 
-def _encoded_codes(column: pa.ChunkedArray, vocabulary: _Vocabulary, missing: str,
-                   known_only: bool = False) -> np.ndarray | None:
-    """The codes of a column through its dictionaries' entries' codes (with
-    ``known_only``, None where one is not the last read, see
-    :meth:`_Vocabulary.last_entry_codes`)."""
+def _encoded_codes(column: pa.ChunkedArray,
+                   entries: Callable[[pa.Array, bool], tuple[np.ndarray, bool] | None]
+                   ) -> np.ndarray | None:
+    """The codes of a column through its dictionaries' ``entries``' codes (a
+    vocabulary's :meth:`~_Vocabulary.entry_codes`, or None where it gives none for one)."""
     parts = []
     for chunk in dictionary_chunks(column):
         indices = chunk.indices
         nulls = bool(indices.null_count)
-        if known_only:
-            last = vocabulary.last_entry_codes(chunk.dictionary, nulls)
-            if last is None:
-                return None
-            codes, same = last
-        else:
-            codes, same = vocabulary.entry_codes(chunk.dictionary, missing, nulls)
+        coded = entries(chunk.dictionary, nulls)
+        if coded is None:
+            return None
+        codes, same = coded
         if nulls:
             indices, same = indices.fill_null(len(chunk.dictionary)), False
         index = indices.to_numpy()
@@ -341,11 +341,11 @@ class DistinctCounter:
         if any(coded is None for coded in codes):
             return LookedUp(found)
         # the vocabularies' sizes read once, after the codes: every code is below them
-        keyed, radices = self._key_shape()
+        keyed, radices = shape = self._key_shape()
         if math.prod(radices) >= 2**62:
             return LookedUp(found, codes)
         return LookedUp(found, codes, _column_keys(codes, batch.num_rows, keyed, radices),
-                        (tuple(keyed), tuple(radices)))
+                        shape)
 
     def add(self, batch: pa.Table | pa.RecordBatch, looked: LookedUp | None = None) -> None:
         """Count the rows of ``batch`` (coded as far as it could be already: ``looked``,
@@ -388,15 +388,15 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        keyed, radices = self._key_shape()
+        keyed, radices = shape = self._key_shape()
         space = math.prod(radices)
         if space < 2**62 and not _counted_densely(space, len(self.counts) + self.pending_rows):
-            self._merge_hashed(keyed, radices)
+            self._merge_hashed(shape)
             return
         self.table = None  # (counted densely, or by ranks: the table would fall behind)
         parts = [list(self.tuples), *self.pending]
         sizes = [self.tuples.shape[1], *self.pending_sizes]
-        keys = self._keys(parts, sizes, keyed, radices)
+        keys = self._keys(parts, sizes, shape)
         self._pending_merged()
         group, groups = group_keys(keys, math.prod(radices))
         # groups are numbered as they first appear: the first rows, in order
@@ -410,7 +410,7 @@ class DistinctCounter:
         if self.key_shape is not None:
             self.keys = keys[first]
 
-    def _merge_hashed(self, keyed: np.ndarray, radices: list[int]) -> None:
+    def _merge_hashed(self, shape: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
         """Merge the new rows through the lasting hash table: each new row's key is looked
         up once, and the keys not found are numbered next, in order of first appearance,
         where a merge of every key hashed the known tuples again (10M rows on two cores:
@@ -418,7 +418,7 @@ class DistinctCounter:
         import pandas as pd  # (not at import: start-up)
         from pandas._libs.hashtable import Int64HashTable
 
-        known, shape = len(self.counts), (tuple(keyed), tuple(radices))
+        known, (keyed, radices) = len(self.counts), shape
         if self.table is None or self.table_shape != shape:
             # a new column text changed the keys: the known tuples' keys, each its number
             self.table = Int64HashTable(max(known + self.pending_rows, 1024))
@@ -429,7 +429,7 @@ class DistinctCounter:
                     np.arange(known, dtype=np.int64))
         self.keys, self.key_shape = np.zeros(0, np.int64), None  # (the table has them)
         parts, sizes = self.pending, self.pending_sizes
-        keys = self._pending_keys(keyed, radices)
+        keys = self._pending_keys(shape)
         self._pending_merged()
         key = keys[0] if len(keys) == 1 else np.concatenate(keys)
         group = self.table.lookup(key)  # (-1: not known)
@@ -446,17 +446,18 @@ class DistinctCounter:
         self.tuples = np.concatenate([self.tuples, _taken(parts, sizes, first)], axis=1)
         self.counts = counts
 
-    def _key_shape(self) -> tuple[np.ndarray, list[int]]:
-        """The columns that take part in a tuple's key and their radices: a column with one
-        text so far (a QI at its top level, say; its code is 0) takes none."""
+    def _key_shape(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The shape of a tuple's key: the columns that take part in it and their radices
+        (a column with one text so far, a QI at its top level say, has code 0: none)."""
         texts = [len(vocabulary.values) for vocabulary in self.vocabularies]
-        keyed = np.flatnonzero(np.array(texts) > 1)
-        return keyed, [texts[j] for j in keyed]
+        keyed = tuple(j for j, count in enumerate(texts) if count > 1)
+        return keyed, tuple(texts[j] for j in keyed)
 
-    def _pending_keys(self, keyed: np.ndarray, radices: list[int]) -> list[np.ndarray]:
+    def _pending_keys(self, shape: tuple[tuple[int, ...], tuple[int, ...]]
+                      ) -> list[np.ndarray]:
         """The key of every pending row, batch by batch: made with the batch where the
         shape of the keys has stayed since (see :meth:`looked_up`), else made now."""
-        shape = (tuple(keyed), tuple(radices))
+        keyed, radices = shape
         return [key if made == shape else _column_keys(part, n, keyed, radices)
                 for part, n, (made, key) in zip(self.pending, self.pending_sizes,
                                                 self.pending_keys)]
@@ -465,19 +466,19 @@ class DistinctCounter:
         self.pending, self.pending_sizes, self.pending_keys = [], [], []
         self.pending_rows = 0
 
-    def _keys(self, parts: list[list[np.ndarray]], sizes: list[int], keyed: np.ndarray,
-              radices: list[int]) -> np.ndarray:
+    def _keys(self, parts: list[list[np.ndarray]], sizes: list[int],
+              shape: tuple[tuple[int, ...], tuple[int, ...]]) -> np.ndarray:
         """One key per tuple of ``parts`` (the known tuples, then the pending rows): the
         known tuples' keys are kept from the last merge while the keyed columns and their
         vocabularies' sizes stay, so only the pending rows are keyed."""
+        keyed, radices = shape
         if math.prod(radices) >= 2**62:  # keys are ranks then, comparable within one call
             self.key_shape = None
             return combine_keys([np.concatenate([p[j] for p in parts]) for j in keyed], radices)
-        shape = (tuple(keyed), tuple(radices))
         if shape != self.key_shape:
             self.keys = _column_keys(parts[0], sizes[0], keyed, radices)
             self.key_shape = shape
-        new = self._pending_keys(keyed, radices)
+        new = self._pending_keys(shape)
         # (the first merge has no known tuples: its one batch's keys are not copied)
         keys = [self.keys, *new] if len(self.keys) else new
         return keys[0] if len(keys) == 1 else np.concatenate(keys)
@@ -516,7 +517,7 @@ def narrowest(count: int) -> type[np.signedinteger]:
     return np.int8 if count <= 128 else np.int16 if count <= 1 << 15 else np.int32
 
 
-def _column_keys(columns: Sequence[np.ndarray], rows: int, keyed: np.ndarray,
+def _column_keys(columns: Sequence[np.ndarray], rows: int, keyed: Sequence[int],
                  radices: Sequence[int]) -> np.ndarray:
     """Mixed-radix key (int64) of the ``keyed`` columns (of ``rows`` codes each), whose
     product of ``radices`` fits in int64 (a column with one code, left out, is 0 on every
