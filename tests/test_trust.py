@@ -996,6 +996,24 @@ def test_suppressed_records_showing_one_value_fail_the_check():
     assert check(release.assign(dx=release.dx.where(release.zip != "*", "")), spec).passed
 
 
+def test_a_release_at_the_top_node_counts_a_missing_sensitive_value_as_a_class_does():
+    # every label * reads as suppressed records: their group counts the empty value as the
+    # search counted it in the one class (the checker had read {flu} and failed the release)
+    df = pd.DataFrame({"zip": ["02138", "02139"], "dx": [None, "flu"]})
+    spec = Spec(quasi_identifiers={"zip": flat()}, sensitive=["dx"],
+                models=[KAnonymity(1), bl.DistinctLDiversity("dx", 2)])
+    result = anonymize(df, spec)  # the checker ran inside
+    assert result.levels == {"zip": 1} and (result.data.zip == "*").all()
+    for label in ("021**", "*"):  # the same values as a class and as suppressed records
+        assert check(pd.DataFrame({"zip": [label] * 2, "dx": ["", "flu"]}), spec).passed
+    report = check(pd.DataFrame({"zip": ["021**"] * 3 + ["*"] * 3,
+                                 "dx": ["cold", "flu", "gout", "", "flu", "flu"]}),
+                   Spec(quasi_identifiers={"zip": flat()}, sensitive=["dx"],
+                        models=[KAnonymity(1), bl.DistinctLDiversity("dx", 3)]))
+    assert not report.passed and report.exposed_suppressed == [
+        "distinct-l-diversity (dx, l=3)"]
+
+
 # -- 6: check passes every release anonymize writes, for every model ------------------------
 
 

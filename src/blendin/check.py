@@ -656,8 +656,10 @@ def _spread(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _shown_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.ndarray:
-    """The suppressed rows (every QI ``*``) that show a sensitive value (not empty nor
-    ``*``)."""
+    """The suppressed rows (every QI ``*``) that form a visible group: none where none shows
+    a sensitive value (each is empty or ``*``), else every one of them. An empty value in
+    the group is the missing value, as in a class: a release at the top node (every label
+    ``*``) reads as suppressed records, and its one class counted it so."""
     shown = np.zeros(distinct.num_rows, bool)
     if kept.all():
         return shown
@@ -665,7 +667,7 @@ def _shown_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.nd
         text = as_text(decoded(distinct.select([name])).column(0), spec.missing)
         blank = pc.or_(pc.equal(text, spec.missing), pc.equal(text, SUPPRESSED))
         shown |= ~blank.to_numpy(zero_copy_only=False)
-    return shown & ~kept
+    return ~kept if (shown & ~kept).any() else np.zeros_like(shown)
 
 
 def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, shown: np.ndarray,
