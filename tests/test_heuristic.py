@@ -26,7 +26,14 @@ from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import Hierarchy
 from blendin.lattice import Checker
 from blendin.metrics import utility_of_node
-from blendin.models import DistinctLDiversity, KAnonymity, RecursiveCLDiversity, TCloseness
+from blendin.models import (
+    AverageRisk,
+    DistinctLDiversity,
+    KAnonymity,
+    PopulationUniqueness,
+    RecursiveCLDiversity,
+    TCloseness,
+)
 from blendin.plan import plan_node
 from blendin.search import find
 from blendin.search.remainder import Part, parts_utility, recode_remainder
@@ -206,11 +213,15 @@ def recode_cases(draw):
     t = draw(tables(max_records=40, n_secrets=3))
     n = len(t.records)
     models = [KAnonymity(draw(st.integers(2, max(2, min(4, n)))))]
-    extra = draw(st.sampled_from(["none", "distinct", "closeness"]))
+    extra = draw(st.sampled_from(["none", "distinct", "closeness", "uniques", "risk"]))
     if extra == "distinct" and len(set(t.secret)) >= 2:
         models.append(DistinctLDiversity("s", 2))
     elif extra == "closeness":
         models.append(TCloseness("s", draw(st.sampled_from([0.3, 0.5]))))
+    elif extra == "uniques":  # models of the whole table: tested on the union of the parts
+        models = [PopulationUniqueness(draw(st.sampled_from([0.02, 0.1])), population=500)]
+    elif extra == "risk":
+        models = [AverageRisk(draw(st.sampled_from([0.2, 0.4])))]
     max_sup = draw(st.sampled_from([0.1, 0.25, 0.5]))
     return t, models, max_sup
 
@@ -290,6 +301,22 @@ def test_recode_suppressed_worked_example():
     assert tail.values.tolist() == [["*", "m"], ["*", "m"], ["*", "f"], ["*", "f"]]
     assert "part 2: 4 suppressed records recovered" in recoded.summary()
     assert recoded.to_dict()["recovered"] == 4
+
+
+def test_recovered_records_never_break_a_model_of_the_whole_table():
+    # recovered at a coarser node, the two suppressed records would raise the estimated
+    # population uniques of the whole release past the threshold: they stay suppressed
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in range(40)])
+    frame = pd.DataFrame([("a", 0)] * 3 + [("a", 1)] * 2 + [("a", a) for a in (2, 3, 10, 20)]
+                         + [("b", 0)], columns=["s", "age"])
+    spec = Spec(quasi_identifiers={"s": Hierarchy.from_rows([["a", "*"], ["b", "*"]]),
+                                   "age": age},
+                models=[PopulationUniqueness(0.05, population=100)], max_suppression=0.2)
+    plain = anonymize(frame, spec)
+    recoded = anonymize(frame, spec, recode_suppressed=True)  # the checker ran inside
+    assert plain.suppressed == recoded.suppressed == 2 and recoded.recoded_parts == []
+    assert recoded.check.models[0].figure == plain.check.models[0].figure <= 0.05
 
 
 # -- spec keys and CLI flags ------------------------------------------------------------------

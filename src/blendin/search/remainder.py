@@ -10,7 +10,8 @@ The release is then one table with parts at different nodes, and the checker gro
 the labels alone: a recovered class can share its labels with a class of an earlier part
 (the same interval at two levels, say) and merge with it. Every model is therefore tested
 again on the classes of the union, as the checker will see them; a recovered class that
-breaks a merged class stays suppressed (the earlier class alone was valid). t-closeness
+breaks a merged class stays suppressed (the earlier class alone was valid), and a model of
+the whole table (population uniques, average risk) is tested on the union too. t-closeness
 keeps the distribution of the whole table as its reference. Records whose labels are all
 ``*`` count as suppressed, as the checker counts them.
 """
@@ -94,8 +95,7 @@ def recode_remainder(
         candidate = np.zeros(len(ft.counts), bool)
         candidate[np.flatnonzero(left)[ok]] = True
         candidate &= ~labels.all_suppressed(levels)
-        if candidate.any():
-            candidate &= ~labels.breaking(ft, [main, *parts], Part(levels, candidate), models)
+        candidate = labels.joining(ft, [main, *parts], Part(levels, candidate), models)
         if not candidate.any():
             break
         parts.append(Part(levels, candidate))
@@ -152,17 +152,27 @@ class _Labels:
         class_of = class_of.reshape(-1)
         return np.concatenate(index), class_of, int(class_of.max()) + 1 if len(class_of) else 0
 
-    def breaking(self, ft: FrequencyTable, earlier: Sequence[Part], new: Part,
-                 models: Sequence[PrivacyModel]) -> np.ndarray:
-        """Bool per tuple of ``new``: it falls in a union class that violates a model."""
-        tuples, class_of, n = self.union_classes([*earlier, new])
-        classes = _classes(ft, tuples, class_of, n)
-        ok = np.ones(n, bool)
-        for model in models:
-            ok &= np.asarray(model.holds(classes), bool)
-        out = np.zeros(len(ft.counts), bool)
-        out[tuples[~ok[class_of]]] = True
-        return out & new.tuples
+    def joining(self, ft: FrequencyTable, earlier: Sequence[Part], new: Part,
+                models: Sequence[PrivacyModel]) -> np.ndarray:
+        """Bool per tuple: those of ``new`` that join the release, so that every class of
+        the union meets every model. A tuple in a failing union class stays suppressed,
+        and the rest is tested again: a model of the whole table (population uniques,
+        average risk) may still fail. Where only earlier classes fail, none of ``new``
+        joins (the earlier parts alone met the models)."""
+        tuples = new.tuples
+        while tuples.any():
+            index, class_of, n = self.union_classes([*earlier, Part(new.levels, tuples)])
+            classes = _classes(ft, index, class_of, n)
+            ok = np.ones(n, bool)
+            for model in models:
+                ok &= np.asarray(model.holds(classes), bool)
+            if ok.all():
+                break
+            failing = np.zeros(len(ft.counts), bool)
+            failing[index[~ok[class_of]]] = True
+            failing &= tuples
+            tuples = tuples & ~failing if failing.any() else np.zeros_like(tuples)
+        return tuples
 
 
 def _classes(ft: FrequencyTable, tuples: np.ndarray, class_of: np.ndarray, n: int) -> Classes:
