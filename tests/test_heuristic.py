@@ -30,6 +30,7 @@ from blendin.models import (
     AverageRisk,
     DistinctLDiversity,
     KAnonymity,
+    KMap,
     PopulationUniqueness,
     RecursiveCLDiversity,
     TCloseness,
@@ -317,6 +318,17 @@ def test_recovered_records_never_break_a_model_of_the_whole_table():
     recoded = anonymize(frame, spec, recode_suppressed=True)  # the checker ran inside
     assert plain.suppressed == recoded.suppressed == 2 and recoded.recoded_parts == []
     assert recoded.check.models[0].figure == plain.check.models[0].figure <= 0.05
+
+
+def test_recovered_records_are_tested_against_the_whole_tables_size():
+    # k-map's least class size follows the table's size: the remainder of one record, taken
+    # as a table of its own, would let its class of one through
+    frame = pd.DataFrame({"t": ["a"] * 9 + ["b"]})
+    spec = Spec(quasi_identifiers={"t": Hierarchy.from_rows([["a", "*"], ["b", "*"]])},
+                models=[KMap(2, population=300)], max_suppression=0.1)
+    recoded = anonymize(frame, spec, recode_suppressed=True)  # the checker ran inside
+    assert recoded.suppressed == 1 and recoded.recoded_parts == []
+    assert spec.models[0].derived() == 2  # as the whole table left it
 
 
 # -- spec keys and CLI flags ------------------------------------------------------------------

@@ -90,6 +90,12 @@ def recode_remainder(
                          max_checks=max_checks, seed=seed)
         except BlendinError:
             break  # e.g. fewer records than k: nothing to release
+        finally:
+            # the search took the remainder's size as the table's (k-map's class size,
+            # population uniques' sampling fraction follow it): the classes released are
+            # tested against the whole table's, as the checker tests them
+            for model in models:
+                model.validate(ft.n_records, ft.domains)
         levels = tuple(int(v) for v in found.levels)
         ok = _valid_classes(sub, levels, models)
         candidate = np.zeros(len(ft.counts), bool)
