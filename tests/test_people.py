@@ -177,6 +177,19 @@ def test_person_is_released_whole_or_not_at_all():
     assert "people: 6" in result.summary()
 
 
+def test_a_release_of_nobody_is_checked_against_every_persons_values():
+    # at the ground node each person is alone (1-diverse) and the limit lets both go: the
+    # checker's domain is the input's people's, not the (no) released people's
+    frame = pd.DataFrame({"pid": [0] * 3 + [1], "ward": ["a", "a", "b", "a"],
+                          "dx": ["flu"] * 3 + ["gout"]})
+    spec = bl.Spec(quasi_identifiers={"ward": bl.flat()}, sensitive=["dx"],
+                   models=[KAnonymity(1), DistinctLDiversity("dx", 2)], person="pid",
+                   max_suppression=1.0)
+    result = bl.anonymize(frame, spec)  # the checker ran inside
+    assert result.levels == {"ward": 0} and result.people["suppressed_people"] == 2
+    assert len(result.data) == 0 and result.check.passed
+
+
 def test_event_level_qis_are_found_and_named():
     df = pd.DataFrame({"pid": ["a", "a", "b", "b"], "ward": ["x", "y", "x", "y"],
                        "sex": ["f", "f", "m", "m"]})

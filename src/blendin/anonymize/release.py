@@ -81,8 +81,8 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
     sensitive values empty (it counts them as suppressed, not as a class); the release drops
     them when ``suppressed`` is ``"drop"``, which leaves exactly the classes the checker
     verified. Their classes are compared with the distribution of the input's sensitive
-    values, every record's (the frequency table's), as ``check`` compares them when given
-    the input (docs/spec.md).
+    values, every record's (the frequency table's; with a person key every person's), as
+    ``check`` compares them when given the input (docs/spec.md).
     """
     person = [plan.person] if plan.person else []
     columns = list(dict.fromkeys([*person, *plan.qis, *plan.sensitive,
@@ -94,9 +94,12 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
             delimiter=output_delimiter, escape_formulas=escape_formulas,
             labelled=list(plan.qis), progress=told,
             shuffle=shuffle, blank=list(plan.sensitive), **hidden) as release:
-        # the checker is independent of the search: it is told what must hold (the spec)
+        # the checker is independent of the search: it is told what must hold (the spec),
+        # and the input's distribution (every record's, or every person's)
+        reference = (plan.ft.domains if plan.signatures is None else
+                     plan.signatures.domains)
         report = check_regrouped(release.regrouped, plan.spec, release.columns,
-                                 population=plan.source, reference=plan.ft.domains)
+                                 population=plan.source, reference=reference)
         if not report.passed:
             raise BlendinError(
                 f"the release failed the independent check, so it was not released:\n{report}",
