@@ -438,6 +438,12 @@ def test_password_never_shown(postgres_url, pg_conn, tmp_path, monkeypatch):
     with pytest.raises(BlendinError) as error:
         anonymize(wrong, spec_for(df), table="patients")
     assert "wrong-password" not in str(error.value) and "password" in str(error.value)
+    assert "check the user and the password" in error.value.fix  # one was given: wrong
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
+    with pytest.raises(BlendinError) as error:
+        anonymize(bare, spec_for(df), table="patients")
+    assert "give the password in PGPASSWORD" in error.value.fix  # none was given
     from click.testing import CliRunner
 
     out = CliRunner().invoke(main, ["anonymize", postgres_url, "--table", "patients",

@@ -378,7 +378,9 @@ class Postgres(Database):
             connection = psycopg.connect(url, autocommit=True, **options)
         except psycopg.Error as error:
             text = _without(str(error).strip(), password)
-            fix = ("give the password in PGPASSWORD, ~/.pgpass or --password-env NAME"
+            fix = ("check the user and the password (the URL's, PGPASSWORD, ~/.pgpass or "
+                   "--password-env NAME)" if "authentication failed" in text else
+                   "give the password in PGPASSWORD, ~/.pgpass or --password-env NAME"
                    if "password" in text else
                    "check the host, port and database in the URL, and that the server runs")
             raise BlendinError(f"cannot connect to {name}: {text}", fix=fix) from None
