@@ -257,7 +257,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                       schema: str | None, password_env: str | None,
                       output_table: str | None, dry_run: bool, person: str | None,
                       inputs: tuple[str, ...]) -> None:
-    """Anonymize DATA (CSV or Parquet) as the spec says and write the release.
+    """Anonymize DATA (CSV, Parquet or a database table) as the spec says and write the release.
 
     Searches the generalization levels that meet the privacy models with the least loss,
     recodes the records, suppresses what cannot be saved (within the spec's limit), and

@@ -44,7 +44,8 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
                   table: str | None, query: str | None, schema: str | None,
                   password_env: str | None, person: str | None,
                   inputs: tuple[str, ...]) -> None:
-    """Check DATA (CSV or Parquet, raw or released) against the privacy models of a spec.
+    """Check DATA (CSV, Parquet or a database table; raw or released) against the privacy
+    models of a spec.
 
     Values are grouped as they stand: generalized labels such as 20-29 or 021** are
     compared as text, and rows whose quasi-identifiers are all * count as suppressed.

@@ -59,10 +59,10 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                  household: str | None, suda: bool, dis_fraction: float,
                  suda_out: str | None, cells: bool | None, force: bool,
                  inputs: tuple[str, ...]) -> None:
-    """Re-identification risk of DATA (CSV or Parquet) under the prosecutor, journalist and
-    marketer models, sample uniques, homogeneous classes, and (with --population) the
-    estimated population uniques; with --weights and --household, sdcMicro's individual
-    and household risk; with --suda, the special uniques (SUDA2).
+    """Re-identification risk of DATA (CSV, Parquet or a database table) under the
+    prosecutor, journalist and marketer models, sample uniques, homogeneous classes, and
+    (with --population) the estimated population uniques; with --weights and --household,
+    sdcMicro's individual and household risk; with --suda, the special uniques (SUDA2).
 
     Released labels (30-39, 021**, *) are compared as they are; rows whose
     quasi-identifiers are all * are suppressed and not at risk. With --cells a * matches
