@@ -481,8 +481,8 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     by_cells = spec.suppression == "cells"
     if by_cells:  # a record blank in every QI is released, and matches every record
         kept[:] = True
-    shown = _shown_suppressed(spec, distinct, kept)
-    domains, value_codes = _domains(distinct, sensitive, spec, counts, kept | shown,
+    visible = _visible_suppressed(spec, distinct, kept)
+    domains, value_codes = _domains(distinct, sensitive, spec, counts, kept | visible,
                                     reference)
     grouped = qi_codes
     if rows is not None and signature is not None:  # the joint set of event tuples
@@ -492,7 +492,7 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     cells = None
     if by_cells:  # a blank cell matches any value (docs/sdc.md)
         classes, cells = _compatible(qis, qi_codes, counts, first_row, classes)
-    exposed = _exposed(spec.models, counts, shown, value_codes, domains)
+    exposed = _exposed(spec.models, counts, visible, value_codes, domains)
     people = {i: _weights_per_class(spec, distinct, class_of, n_classes, kept, counts)
               if isinstance(m, IndividualRisk) else
               _people(spec, distinct, qis, first_row, kept,
@@ -655,7 +655,7 @@ def _spread(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _shown_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.ndarray:
+def _visible_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.ndarray:
     """The suppressed rows (every QI ``*``) that form a visible group: none where none shows
     a sensitive value (each is empty or ``*``), else every one of them. An empty value in
     the group is the missing value, as in a class: a release at the top node (every label
@@ -670,16 +670,16 @@ def _shown_suppressed(spec: Spec, distinct: pa.Table, kept: np.ndarray) -> np.nd
     return ~kept if (shown & ~kept).any() else np.zeros_like(shown)
 
 
-def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, shown: np.ndarray,
+def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, visible: np.ndarray,
              value_codes, domains) -> list[str]:
-    """The sensitive models that the ``shown`` suppressed rows violate as one class. A
+    """The sensitive models that the ``visible`` suppressed rows violate as one class. A
     release keeps its suppressed records' sensitive values empty: shown, they form a group
     anyone can read (were they all one diagnosis, everyone missing from the classes would be
     known to have it)."""
-    if not shown.any():
+    if not visible.any():
         return []
-    group = _classes(np.zeros(int(shown.sum()), np.int64), 1, counts[shown], value_codes,
-                     shown, domains)
+    group = _classes(np.zeros(int(visible.sum()), np.int64), 1, counts[visible], value_codes,
+                     visible, domains)
     return [model_name(m) for m in models if m.attribute is not None
             and not np.asarray(m.holds(group), dtype=bool).all()]
 
