@@ -331,14 +331,17 @@ class DistinctCounter:
         (it reads the vocabularies only). Each text column is looked up (see
         :func:`looked_up`); where every value of every column is known, the rows' codes and
         keys are made too, so that adding the batch is only counting it."""
-        found, codes = [], []
+        found: list = []
+        codes: list[np.ndarray] | None = []
         for name, vocabulary in zip(self.columns, self.vocabularies):
             column = batch.column(name)
             found.append(looked_up(column, vocabulary))
-            coded = known_codes(column, vocabulary, found[-1])
-            codes.append(None if coded is None else
-                         coded.astype(narrowest(len(vocabulary.values)), copy=False))
-        if any(coded is None for coded in codes):
+            coded = None if codes is None else known_codes(column, vocabulary, found[-1])
+            if coded is None:  # (one column not coded: the batch is coded as it is added)
+                codes = None
+            else:
+                codes.append(coded.astype(narrowest(len(vocabulary.values)), copy=False))
+        if codes is None:
             return LookedUp(found)
         # the vocabularies' sizes read once, after the codes: every code is below them
         keyed, radices = shape = self._key_shape()
@@ -388,8 +391,8 @@ class DistinctCounter:
     def _merge(self) -> None:
         if not self.pending:
             return
-        keyed, radices = shape = self._key_shape()
-        space = math.prod(radices)
+        shape = self._key_shape()
+        space = math.prod(shape[1])
         if space < 2**62 and not _counted_densely(space, len(self.counts) + self.pending_rows):
             self._merge_hashed(shape)
             return
@@ -398,7 +401,7 @@ class DistinctCounter:
         sizes = [self.tuples.shape[1], *self.pending_sizes]
         keys = self._keys(parts, sizes, shape)
         self._pending_merged()
-        group, groups = group_keys(keys, math.prod(radices))
+        group, groups = group_keys(keys, space)
         # groups are numbered as they first appear: the first rows, in order
         first = first_seen(group, groups)
         known = len(self.counts)

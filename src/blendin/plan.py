@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.frequency import FrequencyTable
+from blendin.frequency import FrequencyTable, SensitiveDomain
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.lattice import NodeCheck, violating_of_keys
 from blendin.models import PrivacyModel
@@ -145,6 +145,12 @@ class Plan:
                    (*spec.identifiers, *([subset] if subset else [])), spec.missing,
                    float(spec.max_suppression), search, subset, sample, list(warnings),
                    spec.person, people, signatures)
+
+    @property
+    def domains(self) -> Mapping[str, SensitiveDomain]:
+        """The input's distribution of each sensitive attribute: every record's, or with
+        event-level QIs every person's (the signatures'; ``ft`` has none then)."""
+        return self.ft.domains if self.signatures is None else self.signatures.domains
 
     def rows_of(self, recoder):
         """``recoder`` applied to the rows to release only (the subset's, for

@@ -95,11 +95,9 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
             labelled=list(plan.qis), progress=told,
             shuffle=shuffle, blank=list(plan.sensitive), **hidden) as release:
         # the checker is independent of the search: it is told what must hold (the spec),
-        # and the input's distribution (every record's, or every person's)
-        reference = (plan.ft.domains if plan.signatures is None else
-                     plan.signatures.domains)
+        # and the input's distribution
         report = check_regrouped(release.regrouped, plan.spec, release.columns,
-                                 population=plan.source, reference=reference)
+                                 population=plan.source, reference=plan.domains)
         if not report.passed:
             raise BlendinError(
                 f"the release failed the independent check, so it was not released:\n{report}",
