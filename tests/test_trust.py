@@ -1043,7 +1043,8 @@ def test_no_release_the_search_finds_is_refused_by_the_checker(data):
     """Small random tables (missing values, repeated people) through every search, model
     and option: what the search finds, the checker passes (four releases were refused: the
     top node with a missing sensitive value, recovered records against a model of the
-    whole table or sized to the remainder, a person key's domain)."""
+    whole table or sized to the remainder, a person key's domain, Mondrian's groups shown
+    as * in every QI)."""
     n = data.draw(st.integers(2, 30))
     column = lambda values: data.draw(st.lists(st.sampled_from(values), min_size=n,  # noqa: E731
                                                max_size=n))
@@ -1062,7 +1063,8 @@ def test_no_release_the_search_finds_is_refused_by_the_checker(data):
                 models=models, max_suppression=data.draw(st.sampled_from([0.0, 0.0, 0.2, 1.0])),
                 person="pid" if person else None,
                 recode_suppressed=not person and data.draw(st.booleans()))
-    algorithm = data.draw(st.sampled_from(["optimal", "exhaustive", "binary", "heuristic"]))
+    algorithm = data.draw(st.sampled_from(["optimal", "exhaustive", "binary", "heuristic",
+                                           "mondrian"]))
     try:
         result = anonymize(frame, spec, algorithm=algorithm,
                            suppressed=data.draw(st.sampled_from(["drop", "keep"])))

@@ -26,7 +26,7 @@ from blendin.models import dp
 from blendin.people import PersonMask
 from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part, with_cells
 from blendin.search import find
-from blendin.search.mondrian import mondrian, mondrian_utility
+from blendin.search.mondrian import mondrian, mondrian_utility, settle_starred
 from blendin.search.people import check_people, find_people, people_utility
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 
@@ -245,6 +245,8 @@ def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
             fix='use algorithm = "optimal" (--algorithm optimal)')
     p = mondrian(ft, plan.models, relaxed=plan.search.relaxed, sets=plan.search.sets,
                  max_suppression=plan.max_suppression)
+    # a group shown as * in every QI reads as suppressed records (and with them, as one group)
+    p = settle_starred(ft, p, plan.models, missing=plan.missing)
     # the partitions are found on the frequency table; releasing them is a per-batch lookup
     recoder = MondrianRecoder(ft, p, identifiers=plan.removed, missing=plan.missing)
     utility = {k: plain(v) for k, v in mondrian_utility(ft, p).items() if k != "groups"}

@@ -13,6 +13,9 @@ Entry points (what ``bl.anonymize(..., algorithm="mondrian")`` calls):
   quasi-identifier: a numeric range ``37-42`` (``[lo, hi]`` for negative or fractional ends),
   a date range ``2017-01-05..2017-03-02``, the lowest common ancestor in a category's
   hierarchy (or, with ``sets=True``, the set ``{a,b}``); one value shows as itself.
+- :func:`settle_starred` ``(ft, partitioning, models, *, missing="")``: the
+  partitioning as a release can show it: groups whose every label is ``*`` read as
+  suppressed records, so where that reading breaks a model they are suppressed.
 - :func:`mondrian_utility` ``(ft, partitioning, *, sets=None) -> dict``: loss, gcp (mean
   NCP, Xu et al., KDD 2006), precision, entropy, discernibility, aecs as
   :mod:`blendin.metrics` defines them, and the number of groups.
@@ -38,7 +41,7 @@ import numpy as np
 
 from blendin.codes import sorted_groups
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable
+from blendin.frequency import Classes, FrequencyTable, SensitiveDomain
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.metrics import categorical_loss, class_metrics
 from blendin.models import PrivacyModel
@@ -48,6 +51,7 @@ __all__ = [
     "group_labels",
     "mondrian",
     "mondrian_utility",
+    "settle_starred",
 ]
 
 
@@ -545,6 +549,85 @@ def _sets(ft: FrequencyTable, p: Partitioning, kept: np.ndarray, d: int,
     wanted = np.flatnonzero(many)
     return np.array(["{" + ",".join(members[bounds[i]:bounds[i + 1]]) + "}" for i in wanted],
                     dtype=object)
+
+
+def settle_starred(ft: FrequencyTable, p: Partitioning, models: Sequence[PrivacyModel], *,
+                   missing: str = "") -> Partitioning:
+    """``p`` with its groups whose every label is ``*`` suppressed, where a release would
+    otherwise break a model on a sensitive attribute.
+
+    Nothing in a release tells such a group from suppressed records: its rows and the
+    suppressed records (their sensitive values empty, that is ``missing``) form one group
+    anyone can read, which the checker holds to every sensitive model (docs/spec.md; a
+    release is checked with its suppressed records, whether it keeps or drops them). Where
+    that group fails (or a hierarchy of its values lacks the empty value), the starred
+    groups are suppressed too and show no values; the records suppressed may then pass
+    ``max_suppression``, as those rows showed ``*`` already.
+
+    >>> import pandas as pd
+    >>> from blendin.models import DistinctLDiversity
+    >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"], ["x", "*"], ["y", "*"]])
+    >>> df = pd.DataFrame({"sex": list("fffmmxy"), "dx": list("abcabaa")})
+    >>> ft = FrequencyTable.from_table(df, {"sex": sex}, ["dx"])
+    >>> p = Partitioning(np.array([0, 1, 1, -1]), 2)  # f; m and x; y suppressed
+    >>> [labels.tolist() for labels in group_labels(ft, p)]
+    [['f', '*']]
+    >>> l3 = [DistinctLDiversity("dx", 3)]
+    >>> settle_starred(ft, p, l3).group_of_tuple.tolist()  # a, b, a and y's empty dx
+    [0, 1, 1, -1]
+    >>> p = Partitioning(np.array([0, 1, 1, 1]), 2)  # y too: a, b, a, a
+    >>> settle_starred(ft, p, l3).group_of_tuple.tolist()
+    [0, -1, -1, -1]
+    """
+    sensitive = [m for m in models if m.attribute is not None]
+    if not sensitive or not p.n_groups:
+        return p
+    starred = np.ones(p.n_groups, bool)  # no QI at all: every row reads as suppressed
+    for labels in group_labels(ft, p):
+        starred &= labels == SUPPRESSED
+    if not starred.any() or _starred_hold(ft, p, starred, sensitive, missing):
+        return p
+    group = p.group_of_tuple
+    dropped = (group >= 0) & starred[np.maximum(group, 0)]
+    renumber = np.cumsum(~starred) - 1
+    return replace(p, group_of_tuple=np.where(dropped | (group < 0), -1,
+                                              renumber[np.maximum(group, 0)]),
+                   n_groups=int((~starred).sum()))
+
+
+def _starred_hold(ft: FrequencyTable, p: Partitioning, starred: np.ndarray,
+                  models: Sequence[PrivacyModel], missing: str) -> bool:
+    """Do the starred groups, with the suppressed records as missing values, meet the
+    ``models`` as one class?"""
+    group = p.group_of_tuple
+    members = np.flatnonzero((group >= 0) & starred[np.maximum(group, 0)])
+    one = _classes(ft, members, np.zeros(len(members), np.int64), 1)
+    hidden = p.suppressed(ft)
+    if hidden:
+        histograms, domains = {}, dict(ft.domains)
+        for name, hist in one.histograms.items():
+            widened = _with_value(ft.domains[name], missing)
+            if widened is None:
+                return False
+            domains[name], at = widened
+            histograms[name] = np.zeros((1, len(domains[name].labels)), np.int64)
+            histograms[name][:, :hist.shape[1]] = hist
+            histograms[name][0, at] += hidden
+        one = Classes(one.sizes + hidden, histograms, domains)
+    return all(np.asarray(m.holds(one), dtype=bool).all() for m in models)
+
+
+def _with_value(domain: SensitiveDomain, value: str) -> tuple[SensitiveDomain, int] | None:
+    """``domain`` holding ``value`` (appended, none of the table's records having it, as the
+    checker adds a value the input lacks) and its index; None where a hierarchy serves the
+    domain and lacks the value."""
+    at = np.flatnonzero(np.asarray(domain.labels).astype(str) == value)
+    if len(at):
+        return domain, int(at[0])
+    if domain.hierarchy is not None:
+        return None
+    return replace(domain, labels=np.append(domain.labels, value).astype(object),
+                   overall=np.append(domain.overall, 0)), len(domain.labels)
 
 
 # --------------------------------------------------------------------------------------------
