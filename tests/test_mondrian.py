@@ -311,9 +311,10 @@ SENSITIVE_MODELS = [
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_no_mondrian_release_is_refused_by_the_checker(data):
-    """Small random tables with missing values, through Mondrian with a model on a
-    sensitive attribute, suppression and both ways of releasing suppressed records: the
-    checker passes what Mondrian releases (groups shown as * in every QI were refused)."""
+    """Small random tables with missing values, through Mondrian (strict or relaxed, labels
+    or sets) with a model on a sensitive attribute, suppression and both ways of releasing
+    suppressed records: the checker passes what Mondrian releases (groups shown as * in
+    every QI were refused)."""
     from blendin.anonymize import anonymize
     from blendin.hierarchy.flat import flat
     from blendin.hierarchy.intervals import intervals
@@ -332,7 +333,8 @@ def test_no_mondrian_release_is_refused_by_the_checker(data):
     spec = Spec(quasi_identifiers={q: h for q, h in qis.items() if q in chosen},
                 sensitive=["dx"], max_suppression=data.draw(st.sampled_from([0.1, 0.5, 1])),
                 models=[KAnonymity(data.draw(st.integers(1, 4))),
-                        data.draw(st.sampled_from(SENSITIVE_MODELS))()])
+                        data.draw(st.sampled_from(SENSITIVE_MODELS))()],
+                relaxed=data.draw(st.booleans()), sets=data.draw(st.booleans()))
     try:
         result = anonymize(df, spec, algorithm="mondrian",
                            suppressed=data.draw(st.sampled_from(["drop", "keep"])))
@@ -430,11 +432,14 @@ def test_random_releases_meet_every_model(case):
     everything = Counter(df["dx"])
     root_ok = (len(df) >= case["k"] and (not case["l"] or len(everything) >= case["l"]))
     try:
-        p = mondrian(ft, models, relaxed=case["relaxed"], max_suppression=case["suppression"])
+        p = mondrian(ft, models, relaxed=case["relaxed"], max_suppression=case["suppression"],
+                     sets=case["sets"])
     except BlendinError:
         assert not root_ok or case["extra"] in ("entropy", "recursive")
         return
     assert root_ok
+    assert p.suppressed(ft) <= case["suppression"] * len(df) + 1e-9
+    p = settle_starred(ft, p, models)  # as a release reads groups shown as * everywhere
     out = mondrian_release(df, ft, p, sets=case["sets"], group_column="group").to_pylist()
     source = df.to_dict("records")
     assert len(out) == len(source)
@@ -449,7 +454,6 @@ def test_random_releases_meet_every_model(case):
         else:
             members[rel["group"]].append((orig, rel))
     n_sup = sum(r["group"] is None for r in out)
-    assert n_sup <= case["suppression"] * len(df) + 1e-9
     assert sorted(members) == list(range(1, p.n_groups + 1))
     spans = {"age": max(int(a) for a in df["age"]) - min(int(a) for a in df["age"]),
              "day": max((dt.date.fromisoformat(d) - EPOCH).days for d in df["day"])
