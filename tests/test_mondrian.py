@@ -246,9 +246,10 @@ STARRED = pd.DataFrame({
 def test_a_group_shown_as_star_everywhere_is_read_with_the_suppressed_records(suppressed,
                                                                               monkeypatch):
     """A group whose every label is ``*`` looks like suppressed records: with them it is one
-    group anyone can read. Here that group (d1 five times, and three empty values where no
-    input record is empty) breaks beta-likeness, so the group is suppressed too, past the
-    limit of 5 records (the checker had refused the release as a bug)."""
+    group anyone can read. Here that group (three records, and the empty values of five
+    suppressed ones where no input record is empty) breaks beta-likeness, so the group is
+    suppressed too, past the limit of 5 records (the checker had refused the release as a
+    bug), and the result says so."""
     from blendin.anonymize import anonymize
     from blendin.hierarchy.flat import flat
     from blendin.hierarchy.intervals import intervals
@@ -263,6 +264,10 @@ def test_a_group_shown_as_star_everywhere_is_read_with_the_suppressed_records(su
     shown = result.data[~(result.data[list(qis)] == "*").all(axis=1)]
     assert len(shown) == 3 and sorted(shown.dx) == ["d1", "d1", "d2"]
     assert result.data.dx.isna().sum() == len(result.data) - 3
+    assert result.warnings == [
+        "3 more records were suppressed (72.73% in all, past max_suppression of 50%): "
+        "Mondrian's groups that show * in every quasi-identifier read as suppressed records, "
+        "and with them broke a model on a sensitive attribute"]
     search = importlib.import_module("blendin.anonymize.search")
     monkeypatch.setattr(search, "settle_starred", lambda ft, p, models, **_: p)
     with pytest.raises(BlendinError, match="show their sensitive values"):

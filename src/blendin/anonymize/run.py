@@ -222,7 +222,7 @@ def anonymize(
         algorithm_reason=getattr(found, "reason", ""),
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
         recoded_parts=outcome.parts, cells=outcome.cells, cell_records=outcome.cell_records,
-        short_records=outcome.short_records, transformed=applied)
+        short_records=outcome.short_records, transformed=applied, notes=outcome.notes)
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)

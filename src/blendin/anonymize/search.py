@@ -26,7 +26,7 @@ from blendin.models import dp
 from blendin.people import PersonMask
 from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part, with_cells
 from blendin.search import find
-from blendin.search.mondrian import mondrian, mondrian_utility, settle_starred
+from blendin.search.mondrian import Partitioning, mondrian, mondrian_utility, settle_starred
 from blendin.search.people import check_people, find_people, people_utility
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 
@@ -55,6 +55,8 @@ class Outcome:
     cells: dict[str, int] | None = None
     cell_records: int = 0
     short_records: int = 0
+    #: what the user should know of how the algorithm came to its release
+    notes: list[str] = field(default_factory=list)
 
 
 FULL_DOMAIN = ("auto", "optimal", "heuristic", "exhaustive", "binary", "datafly")
@@ -243,14 +245,26 @@ def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
             "Mondrian does not work with event-level quasi-identifiers (values that vary "
             f"within a person: {', '.join(plan.people.event_level)})",
             fix='use algorithm = "optimal" (--algorithm optimal)')
-    p = mondrian(ft, plan.models, relaxed=plan.search.relaxed, sets=plan.search.sets,
-                 max_suppression=plan.max_suppression)
+    found = mondrian(ft, plan.models, relaxed=plan.search.relaxed, sets=plan.search.sets,
+                     max_suppression=plan.max_suppression)
     # a group shown as * in every QI reads as suppressed records (and with them, as one group)
-    p = settle_starred(ft, p, plan.models, missing=plan.missing)
+    p = settle_starred(ft, found, plan.models, missing=plan.missing)
     # the partitions are found on the frequency table; releasing them is a per-batch lookup
     recoder = MondrianRecoder(ft, p, identifiers=plan.removed, missing=plan.missing)
     utility = {k: plain(v) for k, v in mondrian_utility(ft, p).items() if k != "groups"}
-    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility)
+    notes = [] if p is found else [_settled_note(plan, found, p)]
+    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility, notes=notes)
+
+
+def _settled_note(plan: Plan, found: Partitioning, settled: Partitioning) -> str:
+    unit = "records" if plan.people is None else "people"
+    extra = settled.suppressed(plan.ft) - found.suppressed(plan.ft)
+    share = settled.suppressed(plan.ft) / max(plan.ft.n_records, 1)
+    past = (f" ({100 * share:.2f}% in all, past max_suppression of "
+            f"{100 * plan.max_suppression:g}%)" if share > plan.max_suppression else "")
+    return (f"{extra:,} more {unit} were suppressed{past}: Mondrian's groups that show * in "
+            "every quasi-identifier read as suppressed records, and with them broke a model "
+            "on a sensitive attribute")
 
 
 #: algorithms that are not a full-domain lattice search; everything else goes to find()
