@@ -36,7 +36,7 @@ from blendin.groupby import distinct_tuples
 from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
-from blendin.models import IndividualRisk, PrivacyModel
+from blendin.models import IndividualRisk, KAnonymity, PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
@@ -474,6 +474,7 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         rows = int(row_counts.sum()), int(row_counts[starred].sum())
         distinct, by_person, signature = per_person(distinct, spec.person, qis, sensitive,
                                                     spec.missing)
+        enough_people(spec.models, by_person.people, rows[0], spec.person)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
@@ -707,6 +708,26 @@ def model_name(model: PrivacyModel) -> str:
     attribute = params.pop("attribute", None)
     parts = ([attribute] if attribute else []) + [f"{k}={v}" for k, v in params.items()]
     return f"{model.key} ({', '.join(parts)})" if parts else model.key
+
+
+def enough_people(models: Sequence[PrivacyModel], people: int, records: int,
+                  person: str) -> None:
+    """With a person key k counts people: say so where there are fewer than k (the
+    model's own check would call them records).
+
+    >>> from blendin.models import KAnonymity
+    >>> try:
+    ...     enough_people([KAnonymity(2)], 1, 3, "pid")
+    ... except BlendinError as error:
+    ...     print(error.problem)
+    k-anonymity: k = 2 is larger than the number of people: 1 in 3 records (person key 'pid')
+    """
+    k = max((m.k for m in models if isinstance(m, KAnonymity)), default=0)
+    if k > people:
+        raise BlendinError(
+            f"k-anonymity: k = {k} is larger than the number of people: {people:,} in "
+            f"{records:,} records (person key {person!r})",
+            fix=f"choose k <= {people:,}, or check the person key")
 
 
 def _evaluate(models, classes: Classes, records: int, domains, people=None):

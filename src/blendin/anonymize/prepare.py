@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from blendin.check import enough_people
 from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
@@ -139,6 +140,8 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
         ft = FrequencyTable.from_distinct(distinct, hierarchies, list(spec.sensitive),
                                           sensitive_hierarchies=sensitive_hierarchies)
         n, domains = ft.n_records, ft.domains
+    if people is not None:
+        enough_people(spec.models, people.people, people.records, spec.person)
     for model in spec.models:
         model.validate(n, domains)
     plan = Plan.of(spec, source, engine, ft, hierarchies, sensitive_hierarchies,
