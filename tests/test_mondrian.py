@@ -15,11 +15,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blendin.anonymize import anonymize
 from blendin.engines.kernels import group_of_rows, mondrian_release, mondrian_release_batches
 from blendin.errors import BlendinError
 from blendin.frequency import FrequencyTable
 from blendin.hierarchy.arx import from_csv
 from blendin.hierarchy.core import Hierarchy
+from blendin.hierarchy.flat import flat
+from blendin.hierarchy.intervals import intervals
+from blendin.hierarchy.masking import masking
 from blendin.models import (
     BetaLikeness,
     DeltaDisclosure,
@@ -36,6 +40,7 @@ from blendin.search.mondrian import (
     mondrian_utility,
     settle_starred,
 )
+from blendin.spec import Spec
 
 EPOCH = dt.date(1970, 1, 1)
 TREE = {"civ": "Married", "AF": "Married", "never": "Single", "div": "Single",
@@ -250,12 +255,6 @@ def test_a_group_shown_as_star_everywhere_is_read_with_the_suppressed_records(su
     suppressed ones where no input record is empty) breaks beta-likeness, so the group is
     suppressed too, past the limit of 5 records (the checker had refused the release as a
     bug), and the result says so."""
-    from blendin.anonymize import anonymize
-    from blendin.hierarchy.flat import flat
-    from blendin.hierarchy.intervals import intervals
-    from blendin.hierarchy.masking import masking
-    from blendin.spec import Spec
-
     qis = {"t": flat(), "z": masking(), "age": intervals(10, 50)}
     spec = Spec(quasi_identifiers=qis, sensitive=["dx"],
                 models=[KAnonymity(1), BetaLikeness("dx", 1.0)], max_suppression=0.5)
@@ -277,10 +276,6 @@ def test_a_group_shown_as_star_everywhere_is_read_with_the_suppressed_records(su
 def test_a_group_shown_as_star_everywhere_that_holds_with_them_is_kept():
     """b and c pool into a group shown as ``*``; with no records suppressed it meets the
     models alone and keeps its values."""
-    from blendin.anonymize import anonymize
-    from blendin.hierarchy.flat import flat
-    from blendin.spec import Spec
-
     df = pd.DataFrame({"t": list("aaaaaaabc"), "dx": ["d1"] * 6 + ["d2", "", "d1"]})
     spec = Spec(quasi_identifiers={"t": flat()}, sensitive=["dx"],
                 models=[KAnonymity(1), DistinctLDiversity("dx", 2)])
@@ -320,12 +315,6 @@ def test_no_mondrian_release_is_refused_by_the_checker(data):
     or sets) with a model on a sensitive attribute, suppression and both ways of releasing
     suppressed records: the checker passes what Mondrian releases (groups shown as * in
     every QI were refused)."""
-    from blendin.anonymize import anonymize
-    from blendin.hierarchy.flat import flat
-    from blendin.hierarchy.intervals import intervals
-    from blendin.hierarchy.masking import masking
-    from blendin.spec import Spec
-
     n = data.draw(st.integers(1, 40))
     column = lambda values: data.draw(st.lists(values, min_size=n, max_size=n))  # noqa: E731
     df = pd.DataFrame({"t": column(st.sampled_from(["a", "b", "c", "", None])),
@@ -488,7 +477,6 @@ def checker_accepts(out, hierarchies, models, original):
     engines write it (suppressed rows show no diagnosis), the classes compared with the
     input's distribution."""
     from blendin.check import check
-    from blendin.spec import Spec
 
     table = pd.DataFrame(out)
     table["dx"] = table["dx"].where(table["group"].notna(), None)
@@ -535,7 +523,6 @@ def test_adult_mondrian_beats_optimal_full_domain():
 def test_adult_release_passes_the_checker():
     df, ft = adult_table()
     from blendin.check import check
-    from blendin.spec import Spec
 
     models = [KAnonymity(5), DistinctLDiversity("occupation", 3)]
     p = mondrian(ft, models)

@@ -585,22 +585,21 @@ def settle_starred(ft: FrequencyTable, p: Partitioning, models: Sequence[Privacy
     starred = np.ones(p.n_groups, bool)  # no QI at all: every row reads as suppressed
     for labels in group_labels(ft, p):
         starred &= labels == SUPPRESSED
-    if not starred.any() or _starred_hold(ft, p, starred, sensitive, missing):
+    group = np.maximum(p.group_of_tuple, 0)
+    on_star = (p.group_of_tuple >= 0) & starred[group]  # per tuple
+    if not on_star.any() or _starred_hold(ft, p, on_star, sensitive, missing):
         return p
-    group = p.group_of_tuple
-    dropped = (group >= 0) & starred[np.maximum(group, 0)]
     renumber = np.cumsum(~starred) - 1
-    return replace(p, group_of_tuple=np.where(dropped | (group < 0), -1,
-                                              renumber[np.maximum(group, 0)]),
+    return replace(p, group_of_tuple=np.where(on_star | (p.group_of_tuple < 0), -1,
+                                              renumber[group]),
                    n_groups=int((~starred).sum()))
 
 
-def _starred_hold(ft: FrequencyTable, p: Partitioning, starred: np.ndarray,
+def _starred_hold(ft: FrequencyTable, p: Partitioning, on_star: np.ndarray,
                   models: Sequence[PrivacyModel], missing: str) -> bool:
-    """Do the starred groups, with the suppressed records as missing values, meet the
+    """Do the tuples ``on_star``, with the suppressed records as missing values, meet the
     ``models`` as one class?"""
-    group = p.group_of_tuple
-    members = np.flatnonzero((group >= 0) & starred[np.maximum(group, 0)])
+    members = np.flatnonzero(on_star)
     one = _classes(ft, members, np.zeros(len(members), np.int64), 1)
     hidden = p.suppressed(ft)
     if hidden:
