@@ -251,6 +251,44 @@ def test_output_table_rules(db, tmp_path):
     assert multiset(written.table) == multiset(result.table)
 
 
+def test_no_spelling_of_the_input_is_replaced(db):
+    # the database resolves the output's name: DuckDB reads "PATIENTS" as patients; a
+    # query or a view reads the table under it, even where its plan proves it empty
+    df = table()
+    db.put("patients", df)
+    spec = spec_for(df)
+    if db.name == "duckdb":
+        with duckdb.connect(str(db.path)) as con:
+            con.sql('CREATE VIEW "older" AS SELECT * FROM patients WHERE age > 30')
+    else:
+        import psycopg
+
+        with psycopg.connect(db.url, autocommit=True) as con:
+            con.execute('CREATE VIEW "older" AS SELECT * FROM patients WHERE age > 30')
+    refused = [({"table": "patients"}, "patients", "is the input table"),
+               ({"table": "older"}, "patients", 'is read by table "older"'),
+               ({"query": 'SELECT * FROM "patients" WHERE age > 30'}, "patients",
+                "is read by the query"),
+               ({"query": 'SELECT * FROM "patients" WHERE false'}, "patients",
+                "is read by the query"),
+               ({"query": 'WITH x AS (SELECT * FROM "older") SELECT * FROM x'}, "patients",
+                "is read by the query")]
+    if db.name == "duckdb":
+        refused += [({"table": "patients"}, "PATIENTS", "is the input table"),
+                    ({"table": "PATIENTS"}, "Patients", "is the input table"),
+                    ({"query": 'SELECT * FROM "older"'}, "Patients", "is read by the query")]
+    for source, output_table, why in refused:
+        with pytest.raises(BlendinError, match=why):
+            anonymize(db.url, spec, output_table=output_table, replace=True, **source)
+    assert multiset(db.read("patients")) == multiset(df)
+    if db.name == "postgres":  # quoted names keep their case there: another table
+        anonymize(db.url, spec, table="patients", output_table="PATIENTS")
+        assert sorted(db.tables()) == ["PATIENTS", "patients"]
+    else:
+        anonymize(db.url, spec, table="PATIENTS", output_table="release")
+        assert sorted(db.tables()) == ["older", "patients", "release"]
+
+
 def test_row_and_class_numbers_refused_before_any_work(db):
     df = table()
     db.put("patients", df)
@@ -822,6 +860,9 @@ def test_related_tables_in_the_database_are_checked_first(db):
     with pytest.raises(BlendinError, match="has 1 people on two rows or more"):
         anonymize(db.url, spec_of(2, 0.5), output=db.url, output_table="{table}_r")
     assert "visits_r" not in db.tables()
+    with pytest.raises(BlendinError, match="'patients' is an input table"):
+        anonymize(db.url, spec_of(2, 0.5), output=db.url, output_table="{table}",
+                  replace=True)
 
 
 def test_related_tables_in_the_database_from_the_cli(db, tmp_path):

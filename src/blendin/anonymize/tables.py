@@ -19,7 +19,7 @@ from blendin.anonymize.result import Result
 from blendin.engines.databases import is_database
 from blendin.engines.embedded import BatchWriter
 from blendin.engines.related_sql import check_keys, number_people, split_query, stack_query
-from blendin.engines.sql import SqlSource, TableRef, database, run_name
+from blendin.engines.sql import SqlSource, TableRef, check_replaced, database, run_name
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow
 from blendin.related import (
@@ -172,16 +172,12 @@ def _related_outputs(db, stacked, spec: Spec, output, output_table: str | None,
                                f"release is {len(stacked.names)} tables",
                                fix='put {table} in the name, e.g. --output-table '
                                    '"{table}_release"')
+        read = frozenset().union(*(db.reads(f"SELECT * FROM {db.table(name, schema)}")
+                                   for name in stacked.names))
         targets = {}
         for name in stacked.names:
             target = output_table.replace("{table}", name)
-            if target in stacked.names:
-                raise BlendinError(f"the output table {target!r} is an input table",
-                                   fix="give another --output-table: the input is never "
-                                       "replaced")
-            if db.exists(target, schema) and not replace:
-                raise BlendinError(f"{db.name} already has a table {target!r}",
-                                   fix="give another --output-table, or --force to replace it")
+            check_replaced(db, read, target, schema, replace, "an input table")
             targets[name] = db.table(target, schema)
         return targets, None
     if output is None or is_database(output):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
 import os
 import re
 import threading
@@ -195,11 +196,20 @@ class Database:
         raise NotImplementedError
 
     def exists(self, name: str, schema: str | None = None) -> bool:
-        """Whether table ``name`` is in ``schema`` (by default the current one)."""
-        mark = self.mark
-        return bool(self.scalar(
-            f"SELECT count(*) FROM information_schema.tables WHERE table_name = {mark} "
-            f"AND table_schema = coalesce({mark}, current_schema())", [name, schema]))
+        """Whether table (or view) ``name`` is in ``schema`` (by default the database's
+        search path)."""
+        return self.resolve(name, schema) is not None
+
+    def resolve(self, name: str, schema: str | None = None) -> str | None:
+        """The table (or view) that ``name`` in ``schema`` names, as the database resolves
+        it (quoted and qualified alike whatever the spelling), or None where none is."""
+        raise NotImplementedError
+
+    def reads(self, sql: str) -> frozenset[str]:
+        """The tables the ``SELECT`` ``sql`` reads (a view's: the tables under it), each
+        as the database resolves its name, quoted and qualified alike whatever the
+        spelling: two names of one table give one entry."""
+        raise NotImplementedError
 
     @contextmanager
     def transaction(self, read_only: bool = False, rollback: bool = False,
@@ -321,6 +331,37 @@ class DuckDB(Database):
         except duckdb.Error as error:
             raise BlendinError(f"{self.name}: {str(error).strip()}",
                                fix="check the table, query and columns named") from None
+
+    def resolve(self, name: str, schema: str | None = None) -> str | None:
+        # DuckDB matches names without regard to ASCII case, quoted or not ("PATIENTS"
+        # is patients; "ÄÖ" is not "äö"); its temporary catalog comes first
+        fold = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+        sql = (f"SELECT table_catalog, table_schema, table_name FROM "
+               f"information_schema.tables WHERE {fold.format('table_name')} = "
+               f"{fold.format('?')} AND {fold.format('table_schema')} = "
+               f"{fold.format('coalesce(?, current_schema())')} AND table_catalog IN "
+               f"(current_database(), 'temp') ORDER BY table_catalog = 'temp' DESC")
+        self.log.append(sql)
+        with self._errors():
+            rows = self.connection.sql(sql, params=[name, schema]).fetchall()
+        return ".".join(self.quote(part) for part in rows[0]) if rows else None
+
+    def reads(self, sql: str) -> frozenset[str]:
+        # every plan DuckDB explains, the unoptimized one too: an optimizer may drop the
+        # scan of a table it proves empty (WHERE false)
+        setting = str(self.scalar("SELECT current_setting('explain_output')")).lower()
+        if setting not in ("all", "optimized_only", "physical_only"):
+            raise ValueError(f"explain_output: {setting!r}")  # (set back by its text)
+        self.execute("SET explain_output = 'all'")
+        try:
+            self.log.append(f"EXPLAIN (FORMAT json) {sql}")
+            with self._errors():
+                plans = self.connection.sql(self.log[-1]).fetchall()
+        finally:
+            self.execute(f"SET explain_output = '{setting}'")
+        return frozenset(node["extra_info"]["Table"] for _, plan in plans
+                         for node in _nodes(json.loads(plan), "children")
+                         if "Table" in node.get("extra_info", {}))
 
     def load(self, name: str, table: pa.Table) -> None:
         view = f"{name}_arrow"
@@ -447,6 +488,21 @@ class Postgres(Database):
             for batch in reader:
                 yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
+    def reads(self, sql: str) -> frozenset[str]:
+        # the tables the plan scans (a view's among them), and the tables and views the
+        # statement names: the planner leaves out a scan it proves empty (WHERE false)
+        plan = self.scalar(f"EXPLAIN (FORMAT JSON, VERBOSE) {sql}")
+        scanned = {self.table(node["Relation Name"], node["Schema"])
+                   for node in _nodes(plan, "Plans") if "Relation Name" in node}
+        named = (self.resolve(name, schema) for name, schema in named_tables(sql, self.dialect))
+        return frozenset(scanned.union(n for n in named if n is not None))
+
+    def resolve(self, name: str, schema: str | None = None) -> str | None:
+        found = self.scalar("SELECT json_build_array(c.relname, n.nspname) FROM pg_class c "
+                            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = "
+                            "to_regclass(%s)", [self.table(name, schema)])
+        return None if found is None else self.table(*found)
+
     def load(self, name: str, table: pa.Table) -> None:
         columns = ", ".join(f"{self.quote(f.name)} {PG_NAMES.get(f.type, 'text')}"
                             for f in table.schema)
@@ -464,6 +520,37 @@ class Postgres(Database):
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _nodes(plan, children: str) -> Iterator[dict]:
+    """Every node of an explained plan (JSON: lists and dicts, each node's children under
+    the key ``children``; PostgreSQL's plan under ``Plan``)."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            yield node
+            stack.extend(node.get(key) for key in (children, "Plan") if key in node)
+
+
+def named_tables(sql: str, dialect: str) -> set[tuple[str, str | None]]:
+    """The tables (or views) a statement names, as ``(name, schema)``: not the names of
+    its own ``WITH`` parts, nor names qualified by a database.
+
+    >>> sorted(named_tables('WITH x AS (SELECT * FROM a) SELECT * FROM x, "S"."b"',
+    ...                     "postgres"), key=str)
+    [('a', None), ('b', 'S')]
+    """
+    import sqlglot
+    from sqlglot import exp
+
+    statement = sqlglot.parse_one(sql, read=dialect)
+    parts = {cte.alias_or_name for cte in statement.find_all(exp.CTE)}
+    return {(t.name, t.db or None) for t in statement.find_all(exp.Table)
+            if isinstance(t.this, exp.Identifier) and not t.catalog
+            and not (t.db == "" and t.name in parts)}
 
 
 def _without(text: str, secret: str | None) -> str:

@@ -192,6 +192,20 @@ def check_query(query: str, dialect: str) -> None:
                            fix="give one SELECT ... with --query, or a table with --table")
 
 
+def selected(db: Database, ref: TableRef) -> str:
+    """The ``SELECT`` of ``ref``'s rows: its query (checked to change nothing), or all of
+    its table (which must exist)."""
+    if ref.query is not None:
+        check_query(ref.query, db.dialect)
+        return ref.query.strip().rstrip(";")
+    if not db.exists(ref.table, ref.schema):
+        raise BlendinError(f"{db.name} has no {ref.rows()}",
+                           fix="check the name (and --schema)" + (
+                               "; names are case sensitive" if db.dialect == "postgres"
+                               else ""))
+    return f"SELECT * FROM {db.table(ref.table, ref.schema)}"
+
+
 class SqlSource:
     """A table or a query's rows in a database, as the pipeline's input."""
 
@@ -206,15 +220,7 @@ class SqlSource:
         self._holder: Database | None = None
         #: why no snapshot could be held (a second connection refused), else None
         self.unpinned: str | None = None
-        if ref.query is not None:
-            check_query(ref.query, db.dialect)
-            self.sql = ref.query.strip().rstrip(";")
-        else:
-            if not db.exists(ref.table, ref.schema):
-                raise BlendinError(f"{db.name} has no {ref.rows()}",
-                                   fix="check the name (and --schema); names are case "
-                                   "sensitive")
-            self.sql = f"SELECT * FROM {db.table(ref.table, ref.schema)}"
+        self.sql = selected(db, ref)
         #: each column's values and their keys (:func:`key_of`), as the frequency table's
         #: ``GROUP BY`` read them: what a release maps column by column
         self.domains: dict[str, pa.Table] = {}
@@ -479,13 +485,26 @@ def check_target(source, target: TableRef, replace: bool) -> None:
         raise BlendinError("the release table is written into the database it is read from",
                            fix="give the input's database as the output, or -o FILE.parquet")
     db = database(source)
-    same = (source.table == target.table
-            and (source.schema or None) == (target.schema or None))
-    if same:
-        raise BlendinError(f"the output table {target.table!r} is the input table",
+    own = None if source.query is not None else db.resolve(source.table, source.schema)
+    check_replaced(db, db.reads(selected(db, source)), target.table, target.schema, replace,
+                   f"read by {source.rows()}", own)
+
+
+def check_replaced(db: Database, read: frozenset[str], table: str, schema: str | None,
+                   replace: bool, overlap: str, source: str | None = None) -> None:
+    """Before any work: the output ``table`` is neither the ``source`` table (as
+    :meth:`Database.resolve` gives it) nor one the input ``read``s (the database resolves
+    the names: in DuckDB "PATIENTS" is patients), which ``overlap`` says; an existing
+    one is replaced only when asked."""
+    target = db.resolve(table, schema)
+    if target is None:
+        return
+    if target == source or db.reads(f"SELECT * FROM {target}") & read:
+        what = "the input table" if target == source else overlap
+        raise BlendinError(f"the output table {table!r} is {what}",
                            fix="give another --output-table: the input is never replaced")
-    if db.exists(target.table, target.schema) and not replace:
-        raise BlendinError(f"{db.name} already has a table {target.table!r}",
+    if not replace:
+        raise BlendinError(f"{db.name} already has a table {table!r}",
                            fix="give another --output-table, or --force to replace it")
 
 
