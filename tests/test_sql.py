@@ -289,6 +289,24 @@ def test_no_spelling_of_the_input_is_replaced(db):
         assert sorted(db.tables()) == ["older", "patients", "release"]
 
 
+def test_postgres_refuses_to_replace_a_table_a_view_reads_before_any_work(postgres_url,
+                                                                         pg_conn):
+    # DROP TABLE would refuse it at the end of the run: the run is refused at its start
+    db = PostgresBackend(postgres_url)
+    df = table()
+    db.put("patients", df)
+    db.put("release", df.iloc[:3])
+    pg_conn.execute('CREATE VIEW "latest" AS SELECT * FROM "release"')
+    with pytest.raises(BlendinError, match="rule _RETURN on view latest"):
+        anonymize(db.url, spec_for(df), table="patients", output_table="release",
+                  replace=True)
+    assert len(db.read("release")) == 3
+    assert not [t for t in db.tables() if t.startswith("__blendin")]
+    pg_conn.execute('DROP VIEW "latest"')
+    anonymize(db.url, spec_for(df), table="patients", output_table="release", replace=True)
+    assert len(db.read("release")) > 3
+
+
 def test_row_and_class_numbers_refused_before_any_work(db):
     df = table()
     db.put("patients", df)

@@ -205,6 +205,11 @@ class Database:
         it (quoted and qualified alike whatever the spelling), or None where none is."""
         raise NotImplementedError
 
+    def dependents(self, name: str, schema: str | None = None) -> list[str]:
+        """What would keep table ``name`` from being dropped (a view on it, a foreign key
+        to it), each as the database describes it."""
+        return []
+
     def reads(self, sql: str) -> frozenset[str]:
         """The tables the ``SELECT`` ``sql`` reads (a view's: the tables under it), each
         as the database resolves its name, quoted and qualified alike whatever the
@@ -496,6 +501,15 @@ class Postgres(Database):
                    for node in _nodes(plan, "Plans") if "Relation Name" in node}
         named = (self.resolve(name, schema) for name, schema in named_tables(sql, self.dialect))
         return frozenset(scanned.union(n for n in named if n is not None))
+
+    def dependents(self, name: str, schema: str | None = None) -> list[str]:
+        # a normal dependency on the table itself (a view's rule, another table's foreign
+        # key) makes DROP TABLE refuse; its own indexes and sequences depend automatically
+        described = self.scalar(
+            "SELECT json_agg(DISTINCT pg_describe_object(classid, objid, objsubid)) FROM "
+            "pg_depend WHERE refclassid = 'pg_class'::regclass AND refobjid = "
+            "to_regclass(%s) AND deptype = 'n'", [self.table(name, schema)])
+        return sorted(described or [])
 
     def resolve(self, name: str, schema: str | None = None) -> str | None:
         found = self.scalar("SELECT json_build_array(c.relname, n.nspname) FROM pg_class c "

@@ -506,6 +506,11 @@ def check_replaced(db: Database, read: frozenset[str], table: str, schema: str |
     if not replace:
         raise BlendinError(f"{db.name} already has a table {table!r}",
                            fix="give another --output-table, or --force to replace it")
+    keeping = db.dependents(table, schema)
+    if keeping:
+        raise BlendinError(f"the output table {table!r} cannot be replaced while these "
+                           f"depend on it: {', '.join(keeping)}",
+                           fix="give another --output-table, or drop what depends on it")
 
 
 def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequence[str] = ()
