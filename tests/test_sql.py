@@ -307,6 +307,45 @@ def test_postgres_refuses_to_replace_a_table_a_view_reads_before_any_work(postgr
     assert len(db.read("release")) > 3
 
 
+def test_a_duckdb_connection_is_a_database_and_a_relation_is_rows():
+    df = table()
+    spec = spec_for(df)
+    con = duckdb.connect()
+    con.register("frame", df)
+    con.sql("CREATE TABLE patients AS SELECT * FROM frame")
+    con.unregister("frame")
+    con.sql("SET explain_output = 'optimized_only'")  # the caller's, and left so
+    result = anonymize(con, spec, table="patients", output_table="release")
+    assert multiset(con.sql("SELECT * FROM release").df()) == multiset(anonymize(df, spec).data)
+    assert result.records == len(df)
+    assert con.sql("SELECT current_setting('explain_output')").fetchall() == [
+        ("optimized_only",)]
+    older = con.sql("SELECT * FROM patients WHERE age > 30")
+    ours, theirs = anonymize(older, spec), anonymize(df[df.age > 30], spec)
+    assert ours.levels == theirs.levels and multiset(ours.data) == multiset(theirs.data)
+    assert check(ours.data, spec).passed
+    assert risk(older, "age,sex,zip").records == int((df.age > 30).sum())
+    with pytest.raises(BlendinError, match="a DuckDB relation is rows"):
+        anonymize(older, spec, table="patients")
+    con.close()
+
+
+def test_a_sqlalchemy_engine_is_read_as_its_url(postgres_url, pg_conn):
+    import sqlalchemy
+
+    df = table()
+    db = PostgresBackend(postgres_url)
+    db.put("patients", df)
+    engine = sqlalchemy.create_engine(postgres_url.replace("postgresql://",
+                                                          "postgresql+psycopg://"))
+    anonymize(engine, spec_for(df), table="patients", output_table="release")
+    assert multiset(db.read("release")) == multiset(anonymize(df, spec_for(df)).data)
+    password = sqlalchemy.make_url(postgres_url).password
+    with pytest.raises(BlendinError) as refused:
+        anonymize(engine, spec_for(df), table="absent")
+    assert "no table" in str(refused.value) and password not in str(refused.value)
+
+
 def test_row_and_class_numbers_refused_before_any_work(db):
     df = table()
     db.put("patients", df)

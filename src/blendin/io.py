@@ -61,7 +61,8 @@ XLSX_MAX_ROWS = 1_048_576
 
 
 def to_arrow(data) -> pa.Table:
-    """A pyarrow Table from a pandas or polars DataFrame or a pyarrow Table.
+    """A pyarrow Table from a pandas or polars DataFrame, a pyarrow Table, or a query's rows
+    (a polars LazyFrame, a DuckDB relation: run once, here).
 
     >>> import pandas as pd
     >>> to_arrow(pd.DataFrame({"a": [1, 2]})).num_rows
@@ -83,9 +84,12 @@ def to_arrow(data) -> pa.Table:
         if type(data).__name__ == "LazyFrame":
             data = data.collect()  # a query: run it once, here
         return data.to_arrow()
+    if module in ("duckdb", "_duckdb") and type(data).__name__ == "DuckDBPyRelation":
+        return data.to_arrow_table()
     raise BlendinError(
         f"cannot read a {type(data).__name__} as a table",
-        fix="pass a pandas or polars DataFrame, a pyarrow Table, or a file path",
+        fix="pass a pandas or polars DataFrame, a pyarrow Table, a DuckDB relation, or a "
+            "file path",
     )
 
 

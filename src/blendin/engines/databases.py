@@ -41,8 +41,9 @@ DUCKDB_SUFFIXES = (".duckdb", ".ddb")
 
 
 def is_database(data) -> bool:
-    """True for a database URL, a ``.duckdb`` file, a DuckDB connection or relation, or a
-    SQLAlchemy engine (told by name: none of them need be installed).
+    """True for a database URL, a ``.duckdb`` file, a DuckDB connection, or a SQLAlchemy
+    engine (told by name: none of them need be installed). A DuckDB relation is rows, read
+    once as Arrow (:func:`blendin.io.to_arrow`), as a polars LazyFrame is.
 
     >>> is_database("postgresql://me@db/hospital"), is_database("data.csv")
     (True, False)
@@ -53,7 +54,7 @@ def is_database(data) -> bool:
         return scheme in URL_SCHEMES or text.lower().endswith(DUCKDB_SUFFIXES)
     kind = type(data)
     return (kind.__module__.startswith(("duckdb", "_duckdb"))
-            and kind.__name__ in ("DuckDBPyConnection", "DuckDBPyRelation")
+            and kind.__name__ == "DuckDBPyConnection"
             or kind.__name__ == "Engine" and kind.__module__.startswith("sqlalchemy"))
 
 
@@ -65,8 +66,9 @@ def connect(target, *, password_env: str | None = None,
     kind = type(target)
     if kind.__module__.startswith(("duckdb", "_duckdb")):
         if kind.__name__ == "DuckDBPyRelation":
-            raise BlendinError("a DuckDB relation is read through its connection",
-                               fix="pass the connection and the relation's SQL as query=")
+            raise BlendinError("a DuckDB relation is rows, not a database to read a table of",
+                               fix="pass the relation alone, or its connection with "
+                               "query=relation.sql_query()")
         return DuckDB(target, "the DuckDB connection")
     if kind.__name__ == "Engine" and kind.__module__.startswith("sqlalchemy"):
         target = target.url.render_as_string(hide_password=False)
