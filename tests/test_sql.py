@@ -327,6 +327,13 @@ def test_a_duckdb_connection_is_a_database_and_a_relation_is_rows():
     assert risk(older, "age,sex,zip").records == int((df.age > 30).sum())
     with pytest.raises(BlendinError, match="a DuckDB relation is rows"):
         anonymize(older, spec, table="patients")
+    # names resolved along the connection's search path, as DuckDB resolves them
+    con.sql("CREATE SCHEMA ward")
+    con.sql("SET search_path = 'ward,main'")
+    with pytest.raises(BlendinError, match="is read by the query"):
+        anonymize(con, spec, query="SELECT * FROM patients", output_table="PATIENTS",
+                  replace=True)
+    assert con.sql("SELECT count(*) FROM main.patients").fetchall() == [(len(df),)]
     con.close()
 
 

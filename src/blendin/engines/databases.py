@@ -341,16 +341,24 @@ class DuckDB(Database):
 
     def resolve(self, name: str, schema: str | None = None) -> str | None:
         # DuckDB matches names without regard to ASCII case, quoted or not ("PATIENTS"
-        # is patients; "ÄÖ" is not "äö"); its temporary catalog comes first
-        fold = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+        # is patients; "ÄÖ" is not "äö"); an unqualified name is looked up in its
+        # temporary catalog first, then along the search path
+        def fold(text: str) -> str:
+            return f"translate({text}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', " \
+                   "'abcdefghijklmnopqrstuvwxyz')"
+
+        path = (f"CASE WHEN ? IS NOT NULL THEN [{fold('?')}] WHEN len(current_schemas(false))"
+                f" = 0 THEN [{fold('current_schema()')}] ELSE list_transform("
+                f"current_schemas(false), lambda s: {fold('s')}) END")
+        place = f"list_position(path, {fold('table_schema')})"
         sql = (f"SELECT table_catalog, table_schema, table_name FROM "
-               f"information_schema.tables WHERE {fold.format('table_name')} = "
-               f"{fold.format('?')} AND {fold.format('table_schema')} = "
-               f"{fold.format('coalesce(?, current_schema())')} AND table_catalog IN "
-               f"(current_database(), 'temp') ORDER BY table_catalog = 'temp' DESC")
+               f"information_schema.tables, (SELECT {path} AS path, ? IS NULL AS bare) WHERE "
+               f"{fold('table_name')} = {fold('?')} AND (table_catalog = current_database() "
+               f"AND {place} IS NOT NULL OR table_catalog = 'temp' AND bare) "
+               f"ORDER BY table_catalog = 'temp' DESC, {place}")
         self.log.append(sql)
         with self._errors():
-            rows = self.connection.sql(sql, params=[name, schema]).fetchall()
+            rows = self.connection.sql(sql, params=[schema, schema, schema, name]).fetchall()
         return ".".join(self.quote(part) for part in rows[0]) if rows else None
 
     def reads(self, sql: str) -> frozenset[str]:
