@@ -491,16 +491,16 @@ def check_target(source, target: TableRef, replace: bool) -> None:
 
 
 def check_replaced(db: Database, read: frozenset[str], table: str, schema: str | None,
-                   replace: bool, overlap: str, source: str | None = None) -> None:
-    """Before any work: the output ``table`` is neither the ``source`` table (as
+                   replace: bool, overlap: str, input_table: str | None = None) -> None:
+    """Before any work: the output ``table`` is neither the ``input_table`` (as
     :meth:`Database.resolve` gives it) nor one the input ``read``s (the database resolves
     the names: in DuckDB "PATIENTS" is patients), which ``overlap`` says; an existing
-    one is replaced only when asked."""
+    one is replaced only when asked, and only where nothing depends on it."""
     target = db.resolve(table, schema)
     if target is None:
         return
-    if target == source or db.reads(f"SELECT * FROM {target}") & read:
-        what = "the input table" if target == source else overlap
+    if target == input_table or db.reads(f"SELECT * FROM {target}") & read:
+        what = "the input table" if target == input_table else overlap
         raise BlendinError(f"the output table {table!r} is {what}",
                            fix="give another --output-table: the input is never replaced")
     if not replace:
