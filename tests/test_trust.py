@@ -1248,3 +1248,23 @@ def test_check_counts_empty_cells_apart_from_the_missing_label(tmp_path):
     assert "3 x '?' (the missing label), 2 empty" in text and "counted apart" in text
     result = run("check", path, "--spec", spec)
     assert result.exit_code == 1 and "2 record(s) hold an empty value" in result.output
+
+
+def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
+    # Spark's release replaces the folder -o names, with all it holds
+    folder, data, spec = files
+    held = folder / "data.csv"
+    held.mkdir()
+    inside = held / "h.csv"
+    inside.write_bytes(data.read_bytes())
+
+    def every_file():
+        return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    before = every_file()
+    for args, why in [((inside, "--spec", spec, "-o", held), "holds the input DATA"),
+                      ((data, "--spec", spec, "-o", held, "--report", held / "r.html"),
+                       "is inside the output of -o")]:
+        result = run("anonymize", *args, "--engine", "spark", "--force")
+        assert result.exit_code == 2 and why in result.output, result.output
+    assert every_file() == before

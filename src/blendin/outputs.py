@@ -51,13 +51,19 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         out = Path(path)
         _check_suffix(flag, out, kind)
         for other, source in {**read, **written}.items():
+            what = _input_name(other) if other in read else f"the output of {other}"
             if _same_file(out, source):
-                what = (_input_name(other) if other in read
-                        else f"the output of {other}")
                 raise BlendinError(
                     f"{flag} {path!r} is {what}",
                     fix="write to another file; the input is never changed" if other in read
                     else f"give {flag} and {other} different files")
+            # a folder written (Spark's part files) replaces the folder, and all it holds
+            inner, outer = (source, out) if _within(source, out) else (out, source)
+            if _within(inner, outer):
+                raise BlendinError(
+                    f"{flag} {path!r} " + (f"holds {what}" if outer is out else
+                                           f"is inside {what}, a folder it replaces"),
+                    fix="write to a folder that holds no input and no other output")
         _check_folder(flag, out, folders and kind == "table")
         _check_existing(flag, out, force)
         written[flag] = out
@@ -80,6 +86,14 @@ def _same_file(a: Path, b: Path) -> bool:
     if a.exists() and b.exists():
         return os.path.samefile(a, b)
     return a.resolve() == b.resolve()
+
+
+def _within(inner: Path, folder: Path) -> bool:
+    """Whether ``inner`` lies inside the existing folder ``folder`` (links followed)."""
+    if not folder.is_dir():
+        return False
+    inside, outside = inner.resolve(), folder.resolve()
+    return inside != outside and inside.is_relative_to(outside)
 
 
 def _check_folder(flag: str, out: Path, folder_ok: bool = False) -> None:
