@@ -1264,7 +1264,7 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
     before = every_file()
     for args, why in [((inside, "--spec", spec, "-o", held), "holds the input DATA"),
                       ((data, "--spec", spec, "-o", held, "--report", held / "r.html"),
-                       "is inside the output of -o")]:
+                       "is inside the output of -o, a folder")]:
         result = run("anonymize", *args, "--engine", "spark", "--force")
         assert result.exit_code == 2 and why in result.output, result.output
     assert every_file() == before

@@ -57,13 +57,17 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
                     f"{flag} {path!r} is {what}",
                     fix="write to another file; the input is never changed" if other in read
                     else f"give {flag} and {other} different files")
-            # a folder written (Spark's part files) replaces the folder, and all it holds
-            inner, outer = (source, out) if _within(source, out) else (out, source)
-            if _within(inner, outer):
-                raise BlendinError(
-                    f"{flag} {path!r} " + (f"holds {what}" if outer is out else
-                                           f"is inside {what}, a folder it replaces"),
-                    fix="write to a folder that holds no input and no other output")
+            # a folder written (Spark's part files) replaces the folder and all it holds;
+            # one written into a folder read (a dataset's) changes what the folder holds
+            if _within(source, out):
+                raise BlendinError(f"{flag} {path!r} holds {what}",
+                                   fix="write to a folder that holds no input and no other "
+                                   "output")
+            if _within(out, source):
+                raise BlendinError(f"{flag} {path!r} is inside {what}, a folder",
+                                   fix="write outside it" + (
+                                       ": the input is never changed" if other in read
+                                       else ""))
         _check_folder(flag, out, folders and kind == "table")
         _check_existing(flag, out, force)
         written[flag] = out
