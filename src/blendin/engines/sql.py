@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -485,22 +485,26 @@ def check_target(source, target: TableRef, replace: bool) -> None:
         raise BlendinError("the release table is written into the database it is read from",
                            fix="give the input's database as the output, or -o FILE.parquet")
     db = database(source)
-    own = None if source.query is not None else db.resolve(source.table, source.schema)
-    check_replaced(db, db.reads(selected(db, source)), target.table, target.schema, replace,
-                   f"read by {source.rows()}", own)
+    select = selected(db, source)
+    check_replaced(db, lambda: db.reads(select), target.table, target.schema, replace,
+                   f"read by {source.rows()}",
+                   None if source.query is not None else (source.table, source.schema))
 
 
-def check_replaced(db: Database, read: frozenset[str], table: str, schema: str | None,
-                   replace: bool, overlap: str, input_table: str | None = None) -> None:
-    """Before any work: the output ``table`` is neither the ``input_table`` (as
-    :meth:`Database.resolve` gives it) nor one the input ``read``s (the database resolves
-    the names: in DuckDB "PATIENTS" is patients), which ``overlap`` says; an existing
-    one is replaced only when asked, and only where nothing depends on it."""
+def check_replaced(db: Database, read: Callable[[], frozenset[str]], table: str,
+                   schema: str | None, replace: bool, overlap: str,
+                   input_table: tuple[str, str | None] | None = None) -> None:
+    """Before any work: the output ``table`` is neither the ``input_table`` (a name and
+    its schema) nor one the input ``read()``s, which ``overlap`` says. The database
+    resolves every name (in DuckDB "PATIENTS" is patients); the input is looked at only
+    where the output table exists. An existing one is replaced only when asked, and only
+    where nothing depends on it."""
     target = db.resolve(table, schema)
     if target is None:
         return
-    if target == input_table or db.reads(f"SELECT * FROM {target}") & read:
-        what = "the input table" if target == input_table else overlap
+    same = input_table is not None and db.resolve(*input_table) == target
+    if same or db.reads(f"SELECT * FROM {target}") & read():
+        what = "the input table" if same else overlap
         raise BlendinError(f"the output table {table!r} is {what}",
                            fix="give another --output-table: the input is never replaced")
     if not replace:
