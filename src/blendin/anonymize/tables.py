@@ -172,6 +172,7 @@ def _related_outputs(db, stacked, spec: Spec, output, output_table: str | None,
                                f"release is {len(stacked.names)} tables",
                                fix='put {table} in the name, e.g. --output-table '
                                    '"{table}_release"')
+
         def read() -> frozenset[str]:
             return frozenset().union(*(db.reads(f"SELECT * FROM {db.table(name, schema)}")
                                        for name in stacked.names))

@@ -479,8 +479,8 @@ def database(ref: TableRef) -> Database:
 
 def check_target(source, target: TableRef, replace: bool) -> None:
     """Before any work: the output table is in the database of the ``source`` (a
-    :class:`TableRef`), is not the source table, and replaces an existing table only when
-    asked."""
+    :class:`TableRef`), is neither the source table nor a table the source reads, and
+    replaces an existing table only when asked (:func:`check_replaced`)."""
     if not isinstance(source, TableRef) or not source.same_database(target):
         raise BlendinError("the release table is written into the database it is read from",
                            fix="give the input's database as the output, or -o FILE.parquet")
