@@ -26,7 +26,7 @@ from blendin.models import dp
 from blendin.people import PersonMask
 from blendin.plan import ClassKeyer, Plan, Recoding, plan_node, plan_part, with_cells
 from blendin.search import find
-from blendin.search.mondrian import Partitioning, mondrian, mondrian_utility, settle_starred
+from blendin.search.mondrian import mondrian, mondrian_utility, settle_starred
 from blendin.search.people import check_people, find_people, people_utility
 from blendin.search.remainder import Part, parts_utility, recode_remainder
 
@@ -252,14 +252,17 @@ def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
     # the partitions are found on the frequency table; releasing them is a per-batch lookup
     recoder = MondrianRecoder(ft, p, identifiers=plan.removed, missing=plan.missing)
     utility = {k: plain(v) for k, v in mondrian_utility(ft, p).items() if k != "groups"}
-    notes = [] if p is found else [_settled_note(plan, found, p)]
-    return Outcome(recoder, {}, 0, p, p.suppressed(ft), p.sizes(ft), utility, notes=notes)
+    suppressed = p.suppressed(ft)
+    notes = [] if p is found else [_settled_note(plan, found.suppressed(ft), suppressed)]
+    return Outcome(recoder, {}, 0, p, suppressed, p.sizes(ft), utility, notes=notes)
 
 
-def _settled_note(plan: Plan, found: Partitioning, settled: Partitioning) -> str:
+def _settled_note(plan: Plan, found: int, settled: int) -> str:
+    """The warning of a Mondrian release whose starred groups were suppressed: from
+    ``found`` suppressed to ``settled``."""
     unit = "records" if plan.people is None else "people"
-    extra = settled.suppressed(plan.ft) - found.suppressed(plan.ft)
-    share = settled.suppressed(plan.ft) / max(plan.ft.n_records, 1)
+    extra = settled - found
+    share = settled / max(plan.ft.n_records, 1)
     past = (f" ({100 * share:.2f}% in all, past max_suppression of "
             f"{100 * plan.max_suppression:g}%)" if share > plan.max_suppression else "")
     return (f"{extra:,} more {unit} were suppressed{past}: Mondrian's groups that show * in "
