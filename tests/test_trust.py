@@ -29,6 +29,7 @@ from blendin.hierarchy.masking import masking
 from blendin.hierarchy.tree import tree
 from blendin.io import Source, write_table
 from blendin.models import KAnonymity, RecursiveCLDiversity
+from blendin.outputs import check_paths
 from blendin.spec import Spec
 
 SPEC = """\
@@ -1262,6 +1263,17 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
         return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
     before = every_file()
+    with pytest.raises(BlendinError, match="holds the input DATA"):
+        check_paths({"DATA": str(inside)}, {"-o": (str(held), "table")}, force=True,
+                    folders=True)
+    with pytest.raises(BlendinError, match="is inside the output of -o, a folder"):
+        check_paths({"DATA": str(data)}, {"-o": (str(held), "table"),
+                                          "--report": (str(held / "r.html"), "report")},
+                    force=True, folders=True)
+    try:  # and the command, where Spark is installed (it needs pyspark first)
+        import pyspark  # noqa: F401
+    except ImportError:
+        return
     for args, why in [((inside, "--spec", spec, "-o", held), "holds the input DATA"),
                       ((data, "--spec", spec, "-o", held, "--report", held / "r.html"),
                        "is inside the output of -o, a folder")]:
