@@ -398,19 +398,57 @@ def test_a_querys_rows_are_read_once(db, suppressed):
 
 
 def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
+    """A sequence's nextval() is refused before anything runs; a function of the user's
+    that writes is stopped by the read-only transaction."""
     db = PostgresBackend(postgres_url)
     df = table()
     db.put("patients", df)
     pg_conn.execute("CREATE SEQUENCE counted")
+    pg_conn.execute("CREATE TABLE visits (n int)")
+    pg_conn.execute("CREATE FUNCTION visit() RETURNS int VOLATILE LANGUAGE sql AS "
+                    "'INSERT INTO visits VALUES (1) RETURNING n'")
     try:
-        with pytest.raises(BlendinError, match="read-only transaction"):
+        with pytest.raises(BlendinError, match=r"calls nextval\(\), which changes"):
             anonymize(db.url, spec_for(df), query="SELECT *, nextval('counted') AS n FROM "
                       '"patients"')
         assert pg_conn.execute("SELECT last_value, is_called FROM counted").fetchone() == (
             1, False)
+        with pytest.raises(BlendinError, match="read-only transaction"):
+            anonymize(db.url, spec_for(df), query='SELECT *, visit() AS n FROM "patients"')
+        assert pg_conn.execute("SELECT count(*) FROM visits").fetchone() == (0,)
     finally:
-        pg_conn.execute("DROP SEQUENCE counted")
+        pg_conn.execute("DROP FUNCTION visit(); DROP TABLE visits; DROP SEQUENCE counted")
 
+
+def test_a_duckdb_query_cannot_advance_a_sequence_and_a_missing_file_is_not_made(tmp_path):
+    import duckdb
+
+    path = tmp_path / "hospital.duckdb"
+    df = table()
+    with duckdb.connect(str(path)) as con:
+        con.sql("CREATE TABLE patients AS SELECT * FROM df")
+        con.sql("CREATE SEQUENCE counted")
+    for where in ("", "WHERE NEXTVAL('counted') > 0"):
+        with pytest.raises(BlendinError, match=r"calls (nextval|NEXTVAL)\(\), which changes"):
+            anonymize(str(path), spec_for(df), output=tmp_path / "s.csv",
+                      query=f"SELECT *, nextval('counted') FROM patients {where}")
+    with pytest.raises(BlendinError, match="there is no DuckDB file"):
+        anonymize(str(tmp_path / "ghost.duckdb"), spec_for(df), table="patients",
+                  output=tmp_path / "s.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hospital.duckdb"]
+    with duckdb.connect(str(path)) as con:
+        assert con.execute("SELECT nextval('counted')").fetchall() == [(1,)]
+
+
+def test_a_query_reads_whole_with_a_comment_or_semicolon_after_it(tmp_path):
+    duck = DuckBackend(tmp_path)
+    df = table()
+    duck.put("patients", df)
+    for tail in (" -- this year's", ";", "; -- done", "\n/* done */ ;;"):
+        result = anonymize(duck.url, spec_for(df), query="SELECT * FROM patients" + tail)
+        assert result.records == len(df)
+    with pytest.raises(BlendinError, match=r"not valid SQL: line 1, column 12, at 'from"):
+        anonymize(duck.url, spec_for(df), query="selec * from patients")
 
 
 def test_a_postgres_group_by_runs_on_the_servers_workers(postgres_url, pg_conn):
@@ -553,6 +591,26 @@ def test_password_never_shown(postgres_url, pg_conn, tmp_path, monkeypatch):
                                     "--output-table", "again"])
     assert out.exit_code == 0, out.output
     assert secret not in out.output and 'table "again"' in out.output
+    with pytest.raises(BlendinError) as error:  # a password given as the URL's parameter
+        anonymize(f"{bare}?password=wrong-password", spec_for(df), table="patients")
+    assert "wrong-password" not in str(error.value)
+    assert "check the user and the password" in error.value.fix
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://me@127.0.0.1:1/db?sslmode=disable&password=SECRETPW",
+    "postgresql://me:a@SECRETPW@127.0.0.1:1/db",  # libpq would take SECRETPW@... as the host
+    "postgresql://me:SECRETPW@127.0.0.1:99999/db",
+    "postgresql://me:SECRETPW@127.0.0.1:abc/db",
+    "postgresql://me:SECRETPW@[::1:1/db",
+])
+def test_a_url_that_reaches_no_server_never_shows_its_password(url, tmp_path):
+    from click.testing import CliRunner
+
+    out = CliRunner().invoke(main, ["anonymize", url, "--table", "t", "--spec",
+                                    str(write_spec(tmp_path)), "-o", str(tmp_path / "r.csv")])
+    assert out.exit_code == 2 and "SECRETPW" not in out.output, out.output
+    assert "Traceback" not in out.output and "fix:" in out.output
 
 
 def write_spec(tmp_path):
@@ -676,6 +734,7 @@ def test_duckdb_runs_on_the_threads_blendin_may_use(tmp_path, monkeypatch):
     DuckDB's threads as they limit blendin's own: DuckDB alone would count the machine's."""
     from blendin.parallel import THREADS_VARIABLE, cores
 
+    duckdb.connect(str(tmp_path / "x.duckdb")).close()
     url = f"duckdb:///{tmp_path / 'x.duckdb'}"
     ask = ("from blendin.engines.databases import connect; "
            f"print(connect({url!r}).scalar(\"SELECT current_setting('threads')\"))")

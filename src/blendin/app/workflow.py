@@ -12,12 +12,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import re
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +26,13 @@ from blendin.app.profile import is_nested, profile
 from blendin.app.state import Job, Loaded, Run, Session
 from blendin.attack import attack
 from blendin.datasets import linking_tables, people
-from blendin.engines.databases import DUCKDB_SUFFIXES, hidden, is_database
+from blendin.engines.databases import (
+    DUCKDB_SUFFIXES,
+    check_url,
+    hidden,
+    is_database,
+    url_password,
+)
 from blendin.engines.sql import SqlEngine, SqlSource, TableRef
 from blendin.errors import BlendinError
 from blendin.frequency import SensitiveDomain
@@ -137,22 +141,18 @@ def load_database(session: Session, url: str, table: str = "", query: str = "",
     """
     url, table, query, schema = (str(v or "").strip() for v in (url, table, query, schema))
     # shown again in the form: never the password (nor the URL's)
-    session.database_form = {"url": shown_url(url), "table": table, "query": query,
+    session.database_form = {"url": hidden(url), "table": table, "query": query,
                              "schema": schema}
     if not url:
         raise BlendinError("no database was given",
                            fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
                            "FILE.duckdb")
     if not is_database(url):
-        raise BlendinError(f"{shown_url(url)!r} is not a database blendin can read",
+        raise BlendinError(f"{hidden(url)!r} is not a database blendin can read",
                            fix="give postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
                            "FILE.duckdb; upload a CSV, Parquet or Excel file instead")
     if "://" in url:
-        try:
-            urlsplit(url).port  # noqa: B018 (raises for a port or host that is no such)
-        except ValueError as error:
-            raise BlendinError(f"{shown_url(url)!r} is not a valid URL: {error}",
-                               fix="write it as postgresql://USER@HOST:PORT/DB") from None
+        check_url(url)
     if table and query:
         raise BlendinError("both a table and a query were given",
                            fix="give the table's name or a SELECT query, not both")
@@ -238,24 +238,12 @@ def connected(ref: TableRef) -> Iterator[TableRef]:
                 db.close()
 
 
-def shown_url(url: str) -> str:
-    """``url`` without its password, also when it does not parse as a URL.
-
-    >>> shown_url("postgresql://me:secret@db:5432/x"), shown_url("postgresql://me:s@db:x/y")
-    ('postgresql://me@db:5432/x', 'postgresql://me@db:x/y')
-    """
-    try:
-        return hidden(url)
-    except ValueError:
-        return re.sub(r"^([^:/]+://[^/@:]*):[^/]*@", r"\1@", url)
-
-
 def secret_of(ref: TableRef | None) -> str | None:
     """The password of a table in a database: the form's, or the URL's."""
     if ref is None:
         return None
     url = str(ref.database)
-    return ref.password or (urlsplit(url).password if "://" in url else None)
+    return ref.password or (url_password(url) if "://" in url else None)
 
 
 def without_secret(text: str, ref: TableRef | None) -> str:

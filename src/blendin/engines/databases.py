@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -85,20 +85,59 @@ def connect(target, *, password_env: str | None = None,
                        "FILE.duckdb")
 
 
+#: a URL's scheme, its user and password (up to the last "@" before the host: libpq ends
+#: them at the first, so a password holding "@" is hidden whole), and the rest
+_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::[^/?#]*)?@")
+#: a password given as a parameter of the URL (``?password=...``)
+_PASSWORD_PARAMETER = re.compile(r"([?&])password=[^&#]*&?", re.IGNORECASE)
+
+
 def hidden(url: str) -> str:
-    """``url`` without its password.
+    """``url`` without its password (the user's part, or a ``password=`` parameter), also
+    where the rest does not parse.
 
     >>> hidden("postgresql://me:secret@db:5432/x")
     'postgresql://me@db:5432/x'
+    >>> hidden("postgresql://me:a@b@db:99999/x?sslmode=require&password=c")
+    'postgresql://me@db:99999/x?sslmode=require'
     """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    url = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}@" if m["user"]
+                        else m["scheme"], url, count=1)
+    return _PASSWORD_PARAMETER.sub(r"\1", url).rstrip("?&")
+
+
+def url_password(url: str) -> str | None:
+    """The password a URL gives: its user's part (decoded), or a ``password=`` parameter.
+
+    >>> url_password("postgresql://me:s%40cret@db/x"), url_password("postgresql://db/x")
+    ('s@cret', None)
+    """
+    from urllib.parse import parse_qs, unquote
+
+    found = re.match(r"^[^:/?#]+://[^:@/?#]*:([^/?#]*)@", url)
+    if found:
+        return unquote(found[1])
+    given = parse_qs(urlsplit(url).query).get("password")
+    return given[-1] if given else None
+
+
+def check_url(url: str) -> None:
+    """A database URL that names one host and, where it gives one, a port: refused before
+    connecting, where a driver would read it otherwise (or quote it in an error).
+
+    >>> check_url("postgresql://me:a@b@db/x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    blendin.errors.BlendinError: 'postgresql://me@db/x' has '@' more than once before ...
+    """
+    netloc = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
+    if netloc.count("@") > 1:
+        raise BlendinError(f"{hidden(url)!r} has '@' more than once before its host",
+                           fix="write an '@' of the user or password as %40")
+    try:
+        urlsplit(url).port  # noqa: B018 (raises for a port that is not one)
+    except ValueError as error:
+        raise BlendinError(f"{hidden(url)!r} is not a valid URL: {error}",
+                           fix="write it as postgresql://USER@HOST:PORT/DB") from None
 
 
 #: seconds between two looks at a running statement (:func:`ticking`)
@@ -273,11 +312,14 @@ class DuckDB(Database):
 
     @classmethod
     def open(cls, path: str) -> DuckDB:
+        """The DuckDB file at ``path``, which must exist (a table is read from it; a
+        release is written only into the database read)."""
         import duckdb
 
-        if path != ":memory:" and not Path(path).parent.is_dir():
-            raise BlendinError(f"folder of {path!r} does not exist",
-                               fix="give the path of a DuckDB file in an existing folder")
+        if path != ":memory:" and not Path(path).is_file():
+            raise BlendinError(f"there is no DuckDB file {path!r}",
+                               fix="check the path (in a URL, duckdb:///FILE is relative to "
+                               "the working folder, duckdb:////FILE absolute)")
         try:
             connection = duckdb.connect(path)
             # progress measured (for blendin's bars), DuckDB's own bar not printed: it
@@ -421,8 +463,9 @@ class Postgres(Database):
             raise BlendinError("PostgreSQL needs psycopg",
                                fix='pip install "blendin[sql]"') from None
         url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
+        check_url(url)
         options = {"password": password} if password else {}
-        password = password or urlsplit(url).password
+        password = password or url_password(url)
         if password_env is not None:
             if password_env not in os.environ:
                 raise BlendinError(f"the environment has no variable {password_env!r} for "

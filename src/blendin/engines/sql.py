@@ -172,16 +172,27 @@ def place(database: str | os.PathLike) -> str:
     return "postgresql://" + hidden(text).partition("://")[2]
 
 
-def check_query(query: str, dialect: str) -> None:
+#: functions that change the database they run in (a sequence's next value)
+CHANGING = frozenset({"nextval", "setval"})
+
+
+def check_query(query: str, dialect: str) -> str:
     """A source query must be one ``SELECT`` (or ``WITH ... SELECT``) that changes
-    nothing: the source is only read."""
+    nothing: the source is only read. Its text is given back without what follows its
+    last token (semicolons, a comment), so that it reads whole within parentheses.
+
+    >>> check_query("SELECT * FROM t; -- this year's", "duckdb")
+    'SELECT * FROM t'
+    """
     import sqlglot
     from sqlglot import exp
 
     try:
-        statements = [s for s in sqlglot.parse(query, read=dialect) if s is not None]
+        statements = [s for s in sqlglot.parse(query, read=dialect)  # (not a comment
+                      if s is not None and not isinstance(s, exp.Semicolon)]  # after ";")
+        tokens = sqlglot.tokenize(query, read=dialect)
     except sqlglot.errors.ParseError as error:
-        raise BlendinError(f"the query is not valid SQL: {str(error).splitlines()[0]}",
+        raise BlendinError(f"the query is not valid SQL: {_parse_error(error)}",
                            fix="give one SELECT statement with --query") from None
     writes = (exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop,
               exp.Alter, exp.Command)
@@ -190,14 +201,32 @@ def check_query(query: str, dialect: str) -> None:
         raise BlendinError("the query must be one SELECT statement that changes nothing (the "
                            "source is only read)",
                            fix="give one SELECT ... with --query, or a table with --table")
+    for call in statements[0].find_all(exp.Anonymous):
+        if call.name.lower() in CHANGING:
+            raise BlendinError(f"the query calls {call.name}(), which changes the database "
+                               "(the source is only read)",
+                               fix=f"leave {call.name}() out of --query (row_number() OVER "
+                               "() numbers rows)")
+    while tokens[-1].token_type == sqlglot.TokenType.SEMICOLON:
+        tokens.pop()
+    return query[:tokens[-1].end + 1].strip()
+
+
+def _parse_error(error) -> str:
+    """Where sqlglot stopped reading a query, and the text there (its own description
+    names its classes)."""
+    found = error.errors[0] if error.errors else None
+    if not found or not found.get("line"):
+        return str(error).splitlines()[0]
+    near = f"{found.get('highlight') or ''}{found.get('end_context') or ''}".strip()
+    return f"line {found['line']}, column {found['col']}" + (f", at {near!r}" if near else "")
 
 
 def selected(db: Database, ref: TableRef) -> str:
     """The ``SELECT`` of ``ref``'s rows: its query (checked to change nothing), or all of
     its table (which must exist)."""
     if ref.query is not None:
-        check_query(ref.query, db.dialect)
-        return ref.query.strip().rstrip(";")
+        return check_query(ref.query, db.dialect)
     if not db.exists(ref.table, ref.schema):
         raise BlendinError(f"{db.name} has no {ref.rows()}",
                            fix="check the name (and --schema)" + (
