@@ -253,3 +253,67 @@ def test_delimiter_and_encoding_options(tmp_path):
     assert back[0] == '"sex";"city";"dx"'
     assert back[1:] == ['"f";"Zürich";"a"', '"f";"Zürich";"b"', '"m";"Zürich";"a"',
                         '"m";"Zürich";"c"', '"m";"Zürich";"a"']
+
+
+def _spec_with(spec: Path, text: str) -> Path:
+    changed = spec.with_name("changed.toml")
+    changed.write_text(spec.read_text().replace('identifiers = ["name"]', text.strip(), 1)
+                       if text.startswith("identifiers") else spec.read_text() + text)
+    return changed
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--seed", "-5"], "Invalid value for '--seed'"),
+    (["--encoding", "utf-16"], "not valid utf-16 text at byte 0"),
+    (["--encoding", "utf-99"], "--encoding 'utf-99' is not a known encoding"),
+    (["--delimiter", ";;"], "--delimiter must be one character, got ';;'; fix: pass e.g. "
+                            "--delimiter ';'"),
+    (["--output-delimiter", "::"], "--output-delimiter must be one character"),
+    (["--group-column", "g", "--original-row", "g"], "both named 'g'"),
+    (["--group-column", ""], "--group-column names no column"),
+    (["--keep-order", "--shuffle-seed", "3"], "leave out --shuffle-seed or --keep-order"),
+    (["--sets"], "add --algorithm mondrian"),
+    (["spec", '\n[transform]\nnope = { pram = { pd = 0.8 } }\n'],
+     "the data has no column 'nope' ([transform])"),
+    (["spec", 'identifiers = ["name", "name"]'], "identifiers names 'name' more than once"),
+    (["spec", '\n[quasi_identifiers.dob]\ndates = []\n'], "dates = [] is not a list of levels"),
+    (["spec", '\n[quasi_identifiers.dob]\nflat = false\n'], "flat = false; fix"),
+])
+def test_bad_input_is_named_in_the_syntax_typed(tmp_path, args, expected):
+    """Each refused before any work, exit code 2, no traceback, the flag or key as typed."""
+    data, spec = write_case(tmp_path)
+    if args[0] == "spec":
+        spec, args = _spec_with(spec, args[1]), []
+    out = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv", *args)
+    assert out.exit_code == 2, out.output
+    assert expected in out.output and "Traceback" not in out.output
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_tab_is_typed_as_the_help_says_and_a_csv_named_gz_is_told(tmp_path):
+    data, spec = write_case(tmp_path)
+    tabbed = tmp_path / "tabbed.csv"
+    tabbed.write_text(pd.read_csv(data).to_csv(sep="\t", index=False))
+    for spelling in ("\\t", "tab"):
+        out = run("anonymize", tabbed, "--spec", spec, "-o", tmp_path / "r.csv", "--force",
+                  "--delimiter", spelling)
+        assert out.exit_code == 0, out.output
+    named_gz = tmp_path / "people.csv.gz"
+    named_gz.write_bytes(data.read_bytes())
+    out = run("risk", named_gz, "--qi", "zip")
+    assert out.exit_code == 2 and "cannot be read as gzip compressed text" in out.output
+    assert "name it without .gz" in out.output
+    out = run("risk", data, "--qi", "zip,sex,zip")
+    assert out.exit_code == 2 and "name 'zip' more than once" in out.output
+
+
+def test_a_solution_of_a_later_version_is_refused(tmp_path):
+    data, spec = write_case(tmp_path)
+    saved = tmp_path / "s.json"
+    assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+               "--save-solution", saved).exit_code == 0
+    payload = json.loads(saved.read_text())
+    payload["version"] = 99
+    saved.write_text(json.dumps(payload))
+    out = run("apply", data, "--solution", saved, "-o", tmp_path / "again.csv")
+    assert out.exit_code == 2 and "version 99 is not one this blendin reads" in out.output

@@ -4,6 +4,7 @@ failures write nothing; bad input gets the same errors."""
 
 import collections
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -361,3 +362,14 @@ def test_executors_without_blendin_get_a_clear_error(cluster, tmp_path):
     assert "the Spark executors' Python cannot import" in run.stderr
     assert "PYSPARK_PYTHON=" in run.stderr and "Traceback" not in run.stderr
     assert not out.exists() and not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
+
+
+@pytest.mark.parametrize("master", ["bogus://x", "local[two]", "localhost"])
+def test_a_master_spark_does_not_know_is_refused_before_spark_starts(master):
+    with pytest.raises(BlendinError, match=re.escape(f"'{master}' is not a Spark master")) \
+            as refused:
+        SparkEngine(master=master)
+    assert "--spark-master local[*]" in refused.value.fix
+    for known in ("local", "local[*]", "local[4]", "local[4,2]", "spark://h:7077", "yarn",
+                  "k8s://https://h:6443"):
+        assert SparkEngine(master=known).master == known

@@ -1025,3 +1025,20 @@ def test_grouped_rows_read_as_text_are_counted_once(rows):
         expected["?" if a in (None, "") else a, text] += count
     assert len(got) == len(expected)
     assert {(r["a"], r["b"]): r["__blendin_count__"] for r in got} == expected
+
+
+def test_a_duckdb_release_refuses_row_columns_and_an_empty_table_name_before_work(tmp_path):
+    from click.testing import CliRunner
+
+    duck = DuckBackend(tmp_path)
+    duck.put("patients", table())
+    spec = str(write_spec(tmp_path))
+    numbered = CliRunner().invoke(main, ["anonymize", str(duck.path), "--table", "patients",
+                                         "--spec", spec, "-o", str(tmp_path / "r.csv"),
+                                         "--group-column", "g"])
+    assert numbered.exit_code == 2 and "has no row order" in numbered.output
+    unnamed = CliRunner().invoke(main, ["anonymize", str(duck.path), "--table", "patients",
+                                        "--spec", spec, "-o", str(duck.path),
+                                        "--output-table", ""])
+    assert unnamed.exit_code == 2 and "--output-table names no table" in unnamed.output
+    assert duck.tables() == ["patients"]

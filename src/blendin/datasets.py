@@ -123,7 +123,8 @@ def voter_list(town: pd.DataFrame, voters: int, must_include: pd.DataFrame | Non
         raise BlendinError(
             f"a voter list of {voters} cannot hold the {int(wanted.sum())} people it must "
             f"include from a town of {len(town)}",
-            fix="ask for more voters (at least the number of patients) or a larger town",
+            fix="ask for at least as many voters as patients (--voters N; voters= in Python) "
+                "or a larger town",
         )
     others = np.flatnonzero(~wanted)
     wanted[rng.choice(others, size=extra, replace=False)] = True

@@ -6,6 +6,8 @@ Every message names the problem and the fix, so the CLI can print it as one line
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 class BlendinError(ValueError):
     """Bad input: the message says what is wrong, ``fix`` says what to do about it.
@@ -26,3 +28,31 @@ def preview(values, limit: int = 5) -> str:
     shown = ", ".join(repr(str(v)) for v in values[:limit])
     rest = len(values) - limit
     return shown if rest <= 0 else f"{shown} and {rest} more"
+
+
+def toml_key(key: str) -> str:
+    """A TOML key: bare where it may be, else quoted."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
+    return key if bare else toml_value(key)
+
+
+def toml_value(value) -> str:
+    """One TOML value on one line (inline tables may not span lines), as a spec's error
+    quotes it.
+
+    >>> toml_value({"flat": False, "levels": ["a"]})
+    '{ flat = false, levels = ["a"] }'
+    """
+    import tomli_w
+
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items())
+        return f"{{ {inner} }}" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if hasattr(value, "item") and not isinstance(value, str | bytes):  # a NumPy scalar
+        value = value.item()
+    try:
+        return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
+    except TypeError:  # (not a TOML value: None, an object given in Python)
+        return repr(value)

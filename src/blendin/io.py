@@ -174,7 +174,7 @@ class Source:
         kind: str | None = None,
         empty_ok: bool = False,
     ) -> None:
-        self.delimiter = _delimiter_option(delimiter)
+        self.delimiter = delimiter_option(delimiter)
         self.empty_ok = empty_ok  # a table of no rows is one (a related table may be)
         self.encoding = encoding or "utf-8"
         self.block_size = block_size
@@ -395,7 +395,15 @@ class Source:
         data = b""
         with pa.input_stream(str(self.path), compression="detect") as stream:
             while True:
-                more = stream.read(chunk)
+                try:
+                    more = stream.read(chunk)
+                except OSError as error:  # (a file named .gz, say, that is not compressed)
+                    if self.codec is None:
+                        raise
+                    raise BlendinError(
+                        f"{self.name} cannot be read as {self.codec} compressed text: {error}",
+                        fix=f"check the file, or name it without .{self.path.suffix[1:]} "
+                            "if it is not compressed") from None
                 data += more
                 text = self._decode_head(data)
                 header = _first_record(text)
@@ -417,6 +425,8 @@ class Source:
             return decoder.decode(head, final=False)
         except UnicodeDecodeError as error:
             raise self._encoding_error(error.start) from None
+        except UnicodeError:  # (UTF-16 without its byte order mark)
+            raise self._encoding_error(0) from None
 
     def _encoding_error(self, offset: int | None = None) -> BlendinError:
         if offset is None:
@@ -720,14 +730,19 @@ def _no_rows(name: str) -> BlendinError:
                         "one row")
 
 
-def _delimiter_option(delimiter: str | None) -> str | None:
-    """Accept the spellings people type on a command line for tab."""
+def delimiter_option(delimiter: str | None, flag: str = "--delimiter") -> str | None:
+    r"""A delimiter as given on a command line (``flag``): one character, or a spelling of
+    tab (``\t``, ``tab``).
+
+    >>> delimiter_option("\\t") == chr(9), delimiter_option(None)
+    (True, None)
+    """
     if delimiter is None or delimiter == "":
         return None
     delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(delimiter, delimiter)
     if len(delimiter) != 1:
-        raise BlendinError(f"the delimiter must be one character, got {delimiter!r}",
-                           fix="pass e.g. --delimiter ';' or --delimiter '\\t'")
+        raise BlendinError(f"{flag} must be one character, got {delimiter!r}",
+                           fix=f"pass e.g. {flag} ';' or {flag} '\\t'")
     return delimiter
 
 
@@ -835,7 +850,7 @@ def output_delimiter(delimiter: str | None) -> str:
     >>> output_delimiter("tab") == chr(9)
     True
     """
-    delimiter = _delimiter_option(delimiter) or ","
+    delimiter = delimiter_option(delimiter, "--output-delimiter") or ","
     if delimiter in ('"', "\n", "\r"):
         raise BlendinError(f"the output delimiter cannot be {delimiter!r} (it quotes or ends "
                            "records)", fix="pass e.g. --output-delimiter ';'")

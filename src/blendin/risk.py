@@ -367,6 +367,10 @@ def _columns(qi, spec, sensitive) -> tuple[list[str], list[str]]:
     if not qi:
         raise BlendinError("no quasi-identifiers to measure the risk on",
                            fix="name them (--qi zip,dob,sex) or give a spec (--spec s.toml)")
+    twice = sorted({c for c in qi if list(qi).count(c) > 1})
+    if twice:
+        raise BlendinError(f"the quasi-identifiers name {preview(twice)} more than once",
+                           fix="name each column once in --qi (qi= in Python)")
     return list(qi), [s for s in sensitive if s not in qi]
 
 

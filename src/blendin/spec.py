@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.codes import distinct_texts
-from blendin.errors import BlendinError, preview
+from blendin.errors import BlendinError, preview, toml_key, toml_value
 from blendin.hierarchy import Hierarchy, HierarchyBuilder
 from blendin.hierarchy.registry import builder_from_toml
 from blendin.models import PrivacyModel, model_from_toml
@@ -608,9 +608,9 @@ class Spec:
                                    or checks < 0):
             raise BlendinError(f"[anonymization] max_checks must be a whole number >= 0, got "
                                f"{checks!r}", fix="write e.g. max_checks = 5000 (--max-checks)")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise BlendinError(f"[anonymization] seed must be a whole number, got {seed!r}",
-                               fix="write e.g. seed = 1 (--seed 1)")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise BlendinError(f"[anonymization] seed must be a whole number >= 0, got "
+                               f"{seed!r}", fix="write e.g. seed = 1 (--seed 1)")
 
     def validate_columns(self, column_names: Sequence[str], *, released: bool = False) -> None:
         """Raise BlendinError unless every column the spec names is in ``column_names``.
@@ -635,6 +635,8 @@ did you mean 'Age'? The columns are: 'Age', 'sex'
         wanted = [(f"[attributes] {k}", [getattr(self, k)]) for k in SURVEY if getattr(self, k)]
         wanted += [(role, columns) for role, columns in self._role_lists()
                    if not (released and role == "identifier")]
+        wanted.append(("[transform]", [n for n in self.transforms
+                                       if n not in self.transformed_qis]))
         for role, columns in wanted:
             for name in columns:
                 if name not in present:
@@ -747,25 +749,6 @@ def _builder_toml(name: str, builder, base_dir: Path | None) -> dict[str, Any]:
     return builder.to_toml(base_dir)
 
 
-def _toml_key(key: str) -> str:
-    bare = key and all(c.isascii() and (c.isalnum() or c in "-_") for c in key)
-    return key if bare else _toml_value(key)
-
-
-def _toml_value(value) -> str:
-    """One TOML value on one line (inline tables may not span lines)."""
-    import tomli_w
-
-    if isinstance(value, Mapping):
-        inner = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items())
-        return f"{{ {inner} }}" if inner else "{}"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, np.generic):
-        value = value.item()
-    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
-
-
 def _did_you_mean(word: str, valid: Sequence[str]) -> str:
     near = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.5)
     return f" (did you mean {near[0]!r}?)" if near else ""
@@ -790,7 +773,7 @@ def _section(table: Mapping, name: str) -> dict:
 
 def _expect(value, kind: type, where: str, example: str) -> None:
     if not isinstance(value, kind):
-        raise BlendinError(f"{where} must be {_kind_name(kind)}, got {value!r}",
+        raise BlendinError(f"{where} must be {_kind_name(kind)}, got {toml_value(value)}",
                            fix=f"write {example}")
 
 
@@ -801,8 +784,13 @@ def _kind_name(kind: type) -> str:
 def _names(section: Mapping, key: str, where: str = "attributes") -> list[str]:
     value = section.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BlendinError(f"[{where}] {key} must be a list of column names, got {value!r}",
+        raise BlendinError(f"[{where}] {key} must be a list of column names, got "
+                           f"{toml_value(value)}",
                            fix=f'write {key} = ["column", ...]')
+    twice = sorted({v for v in value if value.count(v) > 1})
+    if twice:
+        raise BlendinError(f"[{where}] {key} names {preview(twice)} more than once",
+                           fix="name each column once")
     return list(value)
 
 
@@ -811,7 +799,7 @@ def _steps(section: Mapping) -> list[str]:
     value = section.get("normalize", [])
     if not isinstance(value, str | list) or (
             isinstance(value, list) and not all(isinstance(v, str) for v in value)):
-        raise BlendinError(f"[input] normalize must be a list of steps, got {value!r}",
+        raise BlendinError(f"[input] normalize must be a list of steps, got {toml_value(value)}",
                            fix='write e.g. normalize = ["case", "space"]')
     return text_steps(value, option="[input] normalize")
 
@@ -819,7 +807,7 @@ def _steps(section: Mapping) -> list[str]:
 def _text(section: Mapping, key: str, default, where: str):
     value = section.get(key, default)
     if value is not default and not isinstance(value, str):
-        raise BlendinError(f"[{where}] {key} must be text, got {value!r}",
+        raise BlendinError(f"[{where}] {key} must be text, got {toml_value(value)}",
                            fix=f'write {key} = "..." in quotes')
     return value
 
@@ -827,7 +815,7 @@ def _text(section: Mapping, key: str, default, where: str):
 def _number(section: Mapping, key: str, default: float) -> float:
     value = section.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BlendinError(f"[anonymization] {key} must be a number, got {value!r}",
+        raise BlendinError(f"[anonymization] {key} must be a number, got {toml_value(value)}",
                            fix=f"write e.g. {key} = 0.05")
     return float(value)
 
@@ -835,7 +823,7 @@ def _number(section: Mapping, key: str, default: float) -> float:
 def _whole(section: Mapping, key: str, default: int | None) -> int | None:
     value = section.get(key, default)
     if value is not default and (isinstance(value, bool) or not isinstance(value, int)):
-        raise BlendinError(f"[anonymization] {key} must be a whole number, got {value!r}",
+        raise BlendinError(f"[anonymization] {key} must be a whole number, got {toml_value(value)}",
                            fix=f"write e.g. {key} = 1000")
     return value
 
@@ -843,7 +831,7 @@ def _whole(section: Mapping, key: str, default: int | None) -> int | None:
 def _flag(section: Mapping, key: str) -> bool:
     value = section.get(key, False)
     if not isinstance(value, bool):
-        raise BlendinError(f"[anonymization] {key} must be true or false, got {value!r}",
+        raise BlendinError(f"[anonymization] {key} must be true or false, got {toml_value(value)}",
                            fix=f"write {key} = true")
     return value
 
@@ -869,7 +857,8 @@ def _weights(section: Mapping) -> dict[str, float]:
     value = section.get("weights", {})
     if not isinstance(value, dict) or not all(
             isinstance(w, int | float) and not isinstance(w, bool) for w in value.values()):
-        raise BlendinError(f"[anonymization] weights must map QIs to numbers, got {value!r}",
+        raise BlendinError(f"[anonymization] weights must map QIs to numbers, got "
+                           f"{toml_value(value)}",
                            fix="write weights = { age = 2, zip = 1 }")
     return {k: float(w) for k, w in value.items()}
 
@@ -893,7 +882,7 @@ def toml_text(document: Mapping[str, Any]) -> str:
         entries = body if isinstance(body, list) else [body]
         header = f"[[{section}]]" if isinstance(body, list) else f"[{section}]"
         for entry in entries:
-            lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
+            lines = [f"{toml_key(k)} = {toml_value(v)}" for k, v in entry.items()]
             chunks.append("\n".join([header, *lines]))
     return "\n\n".join(chunks) + "\n"
 

@@ -150,6 +150,10 @@ def order_seed(keep_order: bool, seed: int | None) -> int | None:
     """The seed of the released rows' random order (None: the source's order), fresh
     unless one is given; drawn before the first pass, which may keep the rows in it."""
     if keep_order:
+        if seed is not None:
+            raise BlendinError("the rows are kept in order and a seed is given to shuffle "
+                               "them", fix="leave out --shuffle-seed or --keep-order "
+                               "(shuffle_seed= or keep_order= in Python)")
         return None
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise BlendinError(f"shuffle_seed must be a whole number >= 0, got {seed!r}",

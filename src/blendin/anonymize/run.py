@@ -159,6 +159,7 @@ def anonymize(
         raise BlendinError("a table in a database has no row order to number rows or "
                            "classes by", fix="leave out --group-column and --original-row "
                            "(group_column=, original_row=)")
+    _check_added(group_column, original_row)
     output_delimiter = output_delimiter or spec.delimiter or ","  # the input's, as the spec says
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
@@ -166,6 +167,12 @@ def anonymize(
     algorithm = algorithm or spec.algorithm or "auto"
     metric = metric or spec.metric or "loss"
     check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    for option in ("relaxed", "sets"):
+        if getattr(spec, option) and algorithm != "mondrian":
+            raise BlendinError(f"{option} is an option of the mondrian algorithm, and "
+                               f"{algorithm} runs", fix=f"add --algorithm mondrian (algorithm "
+                               f"= \"mondrian\" in the spec), or leave out --{option} "
+                               f"({option} = true)")
     overrides = {k: v for k, v in (("time_limit", time_limit), ("max_checks", max_checks))
                  if v is not False}
     overrides.update({k: v for k, v in (("seed", seed), ("recode_suppressed",
@@ -228,4 +235,14 @@ def anonymize(
     return written(result, output, output_delimiter, escape_formulas)
 
 
-
+def _check_added(group_column: str | None, original_row: str | None) -> None:
+    """The columns a release adds have names, and not the same one."""
+    for option, name in (("--group-column", group_column), ("--original-row", original_row)):
+        if name is not None and not name.strip():
+            raise BlendinError(f"{option} names no column",
+                               fix=f"give {option} NAME ({option[2:].replace('-', '_')}= in "
+                               "Python), or leave it out")
+    if group_column is not None and group_column == original_row:
+        raise BlendinError(f"the class and the row number columns are both named "
+                           f"{group_column!r}", fix="give --group-column and --original-row "
+                           "different names")

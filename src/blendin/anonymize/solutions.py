@@ -162,6 +162,12 @@ def load_solution(solution) -> dict:
         raise BlendinError("this is not a blendin solution (no \"format\": "
                            f"\"{SOLUTION_FORMAT}\")",
                            fix="give the file written by --save-solution")
+    version = payload.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version > SOLUTION_VERSION:
+        raise BlendinError(f"the solution's version {version!r} is not one this blendin "
+                           f"reads (1 to {SOLUTION_VERSION})",
+                           fix="save it again with this blendin's --save-solution, or use the "
+                           "blendin that saved it")
     for key in ("quasi_identifiers", "levels", "hierarchies", "models"):
         if key not in payload:
             raise BlendinError(f"the solution has no {key!r}",

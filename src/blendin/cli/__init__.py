@@ -40,6 +40,22 @@ def with_options(options: list):
     return add
 
 
+def read_options(delimiter: str | None, encoding: str | None
+                 ) -> tuple[str | None, str | None]:
+    """``--delimiter`` (tab as ``\\t`` or ``tab`` too) and ``--encoding``, checked as typed."""
+    import codecs
+
+    from blendin.io import delimiter_option
+
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise BlendinError(f"--encoding {encoding!r} is not a known encoding",
+                               fix="pass e.g. --encoding utf-8 or --encoding latin-1") from None
+    return delimiter_option(delimiter), encoding
+
+
 #: the option that names related tables, one a time (anonymize, check)
 INPUT_HELP = ("Related tables instead of DATA, one a time (--input patients=p.csv --input "
               "visits=v.csv), as the spec's [tables] name them.")

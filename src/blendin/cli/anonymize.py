@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from blendin.cli import INPUT_HELP, main, related_inputs, with_options
+from blendin.cli import INPUT_HELP, main, read_options, related_inputs, with_options
 from blendin.cli.database import database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
@@ -197,7 +197,7 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
               help="Seconds the heuristic may search (default: the spec's, else 10).")
 @click.option("--max-checks", default=None, type=click.IntRange(min=0),
               help="Node checks the heuristic may make (default: the spec's, else no limit).")
-@click.option("--seed", default=None, type=int,
+@click.option("--seed", default=None, type=click.IntRange(min=0),
               help="Seed of the heuristic's random moves (default: the spec's, else 0).")
 @click.option("--recode-suppressed", is_flag=True, default=None,
               help="Release the suppressed records at a coarser node of their own where "
@@ -308,9 +308,11 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
+    from blendin.engines.databases import is_database
     from blendin.progress import Progress
     from blendin.spec import Spec
 
+    delimiter, encoding = read_options(delimiter, encoding)
     if inputs or data is None:
         _related_command(data, inputs, spec_path, output=output, force=force,
                          settings={"time_limit": time_limit, "max_checks": max_checks,
@@ -363,7 +365,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                            "recodes each group on its own)",
                            fix="leave out --save-solution, or use a full-domain --algorithm "
                            "(auto, optimal, heuristic, exhaustive, binary, datafly)")
-    if group_column is not None:
+    if group_column is not None and not is_database(data):  # (a table: refused later)
         _check_new_column(data, spec, group_column, delimiter, encoding)
     if delimiter is not None:
         spec.delimiter = delimiter
@@ -565,6 +567,7 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     from blendin.progress import Progress
     from blendin.spec import Spec
 
+    delimiter, encoding = read_options(delimiter, encoding)
     chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path) if spec_path else None
     if normalize is not None:

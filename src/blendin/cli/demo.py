@@ -10,11 +10,11 @@ from blendin.outputs import check_paths
 
 
 @main.command("demo")
-@click.option("--seed", default=0, show_default=True, type=int,
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
               help="Seed of the generated tables (same seed, same tables).")
-@click.option("--patients", default=2000, show_default=True, type=int,
+@click.option("--patients", default=2000, show_default=True, type=click.IntRange(min=1),
               help="Patients in the hospital table.")
-@click.option("--voters", default=6000, show_default=True, type=int,
+@click.option("--voters", default=6000, show_default=True, type=click.IntRange(min=1),
               help="People on the voter list (every patient is one).")
 @click.option("--out", default=None, type=click.Path(file_okay=False),
               help="Write the tables, the spec and the release to this folder.")

@@ -55,6 +55,10 @@ from blendin.outputs import deferred
 REMOVED = "__blendin_removed__"
 #: a row's partition, and its place in the DataFrame's order, while rows are numbered
 PART, AT = "__blendin_part__", "__blendin_at__"
+#: the masters Spark knows: local threads (or a local cluster), a standalone, YARN, Kubernetes
+#: or Mesos cluster
+MASTERS = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]"
+                     r"|(spark|k8s|mesos)://\S+|yarn")
 DEFAULT_MASTER = "local[*]"
 
 # pyspark 4 warns that it does not yet fully support pandas 3: blendin hands Spark Arrow
@@ -250,6 +254,10 @@ class SparkEngine:
         self._session = session
         self.master = master or DEFAULT_MASTER
         self.conf = dict(conf or {})
+        if session is None and not MASTERS.fullmatch(self.master):
+            raise BlendinError(f"{self.master!r} is not a Spark master",
+                               fix="give --spark-master local[*], local[N], spark://HOST:PORT, "
+                               "yarn or k8s://URL (master= in Python)")
 
     @property
     def spark(self):
@@ -265,7 +273,13 @@ class SparkEngine:
             builder = SparkSession.builder.appName("blendin").master(self.master)
             for key, value in {**session_defaults(self.master), **self.conf}.items():
                 builder = builder.config(key, value)
-            self._session = builder.getOrCreate()
+            try:
+                self._session = builder.getOrCreate()
+            except Exception as error:  # (pyspark's own, the JVM's; its log went to stderr)
+                first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                raise BlendinError(f"Spark did not start on {self.master!r}: {first}",
+                                   fix="check --spark-master (master= in Python), Java and "
+                                   "the cluster") from None
         return self._session
 
     # -- reading ---------------------------------------------------------------------------

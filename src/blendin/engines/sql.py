@@ -146,6 +146,9 @@ def in_database(data, output=None, *, table: str | None = None, query: str | Non
             raise BlendinError("the release into a database needs a table name",
                                fix="give --output-table NAME (output_table= in Python)")
         return data, output
+    if not output_table.strip():
+        raise BlendinError("--output-table names no table",
+                           fix="give --output-table NAME (output_table= in Python)")
     if output is None and not isinstance(data, TableRef):
         raise BlendinError("output_table names a table in a database, and none is given",
                            fix="give the database as the output (-o URL) or read from it")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from blendin.errors import BlendinError, preview
+from blendin.errors import BlendinError, preview, toml_value
 from blendin.hierarchy.arx import FromCsv, from_csv
 from blendin.hierarchy.core import (
     SUPPRESSED,
@@ -70,7 +70,7 @@ def builder_from_toml(table: dict, base_dir: Path | None = None) -> HierarchyBui
     """
     if not isinstance(table, dict):
         raise BlendinError(
-            f"a hierarchy must be a TOML table, got {table!r}",
+            f"a hierarchy must be a TOML table, got {toml_value(table)}",
             fix='write e.g. { intervals = [5, 10] } or { csv = "age.csv" }',
         )
     main = [k for k in table if k in TOML_KEYS]
@@ -131,10 +131,11 @@ def _make_dates(table: dict, base_dir: Path | None) -> HierarchyBuilder:
         levels = []
     elif isinstance(levels, str):
         levels = [levels]
-    elif not isinstance(levels, list):
+    elif not isinstance(levels, list) or not levels:
         raise BlendinError(
-            f"dates = {levels!r} is not a list of levels",
-            fix='write e.g. dates = ["month", "quarter", "year"]',
+            f"dates = {toml_value(levels)} is not a list of levels",
+            fix='write e.g. dates = ["month", "quarter", "year"] (or dates = true for the '
+                "usual ones)",
         )
     return dates(*levels, format=table.get("format"))
 
@@ -145,17 +146,15 @@ def _make_tree(table: dict, base_dir: Path | None) -> HierarchyBuilder:
 
 def _make_flat(table: dict, base_dir: Path | None) -> HierarchyBuilder:
     if table["flat"] is not True:
-        raise BlendinError(
-            f"flat = {table['flat']!r}", fix="write flat = true, or choose another hierarchy"
-        )
+        raise BlendinError(f"flat = {toml_value(table['flat'])}",
+                           fix="write flat = true, or choose another hierarchy")
     return Flat()
 
 
 def _make_as_is(table: dict, base_dir: Path | None) -> HierarchyBuilder:
     if table["as_is"] is not True:
-        raise BlendinError(
-            f"as_is = {table['as_is']!r}", fix="write as_is = true, or choose another hierarchy"
-        )
+        raise BlendinError(f"as_is = {toml_value(table['as_is'])}",
+                           fix="write as_is = true, or choose another hierarchy")
     return AsIs()
 
 

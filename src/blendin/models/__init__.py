@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from blendin.errors import BlendinError, preview
+from blendin.errors import BlendinError, preview, toml_value
 from blendin.frequency import Classes
 from blendin.models.base import RELATIVE_TOLERANCE, TOLERANCE, PrivacyModel
 from blendin.models.closeness import DISTANCES, TCloseness
@@ -107,7 +107,7 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
     """
     choices = ", ".join(map(repr, MODELS))
     if not isinstance(table, Mapping):
-        raise BlendinError(f"a [[privacy]] entry must be a table, got {table!r}",
+        raise BlendinError(f"a [[privacy]] entry must be a table, got {toml_value(table)}",
                            fix='write [[privacy]] with model = "k-anonymity" and k = 5')
     name = table.get("model")
     if name is None:

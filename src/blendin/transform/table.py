@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from blendin.codes import as_text
-from blendin.errors import BlendinError
+from blendin.errors import BlendinError, toml_value
 from blendin.transform.microaggregation import (
     Loss,
     Microaggregate,
@@ -50,7 +50,8 @@ def transform_from_toml(entry: Mapping, where: str) -> Transform:
                                "{ pram = { pd = 0.8 } }")
     options = entry[kinds[0]]
     if not isinstance(options, Mapping):
-        raise BlendinError(f"{where}: {kinds[0]} takes a table of options, got {options!r}",
+        raise BlendinError(f"{where}: {kinds[0]} takes a table of options, got "
+                           f"{toml_value(options)}",
                            fix=f"write e.g. {kinds[0]} = "
                                + ("{ k = 3 }" if kinds[0] == "microaggregate"
                                   else "{ pd = 0.8 }"))
