@@ -13,6 +13,7 @@ used too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -29,7 +30,7 @@ from blendin.engines import engine_for
 from blendin.engines.embedded import READ_BLOCK
 from blendin.engines.kernels import decoded
 from blendin.engines.sql import SqlSource, in_database
-from blendin.errors import BlendinError
+from blendin.errors import BlendinError, Unmeetable
 from blendin.estimators import sampling_weights
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
@@ -474,7 +475,6 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
         rows = int(row_counts.sum()), int(row_counts[starred].sum())
         distinct, by_person, signature = per_person(distinct, spec.person, qis, sensitive,
                                                     spec.missing)
-        enough_people(spec.models, by_person.people, rows[0], spec.person)
     counts = distinct.column(COUNT).to_numpy().astype(np.int64)
     records = int(counts.sum())
     qi_codes = [_codes(distinct.column(name)) for name in qis]
@@ -733,7 +733,8 @@ def enough_people(models: Sequence[PrivacyModel], people: int, records: int,
 def _evaluate(models, classes: Classes, records: int, domains, people=None):
     results, ok = [], []
     for i, model in enumerate(models):
-        model.validate(records, domains)
+        with contextlib.suppress(Unmeetable):  # (then no class holds: the verdict says so)
+            model.validate(records, domains)
         if model.needs_population:
             classes = replace(classes, population=people[i])
         holds = np.asarray(model.holds(classes), dtype=bool) if len(classes) else np.zeros(

@@ -22,6 +22,11 @@ class BlendinError(ValueError):
         super().__init__(problem if fix is None else f"{problem}; fix: {fix}")
 
 
+class Unmeetable(BlendinError):
+    """A privacy model that no release of the table can meet (k larger than the table): an
+    error before a search, and a failing verdict where a release is checked."""
+
+
 def preview(values, limit: int = 5) -> str:
     """A few values quoted, and how many more there are: ``'a', 'b' and 3 more``."""
     values = list(values)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from blendin.errors import BlendinError
+from blendin.errors import BlendinError, Unmeetable
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.models.base import (
     RELATIVE_TOLERANCE,
@@ -29,7 +29,7 @@ class _LDiversity(_SensitiveModel):
         super().validate(n_records, domains)
         distinct = int(np.count_nonzero(np.asarray(domains[self.attribute].overall)))
         if self.l > distinct:
-            raise BlendinError(
+            raise Unmeetable(
                 f"{self.key}: l = {self.l} but {self.attribute!r} has only {distinct} distinct "
                 "value(s) in the whole table, so no class can be that diverse",
                 fix=f"choose l <= {distinct}",

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from blendin.errors import BlendinError
+from blendin.errors import Unmeetable
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.models.base import PrivacyModel, _whole_number
 
@@ -46,7 +46,7 @@ class KAnonymity(PrivacyModel):
     def validate(self, n_records: int, domains: Mapping[str, SensitiveDomain]) -> None:
         super().validate(n_records, domains)
         if self.k > n_records:
-            raise BlendinError(
+            raise Unmeetable(
                 f"k-anonymity: k = {self.k} is larger than the table ({n_records} records)",
                 fix=f"choose k <= {n_records}",
             )
