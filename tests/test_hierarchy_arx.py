@@ -101,6 +101,10 @@ def test_kind_can_be_given(tmp_path):
     assert h.kind == "categorical" and h.numbers is None
     with pytest.raises(BlendinError, match="not numbers"):
         from_csv(path, kind="numeric").build(["2017-01-05"], "dob")
+    with pytest.raises(BlendinError, match=r'n.csv\' is declared kind = "numeric", and has 2') \
+            as file_named:  # the file's own values, not a column's
+        from_csv(write(tmp_path, "a;*\nb;*\n", "n.csv"), kind="numeric").given()
+    assert 'write kind = "categorical"' in file_named.value.fix
     with pytest.raises(BlendinError, match="unknown kind"):
         from_csv(path, kind="text")
 

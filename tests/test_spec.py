@@ -233,3 +233,9 @@ def test_adult_spec_with_arx_hierarchies(tmp_path):
     built = spec.build_hierarchies(table)
     assert [built[q].height for q in qis] == [5, 4, 3, 3, 2, 2, 2, 3]
     assert np.prod([built[q].height for q in qis]) == 4320
+
+
+def test_a_spec_saved_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('\ufeff[[privacy]]\nmodel = "k-anonymity"\nk = 2\n', encoding="utf-8")
+    assert [m.k for m in Spec.from_toml(path).models] == [2]

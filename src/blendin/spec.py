@@ -212,8 +212,8 @@ class Spec:
             raise BlendinError(f"spec file {str(path)!r} does not exist",
                                fix="check the path given to --spec")
         try:
-            with path.open("rb") as handle:
-                table = tomllib.load(handle)
+            text = path.read_bytes().decode("utf-8")
+            table = tomllib.loads(text.removeprefix("\ufeff"))  # (an editor's byte order mark)
         except tomllib.TOMLDecodeError as error:
             raise BlendinError(f"spec file {str(path)!r} is not valid TOML: {error}",
                                fix="correct the TOML syntax at that line") from None

@@ -254,7 +254,14 @@ class FromCsv(HierarchyBuilder):
     @cached_property
     def _given(self) -> Hierarchy:
         """The whole file's hierarchy with its kind, made once (every run asks for it)."""
-        return with_kind(self._hierarchy, self.kind, str(self.path), "")
+        try:
+            return with_kind(self._hierarchy, self.kind, str(self.path), "")
+        except BlendinError as error:  # (the values are the file's, not a column's)
+            raise BlendinError(
+                f"the hierarchy file {str(self.path)!r} is declared kind = \"{self.kind}\", "
+                f"and has {error.problem.split(' has ', 1)[-1]}",
+                fix="write kind = \"categorical\" (or leave kind out), or correct the "
+                "file's values") from None
 
     def to_toml(self, base_dir: Path | None = None) -> dict:
         path = self.path.resolve()
