@@ -237,5 +237,6 @@ def test_adult_spec_with_arx_hierarchies(tmp_path):
 
 def test_a_spec_saved_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text('\ufeff[[privacy]]\nmodel = "k-anonymity"\nk = 2\n', encoding="utf-8")
+    path.write_text('\ufeff[quasi_identifiers]\nsex = { flat = true }\n[[privacy]]\n'
+                    'model = "k-anonymity"\nk = 2\n', encoding="utf-8")
     assert [m.k for m in Spec.from_toml(path).models] == [2]
