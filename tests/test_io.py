@@ -280,3 +280,12 @@ def test_written_files_follow_the_umask_or_keep_the_replaced_files_mode(tmp_path
         assert note.read_text() == "new" and stat.S_IMODE(note.stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_a_web_address_is_told_apart_from_a_missing_file():
+    with pytest.raises(BlendinError, match="'https://example.com/x.csv' is not a file") \
+            as refused:
+        Source("https://example.com/x.csv").columns  # noqa: B018
+    assert "download it first" in refused.value.fix
+    with pytest.raises(BlendinError, match="does not exist"):
+        Source("no-such-file.csv").columns  # noqa: B018

@@ -324,6 +324,10 @@ class Source:
     def _file_kind(self) -> str:
         path = self.path
         if not path.exists():
+            if re.match(r"^[a-z][a-z0-9+.-]*:/[^/]", str(path), re.IGNORECASE):  # (a URL, its
+                raise BlendinError(f"{re.sub(':/', '://', str(path), count=1)!r} is not a "
+                                   "file blendin can read",  # // gone)
+                                   fix="download it first, or give a path on this machine")
             near = _near_files(path)
             raise BlendinError(
                 f"file {str(path)!r} does not exist",

@@ -50,8 +50,9 @@ def text_steps(steps: Sequence[str] | str, known: Sequence[str] = tuple(STEPS),
     if bad:
         raise BlendinError(f"unknown normalization {bad[0]!r} in {option} "
                            f"{','.join(map(str, chosen))!r}",
-                           fix=f"use one or more of {', '.join(sorted(known))}, separated by "
-                           "commas")
+                           fix=f"use one or more of {', '.join(sorted(known))}"
+                           + (" (a list in the spec)" if option.startswith("[")
+                              else ", separated by commas"))
     return chosen
 
 

@@ -71,7 +71,8 @@ class Tree(HierarchyBuilder):
     def __init__(self, mapping: Mapping) -> None:
         if not isinstance(mapping, Mapping) or not mapping:
             raise BlendinError(f"tree({mapping!r}) needs a non-empty mapping of groups",
-                               fix='write e.g. tree({"young": ["18", "19"], "old": ["80"]})')
+                               fix='write e.g. tree = { young = ["18", "19"], old = ["80"] } '
+                               '(Python: tree({"young": ["18", "19"], "old": ["80"]}))')
         if len(mapping) == 1 and SUPPRESSED in mapping:  # {"*": {...}}: the top is implied
             mapping = mapping[SUPPRESSED]
         self.mapping = _normalize(mapping, "tree")
