@@ -89,6 +89,55 @@ def test_no_output_can_replace_an_input_or_another_output(files, flag, target):
     assert snapshot(folder) == before  # nothing written, nothing replaced
 
 
+@pytest.mark.parametrize("command", [
+    ["attack", "{release}", "--external", "{data}", "-o", "{hierarchy}"],
+    ["utility", "{data}", "{release}", "--csv", "{hierarchy}"],
+    ["risk", "{data}", "--suda", "--suda-out", "{hierarchy}"],
+])
+def test_no_command_writes_over_a_file_the_spec_reads(files, command):
+    """attack, utility and risk check their outputs against the spec's hierarchy files
+    too, as anonymize and apply do, --force or not."""
+    folder, data, spec = files
+    (folder / "sex.csv").write_text("F;*\nM;*\n")
+    spec.write_text(SPEC.replace("sex = { flat = true }", 'sex = { csv = "sex.csv" }'))
+    release = folder / "r.csv"
+    assert run("anonymize", data, "--spec", spec, "-o", release).exit_code == 0
+    before = snapshot(folder)
+    args = [a.format(release=release, data=data, hierarchy=folder / "sex.csv")
+            for a in command]
+    result = run(*args, "--spec", spec, "--force")
+    assert result.exit_code == 2, result.output
+    assert "is the hierarchy file of 'sex'" in result.output
+    assert snapshot(folder) == before
+
+
+def test_plots_named_as_another_output_are_refused_and_written_with_the_rest(files):
+    folder, data, spec = files
+    release = folder / "r.csv"
+    assert run("anonymize", data, "--spec", spec, "-o", release).exit_code == 0
+    before = snapshot(folder)
+    clash = run("utility", data, release, "--spec", spec, "--csv", folder / "u.csv",
+                "--plots", folder / "u.csv")
+    assert clash.exit_code == 2 and "--plots" in clash.output and "--csv" in clash.output
+    assert snapshot(folder) == before
+    ok = run("utility", data, release, "--spec", spec, "--csv", folder / "u.csv", "--plots",
+             folder / "plots")
+    assert ok.exit_code == 0, ok.output
+    assert (folder / "u.csv").exists() and any((folder / "plots").glob("distribution-*.png"))
+
+
+def test_files_written_in_a_nested_group_wait_for_the_outer_one(tmp_path):
+    from blendin.io import write_text
+    from blendin.outputs import together
+
+    with pytest.raises(OSError), together():
+        with together():  # (the plots' own group, within the command's)
+            write_text(tmp_path / "plot.png", "x")
+        assert not (tmp_path / "plot.png").exists()
+        raise OSError("File too large")  # the next file fails
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_report_in_a_missing_folder_fails_before_the_release_is_written(files):
     folder, data, spec = files
     before = snapshot(folder)

@@ -276,3 +276,18 @@ def test_the_next_start_removes_a_dead_servers_folder_only(monkeypatch, tmp_path
         root = app.state.store.root
         assert (root / "pid").read_text().split()[0] == str(os.getpid())
     assert not root.exists()
+
+
+def test_an_excel_file_given_to_the_app_leaves_its_folder_as_it_was(tmp_path):
+    """Its CSV copy goes into the session's private folder: a data.csv beside the Excel
+    file (the user's) is neither replaced nor made."""
+    import pandas as pd
+
+    pd.DataFrame({"zip": ["02138", "02139"], "sex": ["f", "m"]}).to_excel(
+        tmp_path / "patients.xlsx", index=False)
+    beside = tmp_path / "patients.csv"
+    beside.write_text("my,own\n1,2\n")
+    with TestClient(create_app(tmp_path / "patients.xlsx"), base_url=LOCAL) as client:
+        assert client.get("/").status_code == 200
+    assert beside.read_text() == "my,own\n1,2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["patients.csv", "patients.xlsx"]

@@ -27,6 +27,7 @@ SUFFIXES = {
     "report": (".html", ".htm"),
     "json": (".json",),
     "spec": (".toml",),
+    "folder": (),  # of files written one by one into it (plots): any name
 }
 
 def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[str | None, str]],
@@ -34,8 +35,9 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
     """Refuse, before any work, outputs that would destroy a file or fail after the run.
 
     ``inputs`` maps the option (or argument) to the path read, ``outputs`` the option to
-    ``(path, kind)`` with kind ``table``, ``report`` or ``json``. With ``folders`` a table
-    may be a folder (Spark writes one, of part files).
+    ``(path, kind)`` with kind ``table``, ``report``, ``json``, ``spec`` or ``folder`` (one
+    files are written into, an existing one too). With ``folders`` a table may be a folder
+    (Spark writes one, of part files).
 
     >>> try:
     ...     check_paths({"DATA": "in.csv"}, {"--report": ("in.csv", "report")})
@@ -49,7 +51,8 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         if not path:
             continue
         out = Path(path)
-        _check_suffix(flag, out, kind)
+        if kind != "folder":
+            _check_suffix(flag, out, kind)
         for other, source in {**read, **written}.items():
             what = _input_name(other) if other in read else f"the output of {other}"
             if _same_file(out, source):
@@ -57,6 +60,8 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
                     f"{flag} {path!r} is {what}",
                     fix="write to another file; the input is never changed" if other in read
                     else f"give {flag} and {other} different files")
+            if kind == "folder":  # (its files are added to it: nothing else there changes)
+                continue
             # a folder written (Spark's part files) replaces the folder and all it holds;
             # one written into a folder read (a dataset's) changes what the folder holds
             if _within(source, out):
@@ -68,8 +73,9 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
                                    fix="write outside it" + (
                                        ": the input is never changed" if other in read
                                        else ""))
-        _check_folder(flag, out, folders and kind == "table")
-        _check_existing(flag, out, force)
+        _check_folder(flag, out, folders and kind == "table" or kind == "folder")
+        if kind != "folder":
+            _check_existing(flag, out, force)
         written[flag] = out
 
 
@@ -163,6 +169,9 @@ def together() -> Iterator[None]:
     >>> sorted(p.name for p in folder.iterdir())
     []
     """
+    if _GROUP.get() is not None:  # within an open group: the block's files join it
+        yield
+        return
     group: list[_Pending] = []
     token = _GROUP.set(group)
     try:

@@ -647,7 +647,8 @@ async def _guarded(session: Session, work, *args) -> None:
 
 
 def _load_path(session: Session, path: Path) -> None:
-    workflow.set_data(session, workflow.read_file(path, path.name))
+    # (an Excel file's CSV copy goes into the session's private folder, not beside it)
+    workflow.set_data(session, workflow.read_file(path, path.name, scratch=session.folder))
 
 
 def _load_upload(session: Session, dest: Path, name: str, target: str,

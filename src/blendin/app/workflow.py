@@ -84,14 +84,16 @@ def suffix_of(name: str) -> str:
 
 
 def read_file(path: Path, label: str, *, downloadable: bool = False,
-              encoding: str | None = None, delimiter: str | None = None) -> Loaded:
-    """Read a CSV/Parquet file as the CLI does (same errors), Excel through pandas.
+              encoding: str | None = None, delimiter: str | None = None,
+              scratch: Path | None = None) -> Loaded:
+    """Read a CSV/Parquet file as the CLI does (same errors), Excel through pandas (as a
+    CSV file in the folder ``scratch``, by default the file's own: an upload's, private).
 
     ``encoding`` and ``delimiter`` are the CLI's ``--encoding``/``--delimiter`` (the spec's
     ``[input]``); they go into the downloaded spec.
     """
     if suffix_of(path.name) == ".xlsx":
-        path = _excel_to_csv(path, label)
+        path = _excel_to_csv(path, label, scratch or path.parent)
         downloadable, encoding, delimiter = True, None, None
     table = Source(path, delimiter=delimiter, encoding=encoding).read_all()
     loaded = Loaded(label, path, table, profile(table), downloadable)
@@ -99,8 +101,9 @@ def read_file(path: Path, label: str, *, downloadable: bool = False,
     return loaded
 
 
-def _excel_to_csv(path: Path, label: str) -> Path:
-    """Excel becomes CSV (all values as text): the CLI and the spec work on that file."""
+def _excel_to_csv(path: Path, label: str, folder: Path) -> Path:
+    """Excel becomes CSV (all values as text) in ``folder``: the CLI and the spec work on
+    that file."""
     import pandas as pd
 
 
@@ -112,7 +115,7 @@ def _excel_to_csv(path: Path, label: str) -> Path:
     if frame.empty:
         raise BlendinError(f"{label!r} has no rows", fix="give a table with a header and at "
                            "least one row")
-    out = path.with_name(Path(label).stem + ".csv")
+    out = folder / (Path(label).stem + ".csv")
     write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
     return out
 

@@ -73,13 +73,13 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     from blendin.attack import attack
     from blendin.io import Source
 
-    check_paths({"RELEASE": release, "--external": external, "--spec": spec_path},
-                {"-o": (output, "table")}, force=force)
     spec = None
     if spec_path:
         from blendin.spec import Spec
 
         spec = Spec.from_toml(spec_path)
+    check_paths({"RELEASE": release, "--external": external, "--spec": spec_path,
+                 **(spec.files_read() if spec else {})}, {"-o": (output, "table")}, force=force)
     rel = Source(release, delimiter=delimiter, encoding=encoding).read_all()
     ext = Source(external, delimiter=delimiter, encoding=encoding).read_all()
     report = attack(rel, ext, on, k=k, sensitive=sensitive, truth=truth,

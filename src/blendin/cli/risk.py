@@ -81,14 +81,6 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
     from blendin.progress import Progress
     from blendin.risk import risk
 
-    if suda_out is not None:
-        from blendin.errors import BlendinError
-        from blendin.outputs import check_paths
-
-        if not suda:
-            raise BlendinError("--suda-out writes the scores of --suda",
-                               fix="add --suda, or leave out --suda-out")
-        check_paths({"DATA": data}, {"--suda-out": (suda_out, "table")}, force=force)
     spec = None
     if spec_path is not None:
         from blendin.spec import Spec
@@ -96,6 +88,17 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
         spec = Spec.from_toml(spec_path)
         delimiter = delimiter or spec.delimiter
     related = related_inputs(data, inputs) if inputs or data is None else None
+    if suda_out is not None:
+        from blendin.errors import BlendinError
+        from blendin.outputs import check_paths
+
+        if not suda:
+            raise BlendinError("--suda-out writes the scores of --suda",
+                               fix="add --suda, or leave out --suda-out")
+        check_paths({"DATA": data, "--spec": spec_path,
+                     **{f"--input {n}": p for n, p in (related or {}).items()},
+                     **(spec.files_read() if spec else {})},
+                    {"--suda-out": (suda_out, "table")}, force=force)
     rows = {} if related else table_options(data, table, query, schema, password_env)
     source = related or (data if rows else Source(data, delimiter=delimiter,
                                                   encoding=encoding))

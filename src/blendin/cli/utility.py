@@ -70,10 +70,10 @@ def utility_command(data: str, release: str, spec_path: str, target: str | None,
     from blendin.spec import Spec
     from blendin.utility import MODELS, utility
 
-    check_paths({"DATA": data, "RELEASE": release, "--spec": spec_path},
-                {"--csv": (csv_path, "table"), "--report": (report_path, "report")},
-                force=force)
     spec = Spec.from_toml(spec_path)
+    check_paths({"DATA": data, "RELEASE": release, "--spec": spec_path, **spec.files_read()},
+                {"--csv": (csv_path, "table"), "--report": (report_path, "report"),
+                 "--plots": (plots_dir, "folder")}, force=force)
     if plots_dir is not None:
         _check_plots(plots_dir, force)
     chosen = [m.replace("-", " ") for m in models] or list(MODELS)
