@@ -341,3 +341,27 @@ def test_risk_of_related_tables_counts_people(tmp_path: Path):
                                     str(_spec_file(tmp_path))])
     assert run.exit_code == 0, run.output
     assert f"people             {len(result.tables['patients'])}" in run.output
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path: Path):
+    """A killed run leaves the stacked rows (raw) in a folder beside -o, and half-written
+    tables in it: the next run removes them, and counts none as a file it would replace."""
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    for name, table in _cohort().items():
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+    stack = tmp_path / f".out.{dead.pid}.0123456789ab.tmp"
+    stack.mkdir()
+    (stack / "stack.parquet").write_text("the raw rows")
+    (tmp_path / "out").mkdir()
+    half = tmp_path / "out" / f".visits.csv.{dead.pid}.0123456789ab.tmp"
+    half.write_text("pid,ward")
+    run = CliRunner().invoke(main, ["anonymize", *(f"--input={n}={tmp_path / n}.csv"
+                                                   for n in TABLES),
+                                    "--spec", str(_spec_file(tmp_path)), "-o",
+                                    str(tmp_path / "out")])
+    assert run.exit_code == 0, run.output
+    assert not stack.exists() and not half.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

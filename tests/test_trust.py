@@ -601,15 +601,24 @@ def test_stale_temporary_files_of_killed_runs_are_removed(tmp_path):
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = tmp_path / f".r.csv.{dead.pid}.abc123.tmp"
+    stale = tmp_path / f".r.csv.{dead.pid}.abc123def456.tmp"
     stale.write_text("half")
-    live = tmp_path / f".r.csv.{os.getppid()}.def456.tmp"  # a running process's: kept
+    part = tmp_path / f".r.csv.{dead.pid}.abc123def456.part3.tmp"  # a shuffle's part
+    part.write_text("half")
+    spark = tmp_path / f".r.csv.{dead.pid}.0123456789ab.tmp"  # a Spark run's part files
+    spark.mkdir()
+    (spark / "part-0.csv").write_text("half")
+    live = tmp_path / f".r.csv.{os.getppid()}.def456abc123.tmp"  # a running process's: kept
     live.write_text("busy")
-    other = tmp_path / f".other.csv.{dead.pid}.x.tmp"  # another target's: kept
+    other = tmp_path / f".other.csv.{dead.pid}.abc123def456.tmp"  # another target's: kept
     other.write_text("x")
+    users = [tmp_path / ".r.csv.2023.old.tmp", tmp_path / f".r.csv.{dead.pid}.x.tmp",
+             tmp_path / f".r.csv.{dead.pid}.0123456789ab.tmp.old"]  # not named as blendin's
+    for kept in users:
+        kept.write_text("the user's")
     write_table(pa.table({"a": ["1"]}), tmp_path / "r.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [live.name, other.name, "r.csv"])
+        [live.name, other.name, "r.csv", *(p.name for p in users)])
 
 
 def test_sigterm_removes_the_temporary_file(tmp_path, monkeypatch):

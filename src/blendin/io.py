@@ -14,6 +14,7 @@ import io
 import os
 import re
 import secrets
+import shutil
 import weakref
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -944,21 +945,53 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             Path(temp).unlink(missing_ok=True)
 
 
+#: the name of a temporary file (or a folder: Spark's part files, related tables' stack)
+#: blendin writes beside a target: the target's name, the process's number, a random part
+_TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{{12}}"
+                        rf"(\.part\d+)?{re.escape(TEMP_SUFFIX)}")
+
+
+def is_stale_temp(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is named as blendin names its temporary files and folders, by a
+    process that no longer exists (a killed run's; a user's ``.release.csv.2023.tmp`` is
+    not one)."""
+    named = _TEMP_NAME.fullmatch(Path(path).name)
+    return named is not None and not process_alive(int(named["pid"]))
+
+
 def stale_temps(path: str | os.PathLike) -> list[Path]:
-    """Temporary files beside ``path`` left by runs that no longer exist (killed)."""
+    """Temporary files (and folders) beside ``path`` left by runs that no longer exist."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     found = []
     for temp in folder.glob(f"{TEMP_PREFIX}{glob_escape(path.name)}.*{TEMP_SUFFIX}"):
-        pid = temp.name[len(TEMP_PREFIX) + len(path.name) + 1:].split(".", 1)[0]
-        if pid.isdigit() and not process_alive(int(pid)):
+        named = _TEMP_NAME.fullmatch(temp.name)
+        if named and named["target"] == path.name and is_stale_temp(temp):
             found.append(temp)
     return found
 
 
 def remove_stale_temps(path: str | os.PathLike) -> None:
     for temp in stale_temps(path):
-        temp.unlink(missing_ok=True)
+        if temp.is_dir() and not temp.is_symlink():  # (Spark's part files)
+            shutil.rmtree(temp, ignore_errors=True)
+        else:
+            temp.unlink(missing_ok=True)
+
+
+@contextmanager
+def scratch_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """A private folder beside ``path`` for a run's own files (the rows it stacks), removed
+    at the end; one that a killed run left is removed by the next run for ``path``."""
+    path = Path(path).absolute()
+    remove_stale_temps(path)
+    folder = path.parent / (f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(6)}"
+                            f"{TEMP_SUFFIX}")
+    folder.mkdir(mode=0o700)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def glob_escape(name: str) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import secrets
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -21,7 +20,7 @@ from blendin.engines.embedded import BatchWriter
 from blendin.engines.related_sql import check_keys, number_people, split_query, stack_query
 from blendin.engines.sql import SqlSource, TableRef, check_replaced, database, run_name
 from blendin.errors import BlendinError
-from blendin.io import Source, to_arrow
+from blendin.io import Source, scratch_folder, to_arrow
 from blendin.related import (
     check_folder,
     layout,
@@ -65,9 +64,8 @@ def release_tables(anonymize: Callable[..., Result], data: Mapping, spec: Spec, 
     writing = {"delimiter": output_delimiter or spec.delimiter or ",",
                "escape_formulas": escape_formulas}
     if paths is not None and all(isinstance(v, str | os.PathLike) for v in data.values()):
-        with tempfile.TemporaryDirectory(dir=Path(output).absolute().parent,
-                                         prefix=".blendin-stack-") as temp:
-            whole, released = Path(temp) / "stack.parquet", Path(temp) / "release.parquet"
+        with scratch_folder(output) as temp:  # (a killed run's: removed by the next)
+            whole, released = temp / "stack.parquet", temp / "release.parquet"
             with BatchWriter(str(whole), whole) as writer:
                 for part in stack_batches(stacked, tables, spec.missing):
                     writer.write(part)

@@ -461,7 +461,10 @@ def _refuse_for_related(refused: dict) -> None:
 
 def _fresh_folder(output: str, force: bool) -> None:
     """The folder of related tables' files holds none yet, unless --force."""
-    if Path(output).exists() and any(Path(output).iterdir()) and not force:
+    from blendin.io import is_stale_temp
+
+    held = Path(output).iterdir() if Path(output).is_dir() else ()
+    if any(not is_stale_temp(p) for p in held) and not force:  # (a killed run's: replaced)
         raise BlendinError(f"-o {output!r} is a folder that already holds files",
                            fix="pass --force to replace the tables' files in it, or give "
                                "a new folder")

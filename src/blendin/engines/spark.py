@@ -47,6 +47,7 @@ from blendin.io import (
     _suffix,
     escape_formula_text,
     output_delimiter,
+    remove_stale_temps,
     to_arrow,
 )
 from blendin.outputs import deferred
@@ -504,6 +505,8 @@ class SparkEngine:
         if not fs.exists(parent):
             raise BlendinError(f"folder {parent.toString()!r} does not exist",
                                fix="create it first or write somewhere else")
+        if "://" not in str(path):  # what killed runs left here (a cluster's: its own)
+            remove_stale_temps(path)
         name = f".{target.getName()}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
         temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
 
