@@ -1338,3 +1338,17 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
         result = run("anonymize", *args, "--engine", "spark", "--force")
         assert result.exit_code == 2 and why in result.output, result.output
     assert every_file() == before
+
+
+def test_a_link_to_nothing_is_an_existing_output_and_a_trailing_slash_a_folder(files):
+    folder, data, spec = files
+    (folder / "r.csv").symlink_to(folder / "nowhere.csv")
+    linked = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
+    assert linked.exit_code == 2 and "already exists" in linked.output
+    assert (folder / "r.csv").is_symlink() and not (folder / "nowhere.csv").exists()
+    slashed = run("anonymize", data, "--spec", spec, "-o", f"{folder / 'out.csv'}/")
+    assert slashed.exit_code == 2 and "names a folder (it ends with /)" in slashed.output
+    assert not (folder / "out.csv").exists()
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
+               "--force").exit_code == 0
+    assert not (folder / "r.csv").is_symlink() and (folder / "r.csv").stat().st_size

@@ -51,6 +51,9 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         if not path:
             continue
         out = Path(path)
+        if str(path).endswith(("/", os.sep)) and kind != "folder" and not folders:
+            raise BlendinError(f"{flag} {path!r} names a folder (it ends with /)",
+                               fix=f"give {flag} a file name")
         if kind != "folder":
             _check_suffix(flag, out, kind)
         for other, source in {**read, **written}.items():
@@ -124,12 +127,12 @@ def _check_folder(flag: str, out: Path, folder_ok: bool = False) -> None:
 
 
 def _check_existing(flag: str, out: Path, force: bool) -> None:
-    if not out.exists():
+    if not out.exists() and not out.is_symlink():  # (a link to nothing is replaced too)
         return
     if not force:
         raise BlendinError(f"{flag} {str(out)!r} already exists",
                            fix="pass --force to replace it, or write to another file")
-    if not out.stat().st_mode & 0o222:  # (os.access says yes to root)
+    if out.exists() and not out.stat().st_mode & 0o222:  # (os.access says yes to root)
         raise BlendinError(f"{flag} {str(out)!r} is read-only",
                            fix="make it writable first, or write to another file")
 
