@@ -130,3 +130,26 @@ def test_the_population_uniques_row_names_the_estimate_its_population_and_estima
     assert risk.population.dankar == pytest.approx(estimate.dankar)
     text = "\n".join(demo.table())
     assert "several voters can match the same patient" in text.replace("\n", " ")
+
+
+def test_demo_files_are_written_together_and_a_new_folder_checked_first(tmp_path):
+    import pytest
+
+    from blendin.demo import run_demo, write_demo
+
+    demo = run_demo(seed=0, patients=200, voters=400)
+    out = tmp_path / "demo"
+    with pytest.raises(OSError), pytest.MonkeyPatch.context() as patch:
+        def failing(*args, **kwargs):
+            raise OSError("File too large")
+
+        patch.setattr(type(demo.result), "report", failing)  # the last file fails
+        write_demo(demo, out)
+    assert not out.exists()  # no file of the six, and not the folder made for them
+    (tmp_path / "file").write_text("x")
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+    refused = CliRunner().invoke(main, ["demo", "--patients", "200", "--voters", "400",
+                                        "--out", str(tmp_path / "file" / "sub")])
+    assert refused.exit_code == 2 and "is a file" in refused.output

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import textwrap
 import time
@@ -41,6 +42,7 @@ from blendin.hierarchy.masking import masking
 from blendin.hierarchy.tree import tree
 from blendin.io import write_table, write_text
 from blendin.models import DistinctLDiversity, KAnonymity
+from blendin.outputs import together
 from blendin.risk import RiskReport, risk
 from blendin.spec import Spec
 from blendin.summaries import percent_of
@@ -270,19 +272,27 @@ DEMO_FILES = ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv", "
 def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     """Write hospital.csv, deidentified.csv, voters.csv, spec.toml, release.csv and
     report.html (the release report: risk before and after, with the population; the
-    linking attack with the voter list) to ``out`` (created if needed), each atomically."""
+    linking attack with the voter list) to ``out`` (created if needed), all together."""
     folder = Path(out)
+    made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, frame in (("hospital.csv", demo.hospital), ("deidentified.csv",
-                        demo.deidentified), ("voters.csv", demo.voters),
-                        ("release.csv", demo.release)):
-        table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
-        written.append(write_table(table, folder / name))
-    written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
-    written.append(demo.result.report(folder / "report.html", original=demo.hospital,
-                                      external=demo.voters, on=list(JOIN),
-                                      population=demo.population))
+    try:
+        with together():  # the six files take their names together, or none does
+            for name, frame in (("hospital.csv", demo.hospital), ("deidentified.csv",
+                                demo.deidentified), ("voters.csv", demo.voters),
+                                ("release.csv", demo.release)):
+                table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
+                written.append(write_table(table, folder / name))
+            written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
+            written.append(demo.result.report(folder / "report.html",
+                                              original=demo.hospital, external=demo.voters,
+                                              on=list(JOIN), population=demo.population))
+    except BaseException:
+        if made:  # (the folder this call made, empty again)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     return written
 
 

@@ -42,14 +42,26 @@ def demo_command(seed: int, patients: int, voters: int, out: str | None, force: 
 
 def _check_out(out: str, names, force: bool) -> None:
     """The demo's files in --out: not replaced without --force, checked before any work."""
+    import tempfile
     from pathlib import Path
-
 
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
-
         raise BlendinError(f"--out {out!r} is a file", fix="give a folder for --out")
-    if folder.is_dir():  # a new folder is made by the demo itself
+    if folder.is_dir():
         kinds = {".csv": "table", ".html": "report", ".toml": "spec"}
         check_paths({}, {f"--out {name}": (str(folder / name), kinds[Path(name).suffix])
                          for name in names}, force=force)
+        return
+    # a new folder is made by the demo itself, in the nearest folder that exists
+    where = next(p for p in folder.absolute().parents if p.exists())
+    if not where.is_dir():
+        raise BlendinError(f"--out {out!r}: {str(where)!r} is a file",
+                           fix="give --out a folder (a new one is made)")
+    try:  # (the only sure test: read-only mounts, /proc)
+        with tempfile.TemporaryFile(dir=where):
+            pass
+    except OSError as error:
+        raise BlendinError(f"--out {out!r}: cannot create a folder in {str(where)!r} "
+                           f"({error.strerror or error})",
+                           fix="give --out a folder where you may create files") from None
