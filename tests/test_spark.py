@@ -373,3 +373,20 @@ def test_a_master_spark_does_not_know_is_refused_before_spark_starts(master):
     for known in ("local", "local[*]", "local[4]", "local[4,2]", "spark://h:7077", "yarn",
                   "k8s://https://h:6443"):
         assert SparkEngine(master=known).master == known
+
+
+def test_a_jvm_started_for_a_session_that_never_came_up_is_stopped(monkeypatch):
+    """SIGTERM while the session comes up (the CLI's SystemExit) left Spark's JVM running
+    after the process had gone: the children started meanwhile are stopped with it."""
+    from pyspark.sql import SparkSession
+
+    started = []
+
+    def interrupted(builder):
+        started.append(subprocess.Popen(["sleep", "60"]))  # (the JVM, launched)
+        raise SystemExit(143)
+
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", interrupted)
+    with pytest.raises(SystemExit):
+        SparkEngine(master="local[1]").spark  # noqa: B018
+    assert started[0].wait(timeout=10) == -9

@@ -23,10 +23,12 @@ Needs ``pip install "blendin[spark]"`` (pyspark 4) and Java 17.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
 import secrets
+import signal
 import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -109,6 +111,17 @@ def _spark_errors(path: str = "") -> Iterator[None]:
                 "Python that has it: PYSPARK_PYTHON=/path/to/python (or --spark-conf "
                 "spark.pyspark.python=/path/to/python)") from None
         raise
+
+
+def _children() -> set[int]:
+    """This process's child processes (on Linux, from /proc; elsewhere none are known)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # (the fields after the command, which may hold spaces and parentheses)
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == os.getpid():
+                found.add(int(stat.parent.name))
+    return found
 
 
 def session_defaults(master: str) -> dict[str, str]:
@@ -274,9 +287,17 @@ class SparkEngine:
             builder = SparkSession.builder.appName("blendin").master(self.master)
             for key, value in {**session_defaults(self.master), **self.conf}.items():
                 builder = builder.config(key, value)
+            before = _children()
             try:
                 self._session = builder.getOrCreate()
-            except Exception as error:  # (pyspark's own, the JVM's; its log went to stderr)
+            except BaseException as error:
+                # a JVM started for the session (SIGTERM while it came up, say) would
+                # outlive this process: stopped with it
+                for pid in _children() - before:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                if not isinstance(error, Exception):
+                    raise
                 first = (str(error).strip().splitlines() or [type(error).__name__])[0]
                 raise BlendinError(f"Spark did not start on {self.master!r}: {first}",
                                    fix="check --spark-master (master= in Python), Java and "
