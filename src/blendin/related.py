@@ -386,6 +386,7 @@ def check_folder(folder: str | os.PathLike, paths: Mapping[str, Path], data: Map
         if not folder.parent.is_dir():
             raise BlendinError(f"folder {str(folder.parent)!r} does not exist",
                                fix="create it first, or write somewhere else")
+        check_paths({}, {"-o": (str(folder), "folder")})  # (a folder may be made there)
         return
     inputs = {f"the input {name}": str(given) for name, given in data.items()
               if isinstance(given, str | os.PathLike)}
