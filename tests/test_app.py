@@ -304,6 +304,15 @@ def test_cli_refuses_a_missing_file_and_warns_off_loopback(monkeypatch):
     assert result.exit_code == 0, result.output
     assert "warning: listening on 0.0.0.0" in result.output
     assert f":{ran['port']}/" in result.output and "stopped" in result.output
+    foreign = CliRunner().invoke(main, ["app", "--no-browser", "--host", "999.1.1.1"])
+    assert foreign.exit_code == 2 and "give --host an address of this machine" in \
+        foreign.output
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = CliRunner().invoke(main, ["app", "--no-browser", "--port",
+                                         str(taken.getsockname()[1])])
+    assert busy.exit_code == 2 and "choose another --port" in busy.output
 
 
 def test_encoding_and_delimiter_chosen_on_upload_go_into_the_spec(app):

@@ -264,6 +264,7 @@ def _spec_with(spec: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("args, expected", [
     (["--seed", "-5"], "Invalid value for '--seed'"),
+    (["--external", "nope.csv"], "Invalid value for '--external': File 'nope.csv' does not"),
     (["--encoding", "utf-16"], "not valid utf-16 text at byte 0"),
     (["--encoding", "utf-99"], "--encoding 'utf-99' is not a known encoding"),
     (["--delimiter", ";;"], "--delimiter must be one character, got ';;'; fix: pass e.g. "

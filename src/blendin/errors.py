@@ -27,12 +27,25 @@ class Unmeetable(BlendinError):
     error before a search, and a failing verdict where a release is checked."""
 
 
+#: the characters of one value a message shows (a header of 20,000 is cut)
+SHOWN_CHARS = 80
+
+
 def preview(values, limit: int = 5) -> str:
-    """A few values quoted, and how many more there are: ``'a', 'b' and 3 more``."""
+    """A few values quoted (a long one cut short), and how many more there are:
+    ``'a', 'b' and 3 more``.
+
+    >>> len(preview(["x" * 100])), preview(["a", "b", "c"], limit=2)
+    (82, "'a', 'b' and 1 more")
+    """
     values = list(values)
-    shown = ", ".join(repr(str(v)) for v in values[:limit])
+    shown = ", ".join(repr(_cut(str(v))) for v in values[:limit])
     rest = len(values) - limit
     return shown if rest <= 0 else f"{shown} and {rest} more"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
 
 
 def toml_key(key: str) -> str:

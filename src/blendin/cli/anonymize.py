@@ -228,7 +228,7 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
 @click.option("--index-base", type=click.IntRange(0, 1), default=1, show_default=True,
               help="Number classes and rows from 1 (as spreadsheets) or 0 (as pandas and "
               "Mondrian outputs in the literature).")
-@click.option("--external", default=None, type=click.Path(dir_okay=False),
+@click.option("--external", default=None, type=click.Path(exists=True, dir_okay=False),
               help="An identified table (e.g. a voter list): the report shows the linking "
               "attack on the input and on the release.")
 @click.option("--on", "external_on", default=None,

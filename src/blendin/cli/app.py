@@ -35,6 +35,7 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
 
     Example: blendin app patients.csv
     """
+    import errno
     import socket
 
 
@@ -58,9 +59,12 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError as error:
-        raise BlendinError(f"cannot listen on {host}:{port}: {error.strerror}",
-                           fix="choose another --port (or leave it out for a free one)") from None
+    except OSError as error:  # (a port taken, or an address that is not this machine's)
+        taken = error.errno in (errno.EADDRINUSE, errno.EACCES)
+        raise BlendinError(f"cannot listen on {host}:{port}: {error.strerror or error}",
+                           fix="choose another --port (or leave it out for a free one)" if taken
+                           else "give --host an address of this machine, e.g. 127.0.0.1"
+                           ) from None
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"

@@ -13,7 +13,7 @@ from blendin.outputs import check_paths
 
 @main.command("attack")
 @click.argument("release", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--external", required=True, type=click.Path(dir_okay=False),
+@click.option("--external", required=True, type=click.Path(exists=True, dir_okay=False),
               help="The identified table (e.g. a voter list) to link to the release.")
 @click.option("--on", "on", default=None,
               help="Join columns, comma-separated (default: the spec's quasi-identifiers, "

@@ -28,7 +28,7 @@ from blendin.cli.database import database_options, table_options
               "sniffed too where the spec's does not find the spec's columns).")
 @click.option("--encoding", default=None,
               help="Text encoding of a CSV file, e.g. latin-1 (default: the spec's, else utf-8).")
-@click.option("--population", default=None, type=click.Path(dir_okay=False),
+@click.option("--population", default=None, type=click.Path(exists=True, dir_okay=False),
               help="The table the release was drawn from: delta-presence counts its people; "
               "t-closeness, beta-likeness and delta-disclosure compare each class with its "
               "distribution, as anonymize does (without it: this table's own).")
