@@ -289,3 +289,16 @@ def test_a_web_address_is_told_apart_from_a_missing_file():
     assert "download it first" in refused.value.fix
     with pytest.raises(BlendinError, match="does not exist"):
         Source("no-such-file.csv").columns  # noqa: B018
+
+
+def test_a_binary_file_is_not_taken_for_text(tmp_path):
+    binary = tmp_path / "photo.csv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50)
+    with pytest.raises(BlendinError, match=r"is not a text file: it holds NUL bytes, the "
+                                           r"first at byte 8"):
+        Source(binary).columns  # noqa: B018
+    utf16 = tmp_path / "utf16.csv"
+    utf16.write_text("zip,sex\n02138,f\n", encoding="utf-16")
+    with pytest.raises(BlendinError, match="needs --encoding utf-16"):
+        Source(utf16).columns  # noqa: B018
+    assert Source(utf16, encoding="utf-16").columns == ["zip", "sex"]

@@ -426,6 +426,12 @@ class Source:
         except LookupError:
             raise BlendinError(f"unknown text encoding {self.encoding!r}",
                                fix="use an encoding such as utf-8 or latin-1") from None
+        nul = head.find(b"\0")
+        if nul >= 0 and _ascii_framed(self.encoding):  # (no text in those holds a NUL byte)
+            raise BlendinError(f"{self.name} is not a text file: it holds NUL bytes, the "
+                               f"first at byte {nul}",
+                               fix="give a CSV or Parquet file (a file saved as UTF-16 "
+                               "needs --encoding utf-16)")
         try:
             return decoder.decode(head, final=False)
         except UnicodeDecodeError as error:
