@@ -240,3 +240,12 @@ def test_to_csv_from_csv_round_trip_property(tmp_path_factory, leaves, delimiter
     assert again.to_rows() == h.to_rows()
     if not any(d in value for value, _ in leaves for d in ";,\t|"):  # else ambiguous
         assert from_csv(path).build(h.ground, "x").to_rows() == h.to_rows()
+
+
+def test_a_delimiter_given_that_is_not_the_files_is_named(tmp_path):
+    path = write(tmp_path, "Asian;Asian;*\nWhite;White;*\n", "eth.csv")
+    with pytest.raises(BlendinError, match="has one column with delimiter ',', and its "
+                                           "lines hold ';'") as told:
+        from_csv(path, delimiter=",")
+    assert told.value.fix.startswith('write delimiter = ";"')
+    assert from_csv(path).given().height == 3  # sniffed: three columns

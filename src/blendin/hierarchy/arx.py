@@ -89,6 +89,14 @@ def read_rows(path: str | Path, delimiter: str | None = None,
         raise BlendinError(f"{path} line {reader.line_num}: {exc}",
                            fix="check the quotes on that line (a field that starts with \" "
                            "must end with \")") from None
+    if rows and all(len(row) == 1 for row in rows):  # (a delimiter given that is not its)
+        other = next((d for d in ";,\t|" if d != delimiter and d in rows[0][0]), None)
+        if other is not None:
+            shown = "\\t" if other == "\t" else other
+            raise BlendinError(f"hierarchy file {str(path)!r} has one column with delimiter "
+                               f"{delimiter!r}, and its lines hold {other!r}",
+                               fix=f'write delimiter = "{shown}" (or leave delimiter out: it '
+                               "is sniffed)")
     return rows, np.asarray(lines), delimiter
 
 
