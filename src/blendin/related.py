@@ -113,7 +113,8 @@ def sources(data: Mapping, spec: Spec) -> dict[str, Source]:
     for name in spec.tables:
         if name not in data:
             raise BlendinError(f"no input for the spec's table {name!r}",
-                               fix=f"give --input {name}=FILE (a {name!r} key of the dict)")
+                               fix=f"give --input {name}=FILE (in Python: a {name!r} key "
+                               "of the dict)")
         found[name] = Source(data[name], delimiter=spec.delimiter, encoding=spec.encoding,
                              empty_ok=name != spec_owner(spec))
     return found
