@@ -600,6 +600,7 @@ def test_password_never_shown(postgres_url, pg_conn, tmp_path, monkeypatch):
 @pytest.mark.parametrize("url", [
     "postgresql://me@127.0.0.1:1/db?sslmode=disable&password=SECRETPW",
     "postgresql://me:a@SECRETPW@127.0.0.1:1/db",  # libpq would take SECRETPW@... as the host
+    "postgresql://me:a/SECRETPW@127.0.0.1:1/db",
     "postgresql://me:SECRETPW@127.0.0.1:99999/db",
     "postgresql://me:SECRETPW@127.0.0.1:abc/db",
     "postgresql://me:SECRETPW@[::1:1/db",

@@ -87,7 +87,7 @@ def connect(target, *, password_env: str | None = None,
 
 #: a URL's scheme, its user and password (up to the last "@" before the host: libpq ends
 #: them at the first, so a password holding "@" is hidden whole), and the rest
-_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::[^/?#]*)?@")
+_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::[^?#]*)?@")
 #: a password given as a parameter of the URL (``?password=...``)
 _PASSWORD_PARAMETER = re.compile(r"([?&])password=[^&#]*&?", re.IGNORECASE)
 
@@ -127,12 +127,13 @@ def check_url(url: str) -> None:
 
     >>> check_url("postgresql://me:a@b@db/x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    blendin.errors.BlendinError: 'postgresql://me@db/x' has '@' more than once before ...
+    blendin.errors.BlendinError: 'postgresql://me@db/x' has '@' or '/' in its user or ...
     """
-    netloc = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
-    if netloc.count("@") > 1:
-        raise BlendinError(f"{hidden(url)!r} has '@' more than once before its host",
-                           fix="write an '@' of the user or password as %40")
+    head = url.partition("://")[2].split("?", 1)[0]
+    user = head[:head.rfind("@")] if "@" in head else ""
+    if "@" in user or "/" in user:  # (a driver would end the password at the first)
+        raise BlendinError(f"{hidden(url)!r} has '@' or '/' in its user or password",
+                           fix="write them as %40 and %2F")
     try:
         urlsplit(url).port  # noqa: B018 (raises for a port that is not one)
     except ValueError as error:
