@@ -122,3 +122,20 @@ def test_cli_prints_and_exports_them(tmp_path):
     shown = repr(bl.risk(df, ["q"], weights="w", household="h"))
     assert f"{r.expected:,.3f} expected re-identifications" in shown
     assert f"household risk     average {100 * r.household_average:.4f}%" in shown
+
+
+def test_individual_risk_keeps_its_precision_where_the_weights_barely_exceed_the_sample():
+    """A class of two whose weights sum to 2 + 1e-9: the terms of the fk = 2 formula cancel,
+    and computed as written they gave a risk of 1.5; it tends to 1 / fk."""
+    from blendin.estimators import individual_risk
+
+    for extra in (1e-15, 1e-12, 1e-9, 1e-6, 1e-3, 1e-1, 1.0, 10.0):
+        fk, weights = np.array([1.0, 2.0]), np.array([1.0 + extra, 2.0 + extra])
+        # the formulas in exact arithmetic (mpmath-free: the series near 0, else as written)
+        x = extra / 2
+        pair = (0.5 - x / 3 + x ** 2 / 4 - x ** 3 / 5 if x < 1e-3
+                else 2 / extra - (2 / extra) ** 2 * np.log1p(x))
+        single = 1 - extra / 2 + extra ** 2 / 3 if extra < 1e-4 else np.log1p(extra) / extra
+        got = individual_risk(fk, weights)
+        assert got == pytest.approx([single, pair], rel=1e-9), extra
+        assert (got <= 1 / fk + 1e-12).all()

@@ -356,13 +356,31 @@ def individual_risk(fk: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     fk = np.asarray(fk, dtype=float)
     if weights is None:
         return 1.0 / fk
-    pk = fk / np.asarray(weights, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    pk = fk / weights
+    # written in the people beyond the sample, e = Fk - fk (odds = fk / e, log(1 / pk) =
+    # log1p(e / fk)): the two terms of fk = 2 cancel as e goes to 0, and computed as
+    # written they gave 1.5 for weights summing to 2 + 1e-9 (the risk tends to 1 / fk)
+    extra = np.maximum(weights - fk, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        odds = pk / (1.0 - pk)
-        log = np.log(1.0 / pk)
-        risk = np.where(fk == 1, odds * log,
-                        np.where(fk == 2, odds - odds ** 2 * log, pk / (fk - (1.0 - pk))))
-    return np.where(fk == weights, 1.0 / fk, risk)
+        single = np.log1p(extra) / extra
+        pair = _less_its_log1p(extra / 2) / (extra / 2) ** 2
+        risk = np.where(fk == 1, single, np.where(fk == 2, pair, pk / (fk - (1.0 - pk))))
+    return np.where(extra == 0, 1.0 / fk, risk)
+
+
+def _less_its_log1p(x: np.ndarray) -> np.ndarray:
+    """``x - log1p(x)``, to full precision also where ``x`` is small (its series there:
+    the difference of the two loses every digit as ``x`` goes to 0).
+
+    >>> round(float(_less_its_log1p(np.array([1e-9]))[0] / 1e-18), 9)  # x²/2 - x³/3 ...
+    0.5
+    """
+    x = np.asarray(x, dtype=float)
+    small = np.abs(x) < 1e-2
+    series = sum((-1) ** n * x ** n / n for n in range(2, 10))  # x²/2 - x³/3 + ...
+    with np.errstate(invalid="ignore"):
+        return np.where(small, series, x - np.log1p(x))
 
 
 def sampling_weights(column, name: str, option: str = "--weights") -> np.ndarray:
