@@ -454,3 +454,31 @@ def test_a_release_written_to_a_file_is_measured_in_records_and_says_so(tmp_path
     assert result.release_people is None
     page = result.report(tmp_path / "r.html", original=str(tmp_path / "v.csv")).read_text()
     assert "the input in people (its person key), the release in records" in page
+
+
+def test_a_solution_that_counts_people_or_transforms_is_not_reapplied():
+    """A re-application counts rows and transforms nothing: it would release the person
+    key, and a microaggregated column as it is. Such a solution is refused."""
+    rng = np.random.default_rng(0)
+    visits = pd.DataFrame({"pid": rng.integers(0, 60, 300).astype(str),
+                           "ward": rng.choice(["x", "y"], 300),
+                           "income": rng.integers(1000, 9000, 300)})
+    by_people = bl.Spec(quasi_identifiers={"ward": bl.flat()}, models=[KAnonymity(2)],
+                        person="pid", max_suppression=0.5)
+    result = bl.anonymize(visits, by_people)
+    assert result.solution_dict()["person"] == "pid"
+    with pytest.raises(BlendinError, match=r"counts people \(person key 'pid'\).*release "
+                                           "the key"):
+        bl.apply_solution(visits, result)
+    transformed = bl.Spec.from_dict({
+        "quasi_identifiers": {"ward": {"flat": True}},
+        "transform": {"income": {"microaggregate": {"k": 3}}},
+        "privacy": [{"model": "k-anonymity", "k": 2}]})
+    made = bl.anonymize(visits.drop(columns="pid"), transformed)
+    with pytest.raises(BlendinError, match="transforms 'income'.*release them as they are"):
+        bl.apply_solution(visits.drop(columns="pid"), made)
+    plain = bl.Spec(quasi_identifiers={"ward": bl.flat()}, models=[KAnonymity(2)],
+                    normalize=["case"])
+    again = bl.apply_solution(visits.drop(columns="pid"), bl.anonymize(
+        visits.drop(columns="pid"), plain))
+    assert again.spec.normalize == ["case"] and again.check.passed

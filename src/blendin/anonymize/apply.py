@@ -26,6 +26,7 @@ from blendin.anonymize.solutions import (
     changed_since_saved,
     check_levels,
     load_solution,
+    not_reapplied,
     plain,
     saved_levels,
     spec_from_solution,
@@ -74,6 +75,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     payload = load_solution(solution)
     given = None if spec is None else as_spec(spec)
     notes = _trust_of(payload, given)
+    not_reapplied(payload, given)
     used = spec_from_solution(payload, given, unknown=unknown)
     if delimiter is not None:
         used.delimiter = delimiter

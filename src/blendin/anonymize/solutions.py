@@ -23,7 +23,7 @@ from blendin.models import PrivacyModel, model_from_toml
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
-SOLUTION_VERSION = 3
+SOLUTION_VERSION = 4
 #: the key of a saved solution's digest: a SHA-256 of its spec part, what says what must
 #: hold (the levels and hierarchies may be edited: the checker proves whatever they make)
 DIGEST = "digest"
@@ -70,6 +70,14 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
         "models": [model_dict(m) for m in spec.models],
         "max_suppression": float(spec.max_suppression),
         "missing": spec.missing,
+        "normalize": list(spec.normalize),
+        "sampling_weights": spec.sampling_weights,
+        "household": spec.household,
+        # what a re-application does not make (apply refuses them, see not_reapplied)
+        "person": spec.person,
+        "tables": dict(spec.tables),
+        "transforms": sorted(spec.transforms),
+        "suppression": spec.suppression,
     })
 
 
@@ -199,13 +207,47 @@ def spec_from_solution(payload: dict, spec: Spec | None = None, *,
                     max_suppression=spec.max_suppression, sensitive_hierarchies={
                         **sens_h, **_built_only(spec.sensitive_hierarchies)},
                     delimiter=spec.delimiter, encoding=spec.encoding, missing=spec.missing,
-                    base_dir=spec.base_dir)
+                    normalize=list(spec.normalize), sampling_weights=spec.sampling_weights,
+                    household=spec.household, base_dir=spec.base_dir)
     return Spec(quasi_identifiers=hierarchies, identifiers=list(payload.get("identifiers", [])),
                 sensitive=list(payload.get("sensitive", [])),
                 insensitive=list(payload.get("insensitive", [])),
                 models=_models_from(payload["models"]),
                 max_suppression=float(payload.get("max_suppression", 0.0)),
-                sensitive_hierarchies=sens_h, missing=payload.get("missing", ""))
+                sensitive_hierarchies=sens_h, missing=payload.get("missing", ""),
+                normalize=list(payload.get("normalize", [])),
+                sampling_weights=payload.get("sampling_weights"),
+                household=payload.get("household"))
+
+
+def not_reapplied(payload: dict, spec: Spec | None = None) -> None:
+    """Refuse a solution (or a spec given with it) that counts people, relates tables,
+    transforms columns or suppresses cells: a re-application makes none of them, and would
+    release a person's key, or a transformed column as it is.
+
+    >>> not_reapplied({"person": "pid"})
+    Traceback (most recent call last):
+    ...
+    blendin.errors.BlendinError: the solution counts people (person key 'pid'), which a \
+re-application does not: it would count rows, and release the key; fix: anonymize the new \
+data afresh, with the spec
+    """
+    person = (spec.person if spec is not None else None) or payload.get("person")
+    transforms = sorted(spec.transforms) if spec is not None else []
+    made = [(person, f"counts people (person key {person!r})", "it would count rows, and "
+             "release the key"),
+            ((spec.tables if spec is not None else None) or payload.get("tables"),
+             "relates tables", "it reads one table"),
+            (transforms or payload.get("transforms"),
+             f"transforms {preview(transforms or payload.get('transforms') or [])}",
+             "it would release them as they are"),
+            ("cells" in ((spec.suppression if spec is not None else ""),
+                         payload.get("suppression")), "suppresses cells",
+             "it suppresses records")]
+    for given, what, why in made:
+        if given:
+            raise BlendinError(f"the solution {what}, which a re-application does not: {why}",
+                               fix="anonymize the new data afresh, with the spec")
 
 
 def _built_only(hierarchies: Mapping[str, Any]) -> dict:
