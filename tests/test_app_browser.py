@@ -64,7 +64,7 @@ def server(tmp_path_factory):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TMPDIR": str(tmp)})
     line = process.stdout.readline()
-    match = re.search(r"http://\S+/", line)
+    match = re.search(r"http://\S+/\?key=\S+", line)  # (the key lets the browser in)
     assert match, (line, process.stderr.read() if process.poll() is not None else "")
     yield match.group(0)
     assert _app_folders(tmp), "the uploads went elsewhere than the private folder"

@@ -291,3 +291,25 @@ def test_an_excel_file_given_to_the_app_leaves_its_folder_as_it_was(tmp_path):
         assert client.get("/").status_code == 200
     assert beside.read_text() == "my,own\n1,2\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["patients.csv", "patients.xlsx"]
+
+
+def test_only_a_browser_that_opened_the_printed_address_is_served(tmp_path):
+    """Every user of the machine reaches a loopback port: without the key (the address
+    blendin app prints) nothing is served, not even a new session of the table."""
+    data = tmp_path / "patients.csv"
+    data.write_bytes(_csv(20))
+    app = create_app(data, key="s3cret-key")
+    with TestClient(app, base_url=LOCAL) as stranger:
+        for path in ("/", "/static/app.css", "/s/x/", "/?key=wrong"):
+            refused = stranger.get(path, follow_redirects=False)
+            assert refused.status_code == 403 and "patients" not in refused.text, path
+            assert "open that address" in refused.text
+        assert stranger.post("/s/x/run", data={"token": "t"}).status_code == 403
+    with TestClient(app, base_url=LOCAL) as owner:
+        entry = owner.get("/?key=s3cret-key", follow_redirects=False)
+        assert entry.status_code == 303 and entry.headers["location"] == "/"
+        assert "HttpOnly" in entry.headers["set-cookie"]
+        assert "SameSite=Strict" in entry.headers["set-cookie"]
+        page = owner.get("/")  # the cookie from now on; the key is no longer in the address
+        assert page.status_code == 200 and "patients.csv" in page.text
+        assert "s3cret-key" not in page.text

@@ -20,8 +20,10 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Iterable
+from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -127,8 +129,9 @@ class Gate:
     (``blendin --debug app`` shows them)."""
 
     def __init__(self, app, limit: int, debug: bool = False,
-                 hosts: frozenset[str] = frozenset()) -> None:
+                 hosts: frozenset[str] = frozenset(), key: str | None = None) -> None:
         self.app, self.limit, self.debug, self.hosts = app, limit, debug, hosts
+        self.key = key
         self.state = app.state
 
     async def __call__(self, scope, receive, send) -> None:
@@ -156,6 +159,9 @@ class Gate:
                 else:
                     await wrong_host(host)(scope, receive, send)
                 return
+        if scope["type"] == "http" and self.key is not None and not await self._keyed(
+                scope, receive, send):
+            return
         if scope["type"] != "http" or not UPLOAD_PATHS.match(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -179,6 +185,23 @@ class Gate:
         except TooLarge:  # with --debug; else the app's own handler has answered
             await self._refuse(scope, receive, send, None)
 
+    async def _keyed(self, scope, receive, send) -> bool:
+        """Whether the request comes from a browser that holds the key (its cookie). The
+        address with the key (``?key=``) gets the cookie and is sent on without it;
+        any other request is refused (403), before it reaches the app."""
+        name = f"blendin-key-{(scope.get('server') or ('', 0))[1]}"  # (a port's own)
+        cookies = SimpleCookie(dict(scope["headers"]).get(b"cookie", b"").decode("latin-1"))
+        if name in cookies and secrets.compare_digest(cookies[name].value, self.key):
+            return True
+        given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("key", [""])
+        if secrets.compare_digest(given[0], self.key):
+            await RedirectResponse(scope["path"], status_code=303, headers={
+                "Set-Cookie": f"{name}={self.key}; HttpOnly; SameSite=Strict; Path=/",
+                **NO_STORE})(scope, receive, send)
+        else:
+            await keyless()(scope, receive, send)
+        return False
+
     async def _refuse(self, scope, receive, send, size: int | None) -> None:
         await too_large(self.limit, size)(scope, receive, send)
 
@@ -192,6 +215,14 @@ def too_large(limit: int, size: int | None = None) -> HTMLResponse:
             "--max-upload 4GB")
     # the rest of the body is not read: the connection cannot serve another request
     return HTMLResponse(_error_page(text), status_code=413, headers={"Connection": "close"})
+
+
+def keyless() -> PlainTextResponse:
+    """The answer to a request without the app's key: short and without data."""
+    text = ("error: this page opens with the address blendin app printed, which holds a key "
+            "(http://127.0.0.1:PORT/?key=...). Fix: open that address; the key keeps other "
+            "users of this machine out")
+    return PlainTextResponse(text, status_code=403, headers=NO_STORE)
 
 
 def wrong_host(host: str) -> PlainTextResponse:
@@ -262,11 +293,13 @@ def _num(x: Any) -> str:
 
 def create_app(path: str | Path | None = None, *,
                upload_limit: int = DEFAULT_UPLOAD_LIMIT, debug: bool = False,
-               hosts: Iterable[str] = ()) -> Gate:
+               hosts: Iterable[str] = (), key: str | None = None) -> Gate:
     """The app; ``path`` (a CSV, Parquet or Excel file) is loaded into every new session.
 
     ``hosts`` are the host names or addresses it answers to beside loopback: those the
-    server is bound to (``blendin app --host``). Starting it removes the folders that
+    server is bound to (``blendin app --host``). With a ``key`` it serves only a browser
+    that opened its address with the key (``/?key=...``, as ``blendin app`` prints it):
+    other users of the machine reach the port too. Starting it removes the folders that
     killed servers left behind.
 
     >>> app = create_app()
@@ -632,7 +665,7 @@ def create_app(path: str | Path | None = None, *,
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan,
                     debug=debug)
     app.state.store = store
-    return Gate(app, upload_limit, debug, _host_names(hosts))
+    return Gate(app, upload_limit, debug, _host_names(hosts), key)
 
 
 class _NoSession(Exception):

@@ -36,6 +36,7 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
     Example: blendin app patients.csv
     """
     import errno
+    import secrets
     import socket
 
 
@@ -67,11 +68,13 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
                            ) from None
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{bound}/"
+    key = secrets.token_urlsafe(24)  # (other users of the machine reach the port too)
+    url = f"http://{shown}:{bound}/?key={key}"
     debug = bool(ctx.obj and ctx.obj.get("debug"))
     # the page answers to loopback names, and to the address asked for with --host
     hosts = () if host in LOOPBACK else (host,)
-    app = create_app(data, upload_limit=parse_size(max_upload), debug=debug, hosts=hosts)
+    app = create_app(data, upload_limit=parse_size(max_upload), debug=debug, hosts=hosts,
+                     key=key)
     # no access log, and errors only with --debug: log lines could carry values
     config = uvicorn.Config(app, log_level="warning" if debug else "critical",
                             access_log=False, lifespan="on")
