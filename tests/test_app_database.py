@@ -191,6 +191,9 @@ def test_a_query_names_the_rows_and_lists_are_kept_as_they_are(app, duckdb_file,
     ({"url": ""}, "no database was given"),
     ({"url": "missing.duckdb", "table": "patients"}, "there is no DuckDB file"),
     ({"query": "DELETE FROM patients"}, "SELECT"),
+    # a page's query reads no file of the machine (the app may serve others: --host)
+    ({"query": "SELECT content FROM read_text('/etc/hostname')"},
+     "file system operations are disabled"),
 ])
 def test_load_errors_are_shown_in_the_load_section(app, duckdb_file, fields, words):
     data = {"url": str(duckdb_file), **fields}

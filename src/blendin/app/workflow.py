@@ -33,7 +33,7 @@ from blendin.engines.databases import (
     is_database,
     url_password,
 )
-from blendin.engines.sql import SqlEngine, SqlSource, TableRef
+from blendin.engines.sql import SqlEngine, SqlSource, TableRef, database
 from blendin.errors import BlendinError
 from blendin.frequency import SensitiveDomain
 from blendin.hierarchy.builders import builder_from_toml
@@ -219,11 +219,15 @@ def _first_rows(source: SqlSource, rows: int) -> pa.Table:
 @contextlib.contextmanager
 def connected(ref: TableRef) -> Iterator[TableRef]:
     """``ref`` with a connection of its own, closed at the end: the app holds no database
-    (nor a DuckDB file's lock) between its steps. A password that an unexpected error
-    quotes is replaced by ``***``."""
+    (nor a DuckDB file's lock) between its steps. DuckDB reads no other file there (a
+    query's ``read_text``). A password that an unexpected error quotes is replaced by
+    ``***``."""
     fresh = dataclasses.replace(ref, opened=[])
     secret = secret_of(ref)
     try:
+        if database(fresh).dialect == "duckdb":  # a page's query reads no file of this
+            # machine (read_text, read_csv: the app may serve others, --host)
+            database(fresh).execute("SET enable_external_access = false")
         yield fresh
     except BlendinError as error:
         if secret and secret in str(error):
