@@ -601,6 +601,10 @@ def test_password_never_shown(postgres_url, pg_conn, tmp_path, monkeypatch):
     "postgresql://me@127.0.0.1:1/db?sslmode=disable&password=SECRETPW",
     "postgresql://me:a@SECRETPW@127.0.0.1:1/db",  # libpq would take SECRETPW@... as the host
     "postgresql://me:a/SECRETPW@127.0.0.1:1/db",
+    "postgresql://me:a#SECRETPW@127.0.0.1:1/db",
+    "postgresql://me:a?SECRETPW@127.0.0.1:1/db",
+    "postgresql://me@127.0.0.1:1/db?password=a#SECRETPW",
+    "postgresql://me@127.0.0.1:1/db?sslpassword=SECRETPW",
     "postgresql://me:SECRETPW@127.0.0.1:99999/db",
     "postgresql://me:SECRETPW@127.0.0.1:abc/db",
     "postgresql://me:SECRETPW@[::1:1/db",

@@ -85,11 +85,12 @@ def connect(target, *, password_env: str | None = None,
                        "FILE.duckdb")
 
 
-#: a URL's scheme, its user and password (up to the last "@" before the host: libpq ends
-#: them at the first, so a password holding "@" is hidden whole), and the rest
-_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::[^?#]*)?@")
-#: a password given as a parameter of the URL (``?password=...``)
-_PASSWORD_PARAMETER = re.compile(r"([?&])password=[^&#]*&?", re.IGNORECASE)
+#: a URL's scheme, its user and password (up to its last "@": a password that holds "@",
+#: "/", "?" or "#" unescaped is hidden whole, wherever a driver would end it)
+_USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::.*)?@", re.DOTALL)
+#: a password given as a parameter of the URL (``?password=...``, ``sslpassword=``), to its
+#: next parameter (a "#" in it included)
+_PASSWORD_PARAMETER = re.compile(r"([?&])[a-z_]*password=[^&]*&?", re.IGNORECASE)
 
 
 def hidden(url: str) -> str:
@@ -112,12 +113,13 @@ def url_password(url: str) -> str | None:
     >>> url_password("postgresql://me:s%40cret@db/x"), url_password("postgresql://db/x")
     ('s@cret', None)
     """
-    from urllib.parse import parse_qs, unquote
+    from urllib.parse import unquote
 
     found = re.match(r"^[^:/?#]+://[^:@/?#]*:([^/?#]*)@", url)
     if found:
         return unquote(found[1])
-    given = parse_qs(urlsplit(url).query).get("password")
+    given = [unquote(part[len("password="):]) for part in url.partition("?")[2].split("&")
+             if part.lower().startswith("password=")]  # (a "#" in it is its own)
     return given[-1] if given else None
 
 
@@ -127,13 +129,13 @@ def check_url(url: str) -> None:
 
     >>> check_url("postgresql://me:a@b@db/x")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    blendin.errors.BlendinError: 'postgresql://me@db/x' has '@' or '/' in its user or ...
+    blendin.errors.BlendinError: 'postgresql://me@db/x' has '@', '/', '?' or '#' in its ...
     """
-    head = url.partition("://")[2].split("?", 1)[0]
-    user = head[:head.rfind("@")] if "@" in head else ""
-    if "@" in user or "/" in user:  # (a driver would end the password at the first)
-        raise BlendinError(f"{hidden(url)!r} has '@' or '/' in its user or password",
-                           fix="write them as %40 and %2F")
+    rest = url.partition("://")[2]
+    user = rest[:rest.rfind("@")] if "@" in rest else ""
+    if any(c in user for c in "@/?#"):  # (a driver would end the password at the first)
+        raise BlendinError(f"{hidden(url)!r} has '@', '/', '?' or '#' in its user or "
+                           "password", fix="write them as %40, %2F, %3F and %23")
     try:
         urlsplit(url).port  # noqa: B018 (raises for a port that is not one)
     except ValueError as error:
