@@ -313,3 +313,22 @@ def test_only_a_browser_that_opened_the_printed_address_is_served(tmp_path):
         page = owner.get("/")  # the cookie from now on; the key is no longer in the address
         assert page.status_code == 200 and "patients.csv" in page.text
         assert "s3cret-key" not in page.text
+
+
+@pytest.mark.parametrize("name", ["data$(id).csv", "a b;id;.csv", "--help.csv"])
+def test_the_command_to_repeat_a_release_quotes_the_files_name(name):
+    """Pasted into a shell, the command names the file: it runs nothing else."""
+    import shlex
+
+    from blendin.app.workflow import script_command
+
+    app = create_app()
+    with TestClient(app, base_url=LOCAL) as client:
+        sid, token = _session(client)
+        client.post(f"{sid}/load/upload", files={"file": (name, _csv(5))},
+                    data={"target": "data", "token": token})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        words = shlex.split(script_command(session))
+    assert words[:3] == ["blendin", "anonymize", name if not name.startswith("-")
+                         else f"./{name}"]
+    assert words[3] == "--spec" and words[4].endswith("_spec.toml") and len(words) == 7

@@ -699,8 +699,11 @@ def script_command(session: Session) -> str:
     """The command that repeats the page's release from a script (with the spec download)."""
     data = session.data
     spec = f"{data.stem}_spec.toml"
-    if data.ref is None:
-        return f"blendin anonymize {data.path.name} --spec {spec} -o release.csv"
+    if data.ref is None:  # (quoted: a file's name may hold spaces, $( ), or begin with -)
+        name = data.path.name
+        return shlex.join(["blendin", "anonymize", f"./{name}" if name.startswith("-")
+                           else name, "--spec", f"./{spec}" if spec.startswith("-") else spec,
+                           "-o", "release.csv"])
     ref = data.ref
     words = ["blendin", "anonymize", hidden(str(ref.database))]
     for option, value in (("--table", ref.table), ("--query", ref.query),
