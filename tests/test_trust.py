@@ -1352,3 +1352,36 @@ def test_a_link_to_nothing_is_an_existing_output_and_a_trailing_slash_a_folder(f
     assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv",
                "--force").exit_code == 0
     assert not (folder / "r.csv").is_symlink() and (folder / "r.csv").stat().st_size
+
+
+def test_a_results_writes_never_replace_what_its_run_read(files):
+    """Result.write, .save_solution and .report check their path as anonymize(output=)
+    does: never the run's data, a file its spec reads, one given to read in the call, nor
+    the release the run wrote; of the right kind, and not read-only."""
+    folder, data, spec = files
+    (folder / "sex.csv").write_text("F;*\nM;*\n")
+    spec.write_text(SPEC.replace("sex = { flat = true }", 'sex = { csv = "sex.csv" }'))
+    result = bl.anonymize(str(data), Spec.from_toml(spec))
+    streamed = bl.anonymize(bl.Source(str(data)), Spec.from_toml(spec),
+                            output=str(folder / "r.csv"))
+    before = snapshot(folder)
+    for write, expected in [
+            (lambda: result.write(data), "is the input data"),
+            (lambda: result.write(folder / "sex.csv"), "is the hierarchy file of 'sex'"),
+            (lambda: result.save_solution(spec), "unknown file type '.toml'"),
+            (lambda: result.save_solution(data), "unknown file type '.csv'"),
+            (lambda: result.report(data), "unknown file type '.csv'"),
+            (lambda: result.write(folder / "h.html"), "unknown file type '.html'"),
+            (lambda: streamed.write(data), "is the input data"),
+            (lambda: bl.anonymize(bl.Source(str(data)), Spec.from_toml(spec), output=data),
+             "is the input data"),
+            (lambda: bl.anonymize(str(data), Spec.from_toml(spec), output="s3://b/r.csv"),
+             "a remote path, which only Spark writes")]:
+        with pytest.raises(BlendinError, match=expected):
+            write()
+    assert snapshot(folder) == before
+    (folder / "locked.csv").write_text("x\n")
+    os.chmod(folder / "locked.csv", 0o444)
+    with pytest.raises(BlendinError, match="is read-only"):
+        result.write(folder / "locked.csv")
+    assert result.save_solution(folder / "s.json").exists()  # an ordinary path is written

@@ -84,7 +84,7 @@ def apply_solution(data, solution, spec: Spec | None = None, *, suppressed: str 
     output_delimiter = output_delimiter or used.delimiter or ","
     saved = saved_levels(payload)
     levels = tuple(saved[q] for q in used.quasi_identifiers)
-    check_output(output, [used, *([given] if given else [])], data=data,
+    check_output(output, [used, *([given] if given else [])], engine, data=data,
                   solution=solution)
     order = order_seed(keep_order, shuffle_seed)
     with bars_for(progress) as bars:

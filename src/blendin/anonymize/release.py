@@ -143,6 +143,7 @@ def released_result(plan: Plan, outcome: Outcome, release, report, *, data, outp
         written_table=SqlSource(plan.source.db, output) if in_table else None,
         source=plan.source if isinstance(plan.source, SqlSource) else None,
         release_people=getattr(release, "people", None),
+        read={} if file_of(data) is None else {"data": file_of(data)},
         warnings=[*notes, *plan.warnings], **made)
 
 
@@ -166,17 +167,39 @@ def shuffle_for(seed: int | None, plan: Plan) -> Shuffle | None:
     return None if seed is None else Shuffle(seed, plan.ft.n_records)
 
 
-def check_output(output, specs: Sequence[Spec], **inputs) -> None:
+def check_output(output, specs: Sequence[Spec], engine=None, **inputs) -> None:
     """The release never replaces an input (the data, a saved solution: those of
-    ``inputs`` given as paths), the spec's hierarchy files or its population tables; an
-    existing other file is replaced (the CLI asks for --force first)."""
-    if output is None or isinstance(output, TableRef) or "://" in str(output):
-        return  # a table: the SQL engine checks it; a remote path: Spark does
-    paths = {name: value for name, value in inputs.items()
-             if isinstance(value, str | os.PathLike) and not is_database(value)}
+    ``inputs`` given as files), the spec's hierarchy files or its population tables; an
+    existing other file is replaced (the CLI asks for --force first). A remote path
+    (``s3://``) is Spark's to check, and refused for another ``engine``."""
+    if output is None or isinstance(output, TableRef):
+        return  # a table: the SQL engine checks it
+    if "://" in str(output):
+        spark = getattr(engine, "name", engine) == "spark" or (
+            engine is None and is_spark(inputs.get("data")))
+        if not spark:
+            raise BlendinError(f"the output {str(output)!r} is a remote path, which only "
+                               "Spark writes", fix="give a file on this machine, or "
+                               "engine=\"spark\" (--engine spark)")
+        return
+    paths = {name: file_of(value) for name, value in inputs.items()
+             if file_of(value) is not None}
     for spec in specs:
         paths.update(spec.files_read())
     check_paths(paths, {"output": (output, "table")}, force=True, folders=True)
+
+
+def file_of(data) -> Path | None:
+    """The file ``data`` is, where it is one on this machine (a path, or a Source of one).
+
+    >>> file_of("in.csv"), file_of("postgresql://me@db/x"), file_of([1])
+    (PosixPath('in.csv'), None, None)
+    """
+    value = getattr(data, "path", data)  # (a Source: its file)
+    if isinstance(value, str | os.PathLike) and not is_database(value) \
+            and "://" not in str(value):
+        return Path(value)
+    return None
 
 
 def like_input(release, data):

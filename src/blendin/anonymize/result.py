@@ -19,7 +19,7 @@ from blendin.errors import BlendinError
 from blendin.excel import class_ids, class_styler
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source, file_kind, to_arrow, write_table, write_text
-from blendin.outputs import pending_location
+from blendin.outputs import check_paths, pending_location
 from blendin.related import check_folder, table_paths, write_tables
 from blendin.spec import Spec
 from blendin.summaries import (
@@ -78,6 +78,9 @@ class Result:
     written_table: Any = None
     #: the input, when it is a table in a database (the report reads it there)
     source: Any = None
+    #: the files the run read (its data, where a file): no write of this Result replaces
+    #: one, nor a file the spec reads (:meth:`write`, :meth:`report`, :meth:`save_solution`)
+    read: dict[str, Path] = field(default_factory=dict, repr=False)
     #: the algorithm asked for (``algorithm`` is the one that ran: they differ for auto)
     requested_algorithm: str = ""
     #: why auto chose the algorithm that ran
@@ -296,6 +299,7 @@ class Result:
         re-applied, the records that part suppresses stay suppressed.
         """
         payload = self.solution_dict()
+        self._check_write(path, "json")
         return write_text(path, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
     def solution_dict(self) -> dict:
@@ -316,8 +320,21 @@ class Result:
         give ``original`` (the input) to compare the risk before and after, ``external``
         (an identified table) for the linking attack, ``population`` for the
         population-based risk."""
+        self._check_write(path, "report", original=original, external=external)
         return reports.write_report(self, path, original=original, threshold=threshold,
                             external=external, on=on, population=population)
+
+    def _check_write(self, path, kind: str, **given) -> None:
+        """Before this Result writes ``path`` (of ``kind``, see
+        :func:`blendin.outputs.check_paths`): it is none of the files its run read, nor
+        one the spec reads, nor one ``given`` to read in the same call, nor the release the
+        run wrote; an existing other file is replaced, unless it is read-only."""
+        read = {**self.read, **self.spec.files_read(), **{
+            f"the {name} given": value for name, value in given.items()
+            if isinstance(value, str | os.PathLike) and "://" not in str(value)}}
+        if self.written is not None:
+            read["the release the run wrote"] = self.written
+        check_paths(read, {"the output": (path, kind)}, force=True)
 
     def write(self, path: str | os.PathLike, *, delimiter: str | None = ",",
               escape_formulas: bool = False) -> Path:
@@ -335,6 +352,8 @@ class Result:
                                  escape_formulas)
         if self.written is not None and Path(path).resolve() == self.written.resolve():
             return self.written  # streamed there after the check
+        if not (is_spark(self.data) and "://" in str(path)):  # (a cluster's: Spark's own)
+            self._check_write(path, "table")
         delimiter = delimiter or self.spec.delimiter or ","
         if is_spark(self.data) and not str(path).lower().endswith(".xlsx"):
             return SparkEngine(self.data.sparkSession).write(

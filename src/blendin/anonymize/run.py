@@ -183,7 +183,7 @@ def anonymize(
         raise BlendinError(
             f"recode_suppressed applies to full-domain searches, not to {algorithm}",
             fix="remove recode_suppressed (--recode-suppressed), or use algorithm = \"auto\"")
-    check_output(output, [spec], data=data)
+    check_output(output, [spec], engine, data=data)
     order = order_seed(keep_order, shuffle_seed)
     dry_run = getattr(engine, "dry_run", False)
     with progress_callback(progress) as callback:
