@@ -132,7 +132,8 @@ def test_people_counted_by_hand(tmp_path):
     assert result.levels == {"age": 1} and result.check.models[0].figure == 4
     spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(3, population=people)],
                 max_suppression=0.5)  # ages 1 and 3 (1 and 2 people) suppressed at level 0
-    node = Checker(prepare(sample, spec).ft, spec.models, 0.5).check((0,))
+    plan = prepare(sample, spec)  # (its own models, the population bound to them)
+    node = Checker(plan.ft, plan.spec.models, 0.5).check((0,))
     assert node.acceptable and node.n_suppressed == 2
     spec = Spec(quasi_identifiers={"age": AGE}, models=[KMap(12, population=people)])
     with pytest.raises(BlendinError, match="no generalization"):  # 11 people in all
@@ -184,9 +185,9 @@ def test_optimal_agrees_with_exhaustive_against_a_table(case):
                                                          index=False)
         spec = Spec(quasi_identifiers=dict(t.hierarchies), sensitive=["s"], models=models,
                     max_suppression=max_sup, base_dir=folder)
-        ft = prepare(t.frame(), spec).ft
+        plan = prepare(t.frame(), spec)
 
-    optimal_as_exhaustive(ft, models, max_sup, metric)
+    optimal_as_exhaustive(plan.ft, plan.spec.models, max_sup, metric)
 
 
 def test_table_errors_name_the_fix(tmp_path):

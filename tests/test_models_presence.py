@@ -122,7 +122,8 @@ def test_optimal_agrees_with_exhaustive(case):
     k = next((m for m in models if isinstance(m, KAnonymity)), None)
     if k is not None and k.k > sum(released):
         return
-    ft = prepare(df, spec_of(t, models, max_sup)).ft
+    plan = prepare(df, spec_of(t, models, max_sup))
+    ft, models = plan.ft, plan.spec.models  # (the run's own, the population bound to them)
     found = optimal_as_exhaustive(ft, models, max_sup, metric)
     if found is None:
         return
@@ -137,8 +138,9 @@ def test_population_counts_agree_with_pandas(case, data):
     """The node check's population per class, against a pandas group-by of the labels."""
     t, released, models, _, _ = case
     df = t.frame().assign(**{"in": np.array(released, int)})
-    ft = prepare(df, spec_of(t, models[:1], 1.0)).ft
-    checker = Checker(ft, models[:1], 1.0)
+    plan = prepare(df, spec_of(t, models[:1], 1.0))
+    ft, models = plan.ft, plan.spec.models  # (the run's own, the population bound to them)
+    checker = Checker(ft, models, 1.0)
     levels = tuple(data.draw(st.integers(0, h - 1)) for h in ft.heights)
     groups = checker.groups(levels)
     people = models[0].population_at(levels, groups.codes)
@@ -213,3 +215,44 @@ def test_cli_report_and_check_with_the_population(tmp_path):
     assert runner.invoke(main, check_args).exit_code == 2  # no population given
     result = runner.invoke(main, [*check_args, "--population", f"{os_path}/in.csv"])
     assert result.exit_code == 0 and "largest presence = 0.5" in result.output
+
+
+def test_a_run_binds_nothing_to_the_callers_models_and_runs_side_by_side_agree():
+    """The population a run binds, a draw of differential privacy, the table's size: on
+    the run's own models, not the caller's Spec, which threads may share."""
+    import pickle
+    import threading
+
+    import blendin as bl
+
+    rng = np.random.default_rng(3)
+    frames = [pd.DataFrame({"zip": rng.choice(["a", "b", "c", "d"], n),
+                            "in": (rng.random(n) < 0.3).astype(int)}) for n in (400, 900)]
+    presence = DeltaPresence(0.0, 0.6, "in")
+    spec = bl.Spec(quasi_identifiers={"zip": bl.flat()}, models=[presence],
+                max_suppression=0.2)
+    alone = [bl.anonymize(f, spec, shuffle_seed=1) for f in frames]
+    before = pickle.dumps(spec)
+    found, errors = {}, []
+
+    def run(i):
+        try:
+            for _ in range(4):
+                found.setdefault(i, []).append(bl.anonymize(frames[i], spec, shuffle_seed=1))
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for i in (0, 1):
+        assert all(r.levels == alone[i].levels and r.data.equals(alone[i].data)
+                   for r in found[i])
+    assert pickle.dumps(spec) == before and not hasattr(presence, "_population")
+    drawn = bl.DifferentialPrivacy(2.0, 1e-3)  # no seed: the draw stays the run's secret
+    bl.anonymize(frames[1].drop(columns="in"), bl.Spec(quasi_identifiers={"zip": bl.flat()},
+                                                    models=[drawn], max_suppression=1.0))
+    assert getattr(drawn, "_entropy", None) is None

@@ -9,6 +9,8 @@ nor to the spec.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
@@ -69,6 +71,9 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     normalized as ``[input] normalize`` says, and a value spelled several ways is warned
     of."""
     spec.validate()
+    # a run's own models: what it binds to them (a population, a random draw, the table's
+    # size) stays off the caller's, which other runs may share (threads, a later run)
+    spec = dataclasses.replace(spec, models=[copy.copy(m) for m in spec.models])
     engine = engine_for(data, engine)
     tune_heap(getattr(engine, "small_process", False))
     source = engine.source(data, spec)
