@@ -302,3 +302,19 @@ def test_a_binary_file_is_not_taken_for_text(tmp_path):
     with pytest.raises(BlendinError, match="needs --encoding utf-16"):
         Source(utf16).columns  # noqa: B018
     assert Source(utf16, encoding="utf-16").columns == ["zip", "sex"]
+
+
+def test_codes_kept_for_a_table_follow_numbers_its_owner_changes():
+    """A Table of numbers may be a NumPy array's own memory: a later call reads what it
+    holds then, not the codes an earlier call kept."""
+    import numpy as np
+
+    import blendin as bl
+
+    age = np.random.default_rng(0).integers(20, 60, 500)
+    table = pa.table({"age": pa.array(age), "sex": np.where(np.arange(500) % 2, "F", "M")})
+    spec = bl.Spec(quasi_identifiers={"age": bl.intervals(5, 10, 20), "sex": bl.flat()},
+                   models=[bl.KAnonymity(3)])
+    assert "99" not in bl.anonymize(table, spec).data.column("age").to_pylist()
+    age[:] = 99  # (the table shows 99 now, without a copy)
+    assert set(bl.anonymize(table, spec).data.column("age").to_pylist()) == {"99"}

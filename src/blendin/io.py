@@ -271,7 +271,11 @@ class Source:
         (:meth:`recall_codes`)."""
         if self.kind == "memory":
             self._codes[name] = codes
-            self._shared[name, missing] = codes
+            kind = self._table.schema.field(name).type
+            # (numbers, or a dictionary's indices, may be a NumPy array's memory that its
+            # owner changes after the call: only texts, Arrow's own, serve later calls)
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                self._shared[name, missing] = codes
 
     def recall_codes(self, names: Sequence[str], missing: str = "") -> list[str]:
         """Which of the columns ``names`` an earlier pass over this source, or over another
