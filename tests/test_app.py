@@ -622,6 +622,16 @@ def test_a_project_is_loaded_only_onto_a_table_and_only_from_inside_its_zip(app,
         assert "would land outside" in html.unescape(page)
         assert not list(session.folder.rglob("escape.csv"))
         assert not (session.folder.parent / "escape.csv").exists()
+        # a spec inside the project that names a file of the machine takes none of it
+        outside = tmp_path / "secret.csv"
+        outside.write_text("Married;*\nDivorced;*\n")
+        for named in (str(outside), "../" * 12 + str(outside).lstrip("/")):
+            spec = f'[quasi_identifiers]\nmarital_status = {{ csv = "{named}" }}\n'
+            page = client.post(f"{sid}/load/project", files=[
+                ("files", ("spec.toml", spec.encode()))]).text
+            assert "which was not given" in html.unescape(page)
+            assert not list(session.folder.rglob("*.csv")) or all(
+                p.read_text() != outside.read_text() for p in session.folder.rglob("*.csv"))
 
 
 def test_a_tree_is_built_from_the_columns_own_values(app):

@@ -247,6 +247,9 @@ def test_a_chunked_upload_over_the_limit_gets_413_like_a_declared_one():
         session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
         assert session.data is None and not list(session.folder.rglob("t.csv"))
         assert client.get(f"{sid}/").status_code == 200
+        # a hierarchy's upload for a column whose name holds "/" is held to the limit too
+        slashed = client.post(f"{sid}/hierarchy/x/y/file", content=body, headers=headers)
+        assert slashed.status_code == 413 and not list(session.folder.rglob("*.csv"))
 
 
 # -- item 18: a killed server's folder is removed by the next start --------------------------

@@ -75,7 +75,8 @@ def _by_name(document: dict, inbox: Path) -> dict:
     """The ``csv`` entries of ``document`` pointed at the files given with it: the path
     as written when it exists in the project, else the file of the same name."""
     def given(where: str) -> str:
-        if (inbox / where).is_file():
+        found = (inbox / where).resolve()  # (never a file outside what was given: /etc/..)
+        if found.is_relative_to(inbox.resolve()) and found.is_file():
             return where
         if not (inbox / Path(where).name).is_file():
             raise BlendinError(f"the spec names the hierarchy file {where!r}, which was not "

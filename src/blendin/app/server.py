@@ -51,7 +51,7 @@ PROJECT_FILES = 64
 DEFAULT_UPLOAD_LIMIT = 1 << 30
 SECTIONS = ("load", "classify", "hierarchies", "models", "run", "results")
 NO_STORE = {"Cache-Control": "no-store"}
-UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|load/project|hierarchy/[^/]+/file)$")
+UPLOAD_PATHS = re.compile(r"^/s/[^/]+/(load/upload|load/project|hierarchy/.+/file)$")
 #: host names that always mean this machine (a DNS-rebinding page cannot use them)
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 #: addresses that bind every interface: then any IP address of the machine names the app
