@@ -141,11 +141,15 @@ def test_the_host_the_cli_binds_is_served_too(monkeypatch):
     monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     result = CliRunner().invoke(main, ["app", "--no-browser", "--host", "0.0.0.0"])
     assert result.exit_code == 0, result.output
+    key = re.search(r"\?key=(\S+)", result.output).group(1)
     with TestClient(served["app"], base_url=LOCAL) as client:
         # bound to every address: this machine's addresses and name, no other name
         for host in ("192.0.2.7:8800", "[2001:db8::1]", "127.0.0.1"):
+            entry = client.get(f"/?key={key}", headers={"Host": host}, follow_redirects=False)
+            assert entry.status_code == 303, host
             assert client.get("/", headers={"Host": host}).status_code == 200, host
-        assert client.get("/", headers={"Host": "attacker.example"}).status_code == 400
+        assert client.get(f"/?key={key}", headers={"Host": "attacker.example"}
+                          ).status_code == 400
 
 
 def test_a_form_without_the_sessions_token_is_refused_with_403():
@@ -335,3 +339,21 @@ def test_the_command_to_repeat_a_release_quotes_the_files_name(name):
     assert words[:3] == ["blendin", "anonymize", name if not name.startswith("-")
                          else f"./{name}"]
     assert words[3] == "--spec" and words[4].endswith("_spec.toml") and len(words) == 7
+
+
+def test_two_columns_named_alike_keep_a_hierarchy_file_each(tmp_path):
+    data = tmp_path / "groups.csv"
+    data.write_text("age group,age_group\n" + "".join(f"{a},{b}\n" for a, b in
+                                                      [("a", "x"), ("b", "y")] * 5))
+    app = create_app(data)
+    with TestClient(app, base_url=LOCAL) as client:
+        sid, token = _session(client)
+        for column, rows in (("age group", "a;*\nb;*\n"), ("age_group", "x;*\ny;*\n")):
+            client.post(f"{sid}/hierarchy/{column}/file", data={"token": token},
+                        files={"file": ("h.csv", rows.encode())})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        files = {c: session.folder / session.hierarchies[c]["csv"]
+                 for c in ("age group", "age_group")}
+        assert files["age group"] != files["age_group"]
+        assert files["age group"].read_text() == "a;*\nb;*\n"
+        assert files["age_group"].read_text() == "x;*\ny;*\n"

@@ -3,7 +3,6 @@ names, taken onto the loaded table as the page's roles, hierarchies, models and 
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
@@ -103,13 +102,11 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
         ("attributes", {k: attributes[k] for k in SURVEY if k in attributes})) if section}
     if attributes.get("person"):
         roles[attributes["person"]] = "person key"
-    folder = session.file("hierarchies")
-    folder.mkdir(exist_ok=True, mode=0o700)
     hierarchies = dict(session.hierarchies)
     for column, table in qis.items():
         table = dict(table)
         if isinstance(table.get("csv"), str):
-            dest = folder / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}.csv"
+            dest = session.hierarchy_file(column, hierarchies)
             shutil.copyfile(inbox / table["csv"], dest)
             table["csv"] = f"hierarchies/{dest.name}"
         hierarchies[column] = table

@@ -526,9 +526,7 @@ def create_app(path: str | Path | None = None, *,
             if upload is None or not getattr(upload, "filename", ""):
                 session.error = "error: no hierarchy file was chosen"
                 return back(session, "hierarchies")
-            folder = session.file("hierarchies")
-            folder.mkdir(exist_ok=True, mode=0o700)
-            dest = folder / f"{_safe(column)}.csv"
+            dest = session.hierarchy_file(column, session.hierarchies)
             with dest.open("wb") as out:
                 await run_in_threadpool(shutil.copyfileobj, upload.file, out, 1 << 20)
         table = {"csv": f"hierarchies/{dest.name}"}
@@ -707,10 +705,6 @@ def _load_upload(session: Session, dest: Path, name: str, target: str,
     else:
         workflow.set_data(session, loaded)
     session.message = f"loaded {name}"
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "column"
 
 
 def _run_of(session: Session, request: Request):

@@ -174,6 +174,27 @@ class Session:
         """A path in the session's private folder."""
         return self.folder / name
 
+    def hierarchy_file(self, column: str, chosen: dict) -> Path:
+        """Where the column's hierarchy file lies (its folder made): named as the column,
+        and never as another column's of ``chosen`` (column: its hierarchy's table), so
+        that ``age group`` and ``age_group`` keep a file each.
+
+        >>> session = Session("s", Path(tempfile.mkdtemp()))
+        >>> first = session.hierarchy_file("age group", {})
+        >>> taken = {"age group": {"csv": f"hierarchies/{first.name}"}}
+        >>> first.name, session.hierarchy_file("age_group", taken).name
+        ('age_group.csv', 'age_group-2.csv')
+        """
+        folder = self.file("hierarchies")
+        folder.mkdir(exist_ok=True, mode=0o700)
+        readable = re.sub(r"[^A-Za-z0-9_-]+", "_", column)[:60] or "column"
+        taken = {table.get("csv") for other, table in chosen.items()
+                 if other != column and isinstance(table, dict)}
+        name, n = f"{readable}.csv", 2
+        while f"hierarchies/{name}" in taken:
+            name, n = f"{readable}-{n}.csv", n + 1
+        return folder / name
+
     def start(self, what: str, work: Callable[[Job], None]) -> Job:
         """Run ``work(job)`` in a daemon thread; errors land in ``job.error`` as one line."""
         job = Job(what)
