@@ -365,3 +365,16 @@ def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path: Path):
     assert run.exit_code == 0, run.output
     assert not stack.exists() and not half.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_failed_release_leaves_no_folder_it_made(tmp_path: Path, monkeypatch):
+    import blendin.engines.embedded as embedded
+
+    def full(self, table):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(embedded.BatchWriter, "write", full)
+    out = tmp_path / "release"
+    with pytest.raises(OSError):
+        bl.anonymize(_cohort(), spec_of(2, 0.5), output=str(out))
+    assert not out.exists()
