@@ -357,3 +357,20 @@ def test_two_columns_named_alike_keep_a_hierarchy_file_each(tmp_path):
         assert files["age group"] != files["age_group"]
         assert files["age group"].read_text() == "a;*\nb;*\n"
         assert files["age_group"].read_text() == "x;*\ny;*\n"
+
+
+def test_a_step_posted_before_any_table_is_loaded_is_sent_back_to_the_first():
+    app = create_app()
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
+        sid, token = _session(client)
+        for path, form in (("run", {}), ("models", {"action": "run"}), ("roles", {}),
+                           ("hierarchy/x", {"kind": "flat"}), ("hierarchy/x/tree",
+                                                               {"group": "g"})):
+            sent = client.post(f"{sid}/{path}", data={"token": token, **form},
+                               follow_redirects=False)
+            assert sent.status_code == 303 and sent.headers["location"].endswith("#load")
+            assert "no table is loaded yet" in html.unescape(client.get(f"{sid}/").text)
+        client.post(f"{sid}/load/sample", data={"token": token, "sample": "hospital"})
+        odd = client.post(f"{sid}/models", data={"token": token, "action": "remove:x"},
+                          follow_redirects=False)
+        assert odd.status_code == 303

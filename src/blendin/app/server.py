@@ -324,9 +324,10 @@ def create_app(path: str | Path | None = None, *,
             raise _NoSession
         return session
 
-    def posted(handler, max_files: int = 0, max_fields: int = 1000):
+    def posted(handler, max_files: int = 0, max_fields: int = 1000, table: bool = False):
         """``handler`` behind the token check: a form without the session's token (in the
-        form or the header) changes nothing and gets 403."""
+        form or the header) changes nothing and gets 403. With ``table`` a session with no
+        table loaded is sent back to the first step."""
 
         async def checked(request: Request) -> Response:
             session = session_of(request)
@@ -336,6 +337,10 @@ def create_app(path: str | Path | None = None, *,
                     sent.encode(), session.token.encode()):
                 await form.close()
                 return forbidden()
+            if table and session.data is None:
+                await form.close()
+                session.error = "error: no table is loaded yet. Fix: load one first"
+                return back(session, "load")
             return await handler(request)
 
         return checked
@@ -547,7 +552,8 @@ def create_app(path: str | Path | None = None, *,
             key = str(form.get("new_model", "k-anonymity"))
             session.models.append({"model": key})
         elif action.startswith("remove:"):
-            index = int(action.split(":", 1)[1])
+            index = action.split(":", 1)[1]
+            index = int(index) if index.isdigit() else -1  # (a model the page never showed)
             if 0 <= index < len(session.models):
                 del session.models[index]
         elif action == "run":
@@ -630,14 +636,17 @@ def create_app(path: str | Path | None = None, *,
               methods=["POST"]),
         Route("/s/{sid}/load/project", posted(load_project, max_files=PROJECT_FILES,
                                               max_fields=10), methods=["POST"]),
-        Route("/s/{sid}/roles", posted(roles), methods=["POST"]),
+        Route("/s/{sid}/roles", posted(roles, table=True), methods=["POST"]),
         # a column name may hold "/": the file route is matched first
         Route("/s/{sid}/hierarchy/{column:path}/file",
-              posted(hierarchy_file, max_files=1, max_fields=5), methods=["POST"]),
-        Route("/s/{sid}/hierarchy/{column:path}/tree", posted(tree_edit), methods=["POST"]),
-        Route("/s/{sid}/hierarchy/{column:path}", posted(hierarchy), methods=["POST"]),
-        Route("/s/{sid}/models", posted(models), methods=["POST"]),
-        Route("/s/{sid}/run", posted(run_now), methods=["POST"]),
+              posted(hierarchy_file, max_files=1, max_fields=5, table=True),
+              methods=["POST"]),
+        Route("/s/{sid}/hierarchy/{column:path}/tree", posted(tree_edit, table=True),
+              methods=["POST"]),
+        Route("/s/{sid}/hierarchy/{column:path}", posted(hierarchy, table=True),
+              methods=["POST"]),
+        Route("/s/{sid}/models", posted(models, table=True), methods=["POST"]),
+        Route("/s/{sid}/run", posted(run_now, table=True), methods=["POST"]),
         Route("/s/{sid}/job", job),
         Route("/s/{sid}/cancel", posted(cancel), methods=["POST"]),
         Route("/s/{sid}/run/{number:int}/tradeoff", posted(tradeoff), methods=["POST"]),
