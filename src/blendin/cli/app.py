@@ -10,6 +10,8 @@ from blendin.cli import main
 from blendin.errors import BlendinError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: seconds a stopped server waits for requests still running (a stalled upload, say)
+SHUTDOWN_SECONDS = 5
 
 
 @main.command("app")
@@ -77,7 +79,9 @@ def app_command(ctx: click.Context, data: str | None, port: int, host: str, no_b
                      key=key)
     # no access log, and errors only with --debug: log lines could carry values
     config = uvicorn.Config(app, log_level="warning" if debug else "critical",
-                            access_log=False, lifespan="on")
+                            access_log=False, lifespan="on",
+                            # a stalled upload keeps neither the server nor its files
+                            timeout_graceful_shutdown=SHUTDOWN_SECONDS)
     server = uvicorn.Server(config)
     click.echo(f"blendin app at {url} (Ctrl-C to stop)")
     if not no_browser:
