@@ -117,11 +117,17 @@ def _check_folder(flag: str, out: Path, folder_ok: bool = False) -> None:
     if out.is_dir() and not folder_ok:
         raise BlendinError(f"{flag} {str(out)!r} is a folder",
                            fix=f"give {flag} a file name")
-    try:  # the only sure test that a file can be created there (read-only mounts, /proc)
+    check_creatable(f"{flag} {str(out)!r}", folder)
+
+
+def check_creatable(what: str, folder: Path) -> None:
+    """Refuse, before any work, a ``folder`` where no file can be created for ``what`` (a
+    read-only mount, /proc): trying is the only sure test."""
+    try:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
-        raise BlendinError(f"{flag} {str(out)!r}: cannot create files in {str(folder)!r} "
+        raise BlendinError(f"{what}: cannot create files in {str(folder)!r} "
                            f"({error.strerror or error})",
                            fix="write somewhere you may create files") from None
 

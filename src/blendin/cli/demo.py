@@ -6,7 +6,7 @@ import click
 
 from blendin.cli import main
 from blendin.errors import BlendinError
-from blendin.outputs import check_paths
+from blendin.outputs import check_creatable, check_paths
 
 
 @main.command("demo")
@@ -42,7 +42,6 @@ def demo_command(seed: int, patients: int, voters: int, out: str | None, force: 
 
 def _check_out(out: str, names, force: bool) -> None:
     """The demo's files in --out: not replaced without --force, checked before any work."""
-    import tempfile
     from pathlib import Path
 
     folder = Path(out)
@@ -58,10 +57,4 @@ def _check_out(out: str, names, force: bool) -> None:
     if not where.is_dir():
         raise BlendinError(f"--out {out!r}: {str(where)!r} is a file",
                            fix="give --out a folder (a new one is made)")
-    try:  # (the only sure test: read-only mounts, /proc)
-        with tempfile.TemporaryFile(dir=where):
-            pass
-    except OSError as error:
-        raise BlendinError(f"--out {out!r}: cannot create a folder in {str(where)!r} "
-                           f"({error.strerror or error})",
-                           fix="give --out a folder where you may create files") from None
+    check_creatable(f"--out {out!r}", where)
