@@ -329,9 +329,10 @@ class Source:
     def _file_kind(self) -> str:
         path = self.path
         if not path.exists():
-            if re.match(r"^[a-z][a-z0-9+.-]*:/[^/]", str(path), re.IGNORECASE):  # (a URL, its
+            # a web address: Path made its "//" one "/"
+            if re.match(r"^[a-z][a-z0-9+.-]*:/[^/]", str(path), re.IGNORECASE):
                 raise BlendinError(f"{re.sub(':/', '://', str(path), count=1)!r} is not a "
-                                   "file blendin can read",  # // gone)
+                                   "file blendin can read",
                                    fix="download it first, or give a path on this machine")
             near = _near_files(path)
             raise BlendinError(
