@@ -307,7 +307,7 @@ def test_only_a_browser_that_opened_the_printed_address_is_served(tmp_path):
     data.write_bytes(_csv(20))
     app = create_app(data, key="s3cret-key")
     with TestClient(app, base_url=LOCAL) as stranger:
-        for path in ("/", "/static/app.css", "/s/x/", "/?key=wrong"):
+        for path in ("/", "/static/app.css", "/s/x/", "/?key=wrong", "/?key=%C3%A9"):
             refused = stranger.get(path, follow_redirects=False)
             assert refused.status_code == 403 and "patients" not in refused.text, path
             assert "open that address" in refused.text

@@ -190,11 +190,12 @@ class Gate:
         address with the key (``?key=``) gets the cookie and is sent on without it;
         any other request is refused (403), before it reaches the app."""
         name = f"blendin-key-{(scope.get('server') or ('', 0))[1]}"  # (a port's own)
+        key = self.key.encode()
         cookies = SimpleCookie(dict(scope["headers"]).get(b"cookie", b"").decode("latin-1"))
-        if name in cookies and secrets.compare_digest(cookies[name].value, self.key):
+        if name in cookies and secrets.compare_digest(cookies[name].value.encode(), key):
             return True
         given = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("key", [""])
-        if secrets.compare_digest(given[0], self.key):
+        if secrets.compare_digest(given[0].encode(), key):
             await RedirectResponse(scope["path"], status_code=303, headers={
                 "Set-Cookie": f"{name}={self.key}; HttpOnly; SameSite=Strict; Path=/",
                 **NO_STORE})(scope, receive, send)
