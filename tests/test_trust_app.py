@@ -374,3 +374,18 @@ def test_a_step_posted_before_any_table_is_loaded_is_sent_back_to_the_first():
         odd = client.post(f"{sid}/models", data={"token": token, "action": "remove:x"},
                           follow_redirects=False)
         assert odd.status_code == 303
+
+
+def test_an_excel_file_that_unpacks_to_far_more_than_itself_is_refused(tmp_path):
+    """A small .xlsx whose sheet unpacks to 40 MB took minutes and gigabytes to read."""
+    import zipfile
+
+    from blendin.app.workflow import read_file
+    from blendin.errors import BlendinError
+
+    bomb = tmp_path / "b.xlsx"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as packed:
+        packed.writestr("xl/worksheets/sheet1.xml", "<c>0</c>" * (40 << 17))
+    with pytest.raises(BlendinError, match="unpacks to 40 MB of sheets") as refused:
+        read_file(bomb, "b.xlsx")
+    assert "save it as .csv" in refused.value.fix

@@ -107,6 +107,7 @@ def _excel_to_csv(path: Path, label: str, folder: Path) -> Path:
     import pandas as pd
 
 
+    _check_sheets(path, label)
     try:
         frame = pd.read_excel(path, dtype=str, keep_default_na=False)
     except Exception as error:  # noqa: BLE001 (openpyxl raises many kinds)
@@ -118,6 +119,27 @@ def _excel_to_csv(path: Path, label: str, folder: Path) -> Path:
     out = folder / (Path(label).stem + ".csv")
     write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
     return out
+
+
+#: the sheets' text an Excel file may unpack to (parsing it takes about a minute a 100 MB)
+SHEET_BYTES = 256 << 20
+
+
+def _check_sheets(path: Path, label: str) -> None:
+    """Refuse, before parsing, an Excel file whose sheets unpack to more than
+    ``SHEET_BYTES`` of text, or to more than 16 MB and 200 times its own size (a small
+    file built to take minutes and gigabytes)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as packed:
+            sheets = sum(i.file_size for i in packed.infolist()
+                         if i.filename.startswith("xl/worksheets/"))
+    except (zipfile.BadZipFile, OSError):
+        return  # (pandas names what is wrong with it)
+    if sheets > SHEET_BYTES or sheets > max(200 * path.stat().st_size, 16 << 20):
+        raise BlendinError(f"{label!r} unpacks to {sheets >> 20} MB of sheets, too many to "
+                           "read here", fix="save it as .csv and load that")
 
 
 def load_sample(session: Session, key: str) -> None:
