@@ -328,7 +328,7 @@ def test_recovered_records_are_tested_against_the_whole_tables_size():
                 models=[KMap(2, population=300)], max_suppression=0.1)
     recoded = anonymize(frame, spec, recode_suppressed=True)  # the checker ran inside
     assert recoded.suppressed == 1 and recoded.recoded_parts == []
-    assert spec.models[0].derived() == 2  # as the whole table left it
+    assert recoded.spec.models[0].derived() == 2  # as the whole table left it (the run's)
 
 
 # -- spec keys and CLI flags ------------------------------------------------------------------

@@ -697,7 +697,7 @@ def test_differential_privacy_sample_drawn_in_the_database(db):
     spec = spec_for(df, models=[model], max_suppression=1.0)
     first = anonymize(db.url, spec, table="patients")
     assert first.check.passed and first.check.min_class_size >= model.k
-    sampled = model.records_in_input and first.records
+    sampled = first.spec.models[0].records_in_input and first.records  # (the run's model)
     spread = math.sqrt(model.beta * (1 - model.beta) * len(df))
     assert abs(sampled - model.beta * len(df)) < 5 * spread
     assert db.tables() == ["patients"]  # the sample's table is gone

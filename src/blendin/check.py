@@ -14,6 +14,7 @@ used too.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -284,6 +285,8 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
+    # its own models: what a check binds to them (the table's size) stays off the caller's
+    spec = replace(spec, models=[copy.copy(m) for m in spec.models])
     if isinstance(data, Mapping):  # related tables: checked as one stack
         spec = replace(spec, delimiter=delimiter or spec.delimiter,
                        encoding=encoding or spec.encoding)
