@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -863,12 +864,29 @@ def _weights(section: Mapping) -> dict[str, float]:
     return {k: float(w) for k, w in value.items()}
 
 
+#: a builder's Python call opening its message (``intervals(10, 5): ...``)
+_CALL = re.compile(r"^(intervals|masking|dates|tree|flat|from_csv)\(.*?\): ", re.DOTALL)
+
+
 def _in_context(where: str, make, *args):
-    """Call a maker from another module, prefixing its errors with the spec location."""
+    """Call a maker from another module, prefixing its errors with the spec location (and,
+    for a table of the spec, naming it as written there, not as a Python call).
+
+    >>> _in_context("[quasi_identifiers] age", builder_from_toml, {"intervals": [10, 5]})
+    Traceback (most recent call last):
+    ...
+    blendin.errors.BlendinError: [quasi_identifiers] age = { intervals = [10, 5] }: width 5 \
+is not a multiple (2 or more times) of 10, so the intervals would not nest; fix: make each \
+width a multiple of the one before, e.g. intervals = [5, 10, 20] (Python: intervals(5, 10, \
+20))
+    """
     try:
         return make(*args)
     except BlendinError as error:
-        raise BlendinError(f"{where}: {error.problem}", fix=error.fix) from None
+        problem = error.problem
+        if args and isinstance(args[0], Mapping) and _CALL.match(problem):
+            where, problem = f"{where} = {toml_value(dict(args[0]))}", _CALL.sub("", problem)
+        raise BlendinError(f"{where}: {problem}", fix=error.fix) from None
     except (TypeError, KeyError, ValueError) as error:
         raise BlendinError(f"{where}: {error}",
                            fix="see docs/spec.md for the keys this table takes") from None
