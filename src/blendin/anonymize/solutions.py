@@ -232,18 +232,16 @@ def not_reapplied(payload: dict, spec: Spec | None = None) -> None:
 re-application does not: it would count rows, and release the key; fix: anonymize the new \
 data afresh, with the spec
     """
-    person = (spec.person if spec is not None else None) or payload.get("person")
-    transforms = sorted(spec.transforms) if spec is not None else []
-    made = [(person, f"counts people (person key {person!r})", "it would count rows, and "
-             "release the key"),
-            ((spec.tables if spec is not None else None) or payload.get("tables"),
-             "relates tables", "it reads one table"),
-            (transforms or payload.get("transforms"),
-             f"transforms {preview(transforms or payload.get('transforms') or [])}",
+    person = (spec and spec.person) or payload.get("person")
+    tables = (spec and spec.tables) or payload.get("tables")
+    transforms = (spec and sorted(spec.transforms)) or payload.get("transforms") or []
+    cells = "cells" in ((spec and spec.suppression), payload.get("suppression"))
+    made = [(person, f"counts people (person key {person!r})",
+             "it would count rows, and release the key"),
+            (tables, "relates tables", "it reads one table"),
+            (transforms, f"transforms {preview(transforms)}",
              "it would release them as they are"),
-            ("cells" in ((spec.suppression if spec is not None else ""),
-                         payload.get("suppression")), "suppresses cells",
-             "it suppresses records")]
+            (cells, "suppresses cells", "it suppresses records")]
     for given, what, why in made:
         if given:
             raise BlendinError(f"the solution {what}, which a re-application does not: {why}",
