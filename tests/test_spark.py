@@ -390,3 +390,37 @@ def test_a_jvm_started_for_a_session_that_never_came_up_is_stopped(monkeypatch):
     with pytest.raises(SystemExit):
         SparkEngine(master="local[1]").spark  # noqa: B018
     assert started[0].wait(timeout=10) == -9
+
+
+def test_a_csv_is_read_and_written_with_its_values_as_they_are(spark, tmp_path):
+    """Spark's CSV writer trims values by default: the file held "HIV" three times where
+    the checker passed "HIV", "HIV " and " HIV" (3-diverse). A malformed row stops the
+    run, as on the embedded engine, and latin-1 is read under Java's name for it."""
+    import glob
+
+    from blendin.models import DistinctLDiversity
+    from blendin.spec import Spec
+
+    data = tmp_path / "spaced.csv"
+    data.write_text("sex,dx\nM,HIV\nM,HIV \nM, HIV\nF,HIV\nF,HIV \nF, HIV\n",
+                    encoding="latin-1")
+    spec = Spec(quasi_identifiers={"sex": bl_flat()}, sensitive=["dx"],
+                models=[KAnonymity(3), DistinctLDiversity("dx", 3)])
+    out = tmp_path / "release.csv"
+    anonymize(str(data), spec, output=out, engine=SparkEngine(spark), keep_order=True)
+    written = pd.concat(pd.read_csv(p, dtype=str, keep_default_na=False)
+                        for p in sorted(glob.glob(str(out / "part-*.csv"))))
+    assert sorted(written["dx"]) == sorted(["HIV", "HIV ", " HIV"] * 2)
+    spec.encoding = "latin-1"
+    assert anonymize(str(data), spec, engine=SparkEngine(spark)).check.passed
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("sex,dx\nM,flu\nM,flu,extra\nF,flu\n")
+    with pytest.raises(BlendinError, match="a field too many or too few"):
+        anonymize(str(ragged), Spec(quasi_identifiers={"sex": bl_flat()},
+                                    models=[KAnonymity(1)]), engine=SparkEngine(spark))
+
+
+def bl_flat():
+    from blendin.hierarchy.builders import flat
+
+    return flat()

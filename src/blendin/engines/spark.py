@@ -23,6 +23,7 @@ Needs ``pip install "blendin[spark]"`` (pyspark 4) and Java 17.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import copy
 import os
@@ -104,6 +105,11 @@ def _spark_errors(path: str = "") -> Iterator[None]:
                 fix="add the connector's jars to Spark, e.g. for s3a:// --spark-conf "
                 "spark.jars.packages=org.apache.hadoop:hadoop-aws:<Spark's Hadoop version>"
                 ) from None
+        if "Malformed records" in text or "MALFORMED_RECORD" in text:
+            raise BlendinError(f"{path or 'the input'}: a row has a field too many or too few "
+                               "(Spark reads it in FAILFAST mode)",
+                               fix="check that every row has one value per column, and the "
+                               "delimiter (--delimiter)") from None
         if missing is not None and "Python worker" in text:
             raise BlendinError(
                 f"the Spark executors' Python cannot import {missing.group(1)}",
@@ -111,6 +117,21 @@ def _spark_errors(path: str = "") -> Iterator[None]:
                 "Python that has it: PYSPARK_PYTHON=/path/to/python (or --spark-conf "
                 "spark.pyspark.python=/path/to/python)") from None
         raise
+
+
+def java_charset(encoding: str) -> str:
+    """Python's name of a text encoding as Spark's CSV reader takes it (``latin-1`` is
+    ISO-8859-1 there).
+
+    >>> java_charset("latin-1"), java_charset("utf-8"), java_charset("ascii")
+    ('ISO-8859-1', 'UTF-8', 'US-ASCII')
+    """
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return encoding
+    name = {"ascii": "us-ascii", "utf-8-sig": "utf-8"}.get(name, name)
+    return re.sub(r"^iso8859-", "iso-8859-", name).upper()
 
 
 def _children() -> set[int]:
@@ -343,9 +364,13 @@ class SparkEngine:
             # a value may hold a line break only between quotes: a local file without any
             # quote is read line by line, in parallel splits (multiLine reads it in one task)
             multiline = local is None or _has_quote(local)
+            # a malformed row stops the run, as it does on the embedded engine (Spark's
+            # default drops a field too many, and pads a row too short with nulls)
             df = self.spark.read.csv(path, schema=schema, header=True, sep=delimiter or ",",
-                                     encoding=encoding, multiLine=multiline, quote='"',
-                                     escape='"', inferSchema=False)
+                                     encoding=java_charset(encoding), multiLine=multiline,
+                                     quote='"', escape='"', inferSchema=False,
+                                     mode="FAILFAST", ignoreLeadingWhiteSpace=False,
+                                     ignoreTrailingWhiteSpace=False)
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
@@ -503,8 +528,11 @@ class SparkEngine:
             else:
                 if escape_formulas:
                     df = df.mapInArrow(_Escape(), df.schema)
+                # (Spark's writer trims values by default: the file would not hold the
+                # values the checker passed)
                 df.write.csv(temp, header=True, sep=output_delimiter(delimiter),
-                             quoteAll=True, escape='"')
+                             quoteAll=True, escape='"', ignoreLeadingWhiteSpace=False,
+                             ignoreTrailingWhiteSpace=False)
 
     # -- committing ------------------------------------------------------------------------
 
