@@ -1324,16 +1324,23 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
     with pytest.raises(BlendinError, match="holds the input DATA"):
         check_paths({"DATA": str(inside)}, {"-o": (str(held), "table")}, force=True,
                     folders=True)
+    with pytest.raises(BlendinError, match="holds other files than a release's parts"):
+        check_paths({"DATA": str(data)}, {"-o": (str(held), "table")}, force=True,
+                    folders=True)
+    parts = folder / "parts.csv"  # an earlier release's folder: the report not inside it
+    parts.mkdir()
+    (parts / "part-00000.csv").write_text("x")
     with pytest.raises(BlendinError, match="is inside the output of -o, a folder"):
-        check_paths({"DATA": str(data)}, {"-o": (str(held), "table"),
-                                          "--report": (str(held / "r.html"), "report")},
+        check_paths({"DATA": str(data)}, {"-o": (str(parts), "table"),
+                                          "--report": (str(parts / "r.html"), "report")},
                     force=True, folders=True)
     try:  # and the command, where Spark is installed (it needs pyspark first)
         import pyspark  # noqa: F401
     except ImportError:
         return
     for args, why in [((inside, "--spec", spec, "-o", held), "holds the input DATA"),
-                      ((data, "--spec", spec, "-o", held, "--report", held / "r.html"),
+                      ((data, "--spec", spec, "-o", held), "holds other files than"),
+                      ((data, "--spec", spec, "-o", parts, "--report", parts / "r.html"),
                        "is inside the output of -o, a folder")]:
         result = run("anonymize", *args, "--engine", "spark", "--force")
         assert result.exit_code == 2 and why in result.output, result.output
@@ -1385,3 +1392,17 @@ def test_a_results_writes_never_replace_what_its_run_read(files):
     with pytest.raises(BlendinError, match="is read-only"):
         result.write(folder / "locked.csv")
     assert result.save_solution(folder / "s.json").exists()  # an ordinary path is written
+
+
+def test_a_spark_release_replaces_only_a_folder_of_an_earlier_releases_parts(tmp_path):
+    """Spark's -o is a folder replaced whole: one that holds anything but part files was
+    emptied with --force."""
+    earlier = tmp_path / "release.csv"
+    earlier.mkdir()
+    for name in ("part-00000-a.csv", "_SUCCESS", ".part-00000-a.csv.crc", "._SUCCESS.crc"):
+        (earlier / name).write_text("x")
+    check_paths({}, {"-o": (str(earlier), "table")}, force=True, folders=True)
+    (earlier / "precious.txt").write_text("mine")
+    with pytest.raises(BlendinError, match="holds other files than a release's parts: "
+                                           "'precious.txt'"):
+        check_paths({}, {"-o": (str(earlier), "table")}, force=True, folders=True)

@@ -12,6 +12,7 @@ committed together.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from blendin.errors import BlendinError
+from blendin.errors import BlendinError, preview
 
 #: the file types each kind of output may have
 SUFFIXES = {
@@ -79,6 +80,8 @@ def check_paths(inputs: Mapping[str, str | None], outputs: Mapping[str, tuple[st
         _check_folder(flag, out, folders and kind == "table" or kind == "folder")
         if kind != "folder":
             _check_existing(flag, out, force)
+        if kind == "table" and out.is_dir():
+            _check_parts(flag, out)
         written[flag] = out
 
 
@@ -130,6 +133,20 @@ def check_creatable(what: str, folder: Path) -> None:
         raise BlendinError(f"{what}: cannot create files in {str(folder)!r} "
                            f"({error.strerror or error})",
                            fix="write somewhere you may create files") from None
+
+
+#: what a folder of part files that Spark wrote holds (replaced whole by the next release)
+SPARK_PARTS = re.compile(r"part-.*|_SUCCESS|_committed_.*|_started_.*|\..*\.crc")
+
+
+def _check_parts(flag: str, out: Path) -> None:
+    """A folder replaced by a release (Spark's, of part files) holds only an earlier
+    release's part files: anything else in it would go too."""
+    others = sorted(p.name for p in out.iterdir() if not SPARK_PARTS.fullmatch(p.name))
+    if others:
+        raise BlendinError(f"{flag} {str(out)!r} is a folder that holds other files than a "
+                           f"release's parts: {preview(others)}",
+                           fix="give -o a new name: a release replaces its folder whole")
 
 
 def _check_existing(flag: str, out: Path, force: bool) -> None:
