@@ -1316,6 +1316,9 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
     held.mkdir()
     inside = held / "h.csv"
     inside.write_bytes(data.read_bytes())
+    parts = folder / "parts.csv"  # an earlier release's folder: the report not inside it
+    parts.mkdir()
+    (parts / "part-00000.csv").write_text("x")
 
     def every_file():
         return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -1327,9 +1330,6 @@ def test_a_folder_written_in_place_of_one_that_holds_an_input_is_refused(files):
     with pytest.raises(BlendinError, match="holds other files than a release's parts"):
         check_paths({"DATA": str(data)}, {"-o": (str(held), "table")}, force=True,
                     folders=True)
-    parts = folder / "parts.csv"  # an earlier release's folder: the report not inside it
-    parts.mkdir()
-    (parts / "part-00000.csv").write_text("x")
     with pytest.raises(BlendinError, match="is inside the output of -o, a folder"):
         check_paths({"DATA": str(data)}, {"-o": (str(parts), "table"),
                                           "--report": (str(parts / "r.html"), "report")},
