@@ -1406,3 +1406,29 @@ def test_a_spark_release_replaces_only_a_folder_of_an_earlier_releases_parts(tmp
     with pytest.raises(BlendinError, match="holds other files than a release's parts: "
                                            "'precious.txt'"):
         check_paths({}, {"-o": (str(earlier), "table")}, force=True, folders=True)
+
+
+def test_a_stop_whose_exception_was_lost_names_no_output(files, monkeypatch):
+    """SIGTERM's exception, raised inside a finalizer, is only printed by Python: the run
+    went on and replaced the release. Once a stop is asked, no output takes its name."""
+    import threading
+
+    import blendin.engines.embedded as embedded
+    from blendin import outputs
+
+    folder, data, spec = files
+    out = folder / "r.csv"
+    out.write_text("old\n")
+    stopping = threading.Event()
+    monkeypatch.setattr(outputs, "_STOPPING", stopping)
+    write = embedded.BatchWriter.write
+
+    def stopped_meanwhile(self, table):  # (the signal came, its exception was lost)
+        stopping.set()
+        return write(self, table)
+
+    monkeypatch.setattr(embedded.BatchWriter, "write", stopped_meanwhile)
+    result = run("anonymize", data, "--spec", spec, "-o", out, "--force")
+    assert result.exit_code == 143, result.output
+    assert out.read_text() == "old\n"
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]

@@ -23,7 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from blendin.errors import BlendinError, preview
-from blendin.outputs import deferred, process_alive
+from blendin.outputs import deferred, process_alive, refuse_when_stopped
 from blendin.parallel import ordered, read_ahead, workers
 from blendin.progress import Reading
 
@@ -950,6 +950,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
                     lambda: Path(done).unlink(missing_ok=True)):
             temp = None  # renamed with the other outputs of the run (outputs.together)
         else:
+            refuse_when_stopped()  # (a SIGTERM whose exception a finalizer swallowed)
             os.replace(temp, path)
     finally:
         if temp is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -210,12 +211,32 @@ def together() -> Iterator[None]:
         _GROUP.reset(token)
     committed = 0
     try:
+        refuse_when_stopped()
         for pending in group:
             pending.commit()
             committed += 1
     finally:  # a rename that fails (rare) removes the files not yet renamed
         for pending in group[committed:]:
             pending.discard()
+
+
+#: set when the process was asked to stop (SIGTERM): no file takes its name after that,
+#: though the signal's exception may be lost (raised within a finalizer, say)
+_STOPPING = threading.Event()
+
+
+def request_stop() -> None:
+    """Say that the process is to stop: outputs not yet named stay unnamed."""
+    _STOPPING.set()
+
+
+def refuse_when_stopped() -> None:
+    """Before an output takes its name: raise (as the signal would) when a stop was asked.
+
+    >>> refuse_when_stopped()  # nothing asked: goes on
+    """
+    if _STOPPING.is_set():
+        raise SystemExit(143)
 
 
 def deferred(temp: str | os.PathLike, target: str | os.PathLike,

@@ -8,6 +8,7 @@ import sys
 import click
 
 from blendin.errors import BlendinError
+from blendin.outputs import refuse_when_stopped, request_stop
 
 
 class _Group(click.Group):
@@ -16,7 +17,9 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context):
         previous = signal.signal(signal.SIGTERM, _stop)
         try:
-            return super().invoke(ctx)
+            done = super().invoke(ctx)
+            refuse_when_stopped()  # (stopped, and the signal's exception was lost)
+            return done
         except (BlendinError, OSError) as error:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -89,7 +92,10 @@ def related_inputs(data: str | None, inputs: tuple[str, ...]) -> dict[str, str]:
 
 
 def _stop(signum: int, frame) -> None:
-    """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed."""
+    """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed;
+    and no output takes its name after it, should the exception be lost (raised within
+    a finalizer, Python only prints it)."""
+    request_stop()
     raise SystemExit(128 + signum)
 
 

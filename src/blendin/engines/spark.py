@@ -53,7 +53,7 @@ from blendin.io import (
     remove_stale_temps,
     to_arrow,
 )
-from blendin.outputs import deferred
+from blendin.outputs import deferred, refuse_when_stopped
 
 #: the column that marks suppressed records between recoding and writing
 REMOVED = "__blendin_removed__"
@@ -560,6 +560,7 @@ class SparkEngine:
         temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
 
         def commit() -> None:
+            refuse_when_stopped()  # (a SIGTERM whose exception was lost)
             aside = None
             if fs.exists(target):  # replaced only now, after the release is complete
                 aside = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name + ".old")
