@@ -88,11 +88,6 @@ def connect(target, *, password_env: str | None = None,
 #: a URL's scheme, its user and password (up to its last "@": a password that holds "@",
 #: "/", "?" or "#" unescaped is hidden whole, wherever a driver would end it)
 _USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::.*)?@", re.DOTALL)
-#: a password given as a parameter of the URL (``?password=...``, ``sslpassword=``), to its
-#: next parameter (a "#" in it included)
-_PASSWORD_PARAMETER = re.compile(r"([?&])[a-z_]*password=[^&]*&?", re.IGNORECASE)
-
-
 def hidden(url: str) -> str:
     """``url`` without its password (the user's part, or a ``password=`` parameter), also
     where the rest does not parse.
@@ -102,9 +97,14 @@ def hidden(url: str) -> str:
     >>> hidden("postgresql://me:a@b@db:99999/x?sslmode=require&password=c")
     'postgresql://me@db:99999/x?sslmode=require'
     """
+    from urllib.parse import unquote
+
     url = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}@" if m["user"]
                         else m["scheme"], url, count=1)
-    return _PASSWORD_PARAMETER.sub(r"\1", url).rstrip("?&")
+    head, mark, query = url.partition("?")
+    kept = [part for part in query.split("&")  # (a "#" in a password is its own)
+            if "password" not in unquote(part.partition("=")[0]).lower()]
+    return head + (mark + "&".join(kept) if mark and any(kept) else "")
 
 
 def url_password(url: str) -> str | None:
@@ -118,8 +118,9 @@ def url_password(url: str) -> str | None:
     found = re.match(r"^[^:/?#]+://[^:@/?#]*:([^/?#]*)@", url)
     if found:
         return unquote(found[1])
-    given = [unquote(part[len("password="):]) for part in url.partition("?")[2].split("&")
-             if part.lower().startswith("password=")]  # (a "#" in it is its own)
+    given = [unquote(value) for name, _, value in (part.partition("=") for part in
+                                                    url.partition("?")[2].split("&"))
+             if unquote(name) == "password"]  # (a "#" in it is its own)
     return given[-1] if given else None
 
 
@@ -465,7 +466,8 @@ class Postgres(Database):
         except ImportError:
             raise BlendinError("PostgreSQL needs psycopg",
                                fix='pip install "blendin[sql]"') from None
-        url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url)
+        url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", url,
+                     flags=re.IGNORECASE)
         check_url(url)
         options = {"password": password} if password else {}
         password = password or url_password(url)
@@ -624,9 +626,17 @@ def named_tables(sql: str, dialect: str) -> set[tuple[str, str | None]]:
 
 
 def _without(text: str, secret: str | None) -> str:
-    """A driver's message on one line, without the password."""
+    """A driver's message on one line, without the password (as given, or as a URL
+    spells it: percent-encoded)."""
+    from urllib.parse import quote
+
     text = " ".join(line.strip() for line in text.splitlines() if line.strip())
-    return text.replace(secret, "***") if secret else text
+    text = re.sub(r"[a-z][a-z0-9+.-]*://[^\s\"']+", lambda url: hidden(url[0]), text,
+                  flags=re.IGNORECASE)  # (a URL it quotes, spelled any way)
+    for spelling in (secret, quote(secret or "", safe=""), quote(secret or "")):
+        if spelling:
+            text = text.replace(spelling, "***")
+    return text
 
 
 class _Stream(io.RawIOBase):
