@@ -413,6 +413,11 @@ def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn
                       '"patients"')
         assert pg_conn.execute("SELECT last_value, is_called FROM counted").fetchone() == (
             1, False)
+        for call in ("pg_create_physical_replication_slot('leak', true)",
+                     "lo_from_bytea(0, 'x')", "pg_catalog.setval('counted', 9)"):
+            with pytest.raises(BlendinError, match="which changes the database"):
+                anonymize(db.url, spec_for(df), query=f'SELECT *, {call} FROM "patients"')
+        assert pg_conn.execute("SELECT count(*) FROM pg_replication_slots").fetchone() == (0,)
         with pytest.raises(BlendinError, match="read-only transaction"):
             anonymize(db.url, spec_for(df), query='SELECT *, visit() AS n FROM "patients"')
         assert pg_conn.execute("SELECT count(*) FROM visits").fetchone() == (0,)

@@ -175,8 +175,13 @@ def place(database: str | os.PathLike) -> str:
     return "postgresql://" + hidden(text).partition("://")[2]
 
 
-#: functions that change the database they run in (a sequence's next value)
-CHANGING = frozenset({"nextval", "setval"})
+#: functions that change the database they run in, which a read-only transaction lets
+#: through: a sequence's next value, large objects, replication slots and origins, another
+#: connection (dblink), the server's state
+CHANGING = frozenset({"nextval", "setval", "pg_terminate_backend", "pg_cancel_backend",
+                      "pg_reload_conf", "pg_rotate_logfile", "pg_switch_wal", "pg_promote"})
+CHANGING_PREFIXES = ("lo_", "dblink", "pg_create_", "pg_drop_", "pg_replication_origin",
+                     "pg_logical_emit", "pg_file_")
 
 
 def check_query(query: str, dialect: str) -> str:
@@ -205,11 +210,13 @@ def check_query(query: str, dialect: str) -> str:
                            "source is only read)",
                            fix="give one SELECT ... with --query, or a table with --table")
     for call in statements[0].find_all(exp.Anonymous):
-        if call.name.lower() in CHANGING:
+        name = call.name.lower().rpartition(".")[2]
+        if name in CHANGING or name.startswith(CHANGING_PREFIXES):
             raise BlendinError(f"the query calls {call.name}(), which changes the database "
                                "(the source is only read)",
-                               fix=f"leave {call.name}() out of --query (row_number() OVER "
-                               "() numbers rows)")
+                               fix=f"leave {call.name}() out of --query" + (
+                                   " (row_number() OVER () numbers rows)"
+                                   if name == "nextval" else ""))
     while tokens[-1].token_type == sqlglot.TokenType.SEMICOLON:
         tokens.pop()
     return query[:tokens[-1].end + 1].strip()
