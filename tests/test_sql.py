@@ -1055,3 +1055,27 @@ def test_a_duckdb_release_refuses_row_columns_and_an_empty_table_name_before_wor
                                         "--output-table", ""])
     assert unnamed.exit_code == 2 and "--output-table names no table" in unnamed.output
     assert duck.tables() == ["patients"]
+
+
+def test_postgres_never_replaces_a_table_the_input_reads_through_a_function(postgres_url,
+                                                                           pg_conn):
+    """A function the input calls may read the output table where no plan or name shows
+    it: the run counts the table's scans in each transaction, and refuses to replace it."""
+    db = PostgresBackend(postgres_url)
+    df = table()
+    db.put("patients", df)
+    db.put("copy", df)
+    pg_conn.execute('CREATE FUNCTION all_copy() RETURNS SETOF "patients" LANGUAGE plpgsql AS '
+                    '$$BEGIN RETURN QUERY SELECT * FROM "copy"; END$$')
+    pg_conn.execute('CREATE VIEW through AS SELECT * FROM all_copy()')
+    try:
+        for source in ({"query": "SELECT * FROM all_copy()"}, {"table": "through"}):
+            with pytest.raises(BlendinError, match="is read by the input .through a "
+                                                   "function"):
+                anonymize(db.url, spec_for(df), output_table="copy", replace=True, **source)
+            assert len(db.read("copy")) == len(df)  # the table as it was
+        released = anonymize(db.url, spec_for(df), table="patients", output_table="copy",
+                             replace=True)  # another input: replaced, as asked
+        assert released.check.passed and "copy" in db.tables()
+    finally:
+        pg_conn.execute("DROP VIEW IF EXISTS through; DROP FUNCTION IF EXISTS all_copy()")

@@ -261,6 +261,10 @@ class Database:
         spelling: two names of one table give one entry."""
         raise NotImplementedError
 
+    #: the output table a release replaces (PostgreSQL: its name and oid): a transaction
+    #: that read it is refused (:meth:`_unread`)
+    guarded: tuple[str, int] | None = None
+
     @contextmanager
     def transaction(self, read_only: bool = False, rollback: bool = False,
                     snapshot: str | None = None) -> Iterator[None]:
@@ -293,11 +297,24 @@ class Database:
                     raise ValueError(f"not a snapshot's name: {snapshot!r}")
                 self.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
             yield
+            if postgres and self.guarded is not None:
+                self._unread(*self.guarded)
         except BaseException:
             with suppress(Exception):  # a lost connection: the server rolls back itself
                 self.execute("ROLLBACK")
             raise
         self.execute("ROLLBACK" if rollback else "COMMIT")
+
+    def _unread(self, table: str, oid: int) -> None:
+        """Refuse a transaction that read ``table`` (the output table a release replaces,
+        by its ``oid``): a function the input calls may read it where no plan or name
+        shows it (PostgreSQL counts the scans of each table in the transaction)."""
+        scans = self.scalar("SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM "
+                            "pg_stat_xact_user_tables WHERE relid = %s", [oid])
+        if scans:
+            raise BlendinError(f"the output table {table} is read by the input (through a "
+                               "function it calls): it is not replaced",
+                               fix="give another --output-table: the input is never replaced")
 
     def seed(self, seed: int) -> None:
         """Seed ``random()`` for this connection (the release's row order)."""
