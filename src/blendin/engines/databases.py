@@ -296,14 +296,32 @@ class Database:
                 if not re.fullmatch(r"[0-9A-Fa-f-]+", snapshot):
                     raise ValueError(f"not a snapshot's name: {snapshot!r}")
                 self.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            self._steps = self._sequences()
             yield
-            if postgres and self.guarded is not None:
-                self._unread(*self.guarded)
+            self.check_read()
         except BaseException:
             with suppress(Exception):  # a lost connection: the server rolls back itself
                 self.execute("ROLLBACK")
             raise
         self.execute("ROLLBACK" if rollback else "COMMIT")
+
+    def check_read(self) -> None:
+        """In a transaction, before what it made is used: it read the input only (no
+        sequence advanced, see :meth:`_sequences`) and not the output table a release
+        replaces (:attr:`guarded`)."""
+        if self.guarded is not None:
+            self._unread(*self.guarded)
+        steps = getattr(self, "_steps", None)
+        if steps is not None and self._sequences() != steps:
+            raise BlendinError(  # (DuckDB keeps a sequence's steps, rolled back or not)
+                f"{self.name}: reading the input advanced a sequence (a nextval() in a "
+                "view or macro it reads), which blendin does not set back",
+                fix="read a query or table that calls no nextval(): the source is only read")
+
+    def _sequences(self) -> list | None:
+        """Each sequence's last value, where a read-only transaction does not keep them
+        (DuckDB's); else None."""
+        return None
 
     def _unread(self, table: str, oid: int) -> None:
         """Refuse a transaction that read ``table`` (the output table a release replaces,
@@ -401,6 +419,12 @@ class DuckDB(Database):
         except duckdb.Error as error:
             raise BlendinError(f"{self.name}: {str(error).strip()}",
                                fix="check the table, query and columns named") from None
+
+    def _sequences(self) -> list:
+        with self._errors():
+            return self.connection.sql("SELECT database_name, schema_name, sequence_name, "
+                                       "last_value FROM duckdb_sequences() ORDER BY ALL"
+                                       ).fetchall()
 
     def resolve(self, name: str, schema: str | None = None) -> str | None:
         # DuckDB matches names without regard to ASCII case, quoted or not ("PATIENTS"

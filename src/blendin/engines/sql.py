@@ -482,6 +482,7 @@ class SqlEngine:
                 regrouped = plan.regrouped(released, check_columns)
                 plan.hide(released)
             told(0.9)
+            db.check_read()  # (before a file is written from it, not only at the commit)
             everything = f"SELECT * FROM {released}"
             if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
                 yield Release(regrouped, plan.columns, rows=plan.rows)
