@@ -1432,3 +1432,29 @@ def test_a_stop_whose_exception_was_lost_names_no_output(files, monkeypatch):
     assert result.exit_code == 143, result.output
     assert out.read_text() == "old\n"
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_what_a_stop_breaks_on_the_way_out_is_no_traceback(files, monkeypatch):
+    """SIGTERM during an import, or a driver's statement cut short, raised an error of
+    its own (a traceback, exit code 1): the run stopped as asked, exit code 143."""
+    import importlib
+    import threading
+
+    from blendin import outputs
+
+    anonymizing = importlib.import_module("blendin.anonymize")
+    folder, data, spec = files
+    stopping = threading.Event()
+    monkeypatch.setattr(outputs, "_STOPPING", stopping)
+
+    def interrupted(*args, **kwargs):
+        stopping.set()
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(anonymizing, "anonymize", interrupted)
+    result = run("anonymize", data, "--spec", spec, "-o", folder / "r.csv")
+    assert result.exit_code == 143 and "Traceback" not in result.output
+    stopping.clear()
+    with pytest.raises(RuntimeError):  # not stopped: a bug, shown as one
+        CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
+                                  str(folder / "r.csv")], catch_exceptions=False)

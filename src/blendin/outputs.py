@@ -230,12 +230,17 @@ def request_stop() -> None:
     _STOPPING.set()
 
 
+def stopping() -> bool:
+    """Whether the process was asked to stop (:func:`request_stop`)."""
+    return _STOPPING.is_set()
+
+
 def refuse_when_stopped() -> None:
     """Before an output takes its name: raise (as the signal would) when a stop was asked.
 
     >>> refuse_when_stopped()  # nothing asked: goes on
     """
-    if _STOPPING.is_set():
+    if stopping():
         raise SystemExit(143)
 
 

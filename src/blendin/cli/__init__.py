@@ -8,7 +8,7 @@ import sys
 import click
 
 from blendin.errors import BlendinError
-from blendin.outputs import refuse_when_stopped, request_stop
+from blendin.outputs import refuse_when_stopped, request_stop, stopping
 
 
 class _Group(click.Group):
@@ -21,6 +21,8 @@ class _Group(click.Group):
             refuse_when_stopped()  # (stopped, and the signal's exception was lost)
             return done
         except (BlendinError, OSError) as error:
+            if stopping():  # (what SIGTERM broke on the way out: see below)
+                sys.exit(143)
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             if isinstance(error, OSError):  # a full disk, a file gone: not a bug, one line
@@ -28,6 +30,12 @@ class _Group(click.Group):
                 error = f"{error.strerror or error}{where}; fix: check the files and the disk"
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
+        except Exception:
+            # SIGTERM, and what it broke on the way out (an import half done, a driver's
+            # statement cut short): stopped, as asked, not a bug to show
+            if stopping():
+                sys.exit(143)
+            raise
         finally:
             signal.signal(signal.SIGTERM, previous)
 
