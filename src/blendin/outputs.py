@@ -225,9 +225,13 @@ def together() -> Iterator[None]:
 _STOPPING = threading.Event()
 
 
-def request_stop() -> None:
-    """Say that the process is to stop: outputs not yet named stay unnamed."""
-    _STOPPING.set()
+def request_stop(stop: bool = True) -> None:
+    """Say that the process is to stop: outputs not yet named stay unnamed (``False``: a
+    new command begins, in a process that goes on, a test's)."""
+    if stop:
+        _STOPPING.set()
+    else:
+        _STOPPING.clear()
 
 
 def stopping() -> bool:

@@ -16,6 +16,7 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context):
         previous = signal.signal(signal.SIGTERM, _stop)
+        request_stop(False)  # (a stop asked of an earlier command in this process)
         try:
             done = super().invoke(ctx)
             refuse_when_stopped()  # (stopped, and the signal's exception was lost)
@@ -38,6 +39,7 @@ class _Group(click.Group):
             raise
         finally:
             signal.signal(signal.SIGTERM, previous)
+            request_stop(False)  # (the process may go on: a test's, a notebook's)
 
 
 def with_options(options: list):
