@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.csv as pcsv
@@ -88,6 +88,8 @@ def connect(target, *, password_env: str | None = None,
 #: a URL's scheme, its user and password (up to its last "@": a password that holds "@",
 #: "/", "?" or "#" unescaped is hidden whole, wherever a driver would end it)
 _USERINFO = re.compile(r"^(?P<scheme>[^:/?#]+://)(?P<user>[^:@/?#]*)(?::.*)?@", re.DOTALL)
+
+
 def hidden(url: str) -> str:
     """``url`` without its password (the user's part, or a ``password=`` parameter), also
     where the rest does not parse.
@@ -97,14 +99,18 @@ def hidden(url: str) -> str:
     >>> hidden("postgresql://me:a@b@db:99999/x?sslmode=require&password=c")
     'postgresql://me@db:99999/x?sslmode=require'
     """
-    from urllib.parse import unquote
-
     url = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}@" if m["user"]
                         else m["scheme"], url, count=1)
     head, mark, query = url.partition("?")
-    kept = [part for part in query.split("&")  # (a "#" in a password is its own)
-            if "password" not in unquote(part.partition("=")[0]).lower()]
+    kept = [part for part, name, _ in _parameters(query) if "password" not in name.lower()]
     return head + (mark + "&".join(kept) if mark and any(kept) else "")
+
+
+def _parameters(query: str) -> list[tuple[str, str, str]]:
+    """A URL's parameters (the text after ``?``), each as written, its name and its value
+    decoded (libpq decodes the name too; a "#" in a value is the value's)."""
+    return [(part, unquote(name), unquote(value)) for part in query.split("&")
+            for name, _, value in [part.partition("=")]]
 
 
 def url_password(url: str) -> str | None:
@@ -113,14 +119,11 @@ def url_password(url: str) -> str | None:
     >>> url_password("postgresql://me:s%40cret@db/x"), url_password("postgresql://db/x")
     ('s@cret', None)
     """
-    from urllib.parse import unquote
-
     found = re.match(r"^[^:/?#]+://[^:@/?#]*:([^/?#]*)@", url)
     if found:
         return unquote(found[1])
-    given = [unquote(value) for name, _, value in (part.partition("=") for part in
-                                                    url.partition("?")[2].split("&"))
-             if unquote(name) == "password"]  # (a "#" in it is its own)
+    given = [value for _, name, value in _parameters(url.partition("?")[2])
+             if name == "password"]
     return given[-1] if given else None
 
 
@@ -261,9 +264,12 @@ class Database:
         spelling: two names of one table give one entry."""
         raise NotImplementedError
 
-    #: the output table a release replaces (PostgreSQL: its name and oid): a transaction
-    #: that read it is refused (:meth:`_unread`)
-    guarded: tuple[str, int] | None = None
+    #: each sequence's last value as the open transaction began (:meth:`_sequences`)
+    _steps: list | None = None
+
+    def guard(self, table: str) -> None:
+        """From now on, refuse a transaction that reads ``table`` (the output table a
+        release replaces), where the database counts what a transaction reads."""
 
     @contextmanager
     def transaction(self, read_only: bool = False, rollback: bool = False,
@@ -308,10 +314,9 @@ class Database:
     def check_read(self) -> None:
         """In a transaction, before what it made is used: it read the input only (no
         sequence advanced, see :meth:`_sequences`) and not the output table a release
-        replaces (:attr:`guarded`)."""
-        if self.guarded is not None:
-            self._unread(*self.guarded)
-        steps = getattr(self, "_steps", None)
+        replaces (:meth:`guard`)."""
+        self._unread()
+        steps = self._steps
         if steps is not None and self._sequences() != steps:
             raise BlendinError(  # (DuckDB keeps a sequence's steps, rolled back or not)
                 f"{self.name}: reading the input advanced a sequence (a nextval() in a "
@@ -323,16 +328,8 @@ class Database:
         (DuckDB's); else None."""
         return None
 
-    def _unread(self, table: str, oid: int) -> None:
-        """Refuse a transaction that read ``table`` (the output table a release replaces,
-        by its ``oid``): a function the input calls may read it where no plan or name
-        shows it (PostgreSQL counts the scans of each table in the transaction)."""
-        scans = self.scalar("SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM "
-                            "pg_stat_xact_user_tables WHERE relid = %s", [oid])
-        if scans:
-            raise BlendinError(f"the output table {table} is read by the input (through a "
-                               "function it calls): it is not replaced",
-                               fix="give another --output-table: the input is never replaced")
+    def _unread(self) -> None:
+        """Refuse a transaction that read the table :meth:`guard` names."""
 
     def seed(self, seed: int) -> None:
         """Seed ``random()`` for this connection (the release's row order)."""
@@ -498,6 +495,8 @@ class Postgres(Database):
     def __init__(self, connection, name: str, secret: str | None = None) -> None:
         self.connection, self.name, self.secret = connection, name, secret
         self.log: list[str] = []
+        #: the output table a release replaces, and its oid (:meth:`guard`)
+        self.guarded: tuple[str, int] | None = None
 
     @classmethod
     def open(cls, url: str, password_env: str | None = None,
@@ -601,6 +600,23 @@ class Postgres(Database):
         named = (self.resolve(name, schema) for name, schema in named_tables(sql, self.dialect))
         return frozenset(scanned.union(n for n in named if n is not None))
 
+    def guard(self, table: str) -> None:
+        # (by its oid: the release renames another table to its name at the end)
+        self.guarded = (table, int(self.scalar("SELECT to_regclass(%s)::oid", [table])))
+
+    def _unread(self) -> None:
+        # a function the input calls may read the table where no plan or name shows it:
+        # the server counts the scans of each table in the transaction
+        if self.guarded is None:
+            return
+        table, oid = self.guarded
+        scans = self.scalar("SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM "
+                            "pg_stat_xact_user_tables WHERE relid = %s", [oid])
+        if scans:
+            raise BlendinError(f"the output table {table} is read by the input (through a "
+                               "function it calls): it is not replaced",
+                               fix="give another --output-table: the input is never replaced")
+
     def dependents(self, name: str, schema: str | None = None) -> list[str]:
         # a normal dependency on the table itself (a view's rule, another table's foreign
         # key) makes DROP TABLE refuse; its own indexes and sequences depend automatically
@@ -669,8 +685,6 @@ def named_tables(sql: str, dialect: str) -> set[tuple[str, str | None]]:
 def _without(text: str, secret: str | None) -> str:
     """A driver's message on one line, without the password (as given, or as a URL
     spells it: percent-encoded)."""
-    from urllib.parse import quote
-
     text = " ".join(line.strip() for line in text.splitlines() if line.strip())
     text = re.sub(r"[a-z][a-z0-9+.-]*://[^\s\"']+", lambda url: hidden(url[0]), text,
                   flags=re.IGNORECASE)  # (a URL it quotes, spelled any way)

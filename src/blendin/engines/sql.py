@@ -555,8 +555,7 @@ def check_replaced(db: Database, read: Callable[[], frozenset[str]], table: str,
         raise BlendinError(f"the output table {table!r} cannot be replaced while these "
                            f"depend on it: {', '.join(keeping)}",
                            fix="give another --output-table, or drop what depends on it")
-    if db.dialect == "postgres":  # what a function of the input reads, no plan shows
-        db.guarded = (target, int(db.scalar("SELECT to_regclass(%s)::oid", [target])))
+    db.guard(target)  # (what a function of the input reads, which no plan shows)
 
 
 def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequence[str] = ()
