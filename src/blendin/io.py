@@ -934,8 +934,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     remove_stale_temps(path)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
     # the name is known before the file exists, so a signal at any moment can clean it up
-    temp = str(folder / f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(6)}"
-                        f"{TEMP_SUFFIX}")
+    temp = str(folder / temp_name(path.name))
     try:
         try:
             os.close(os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
@@ -957,8 +956,15 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             Path(temp).unlink(missing_ok=True)
 
 
+def temp_name(name: str, part: int | None = None) -> str:
+    """The name of a temporary file (or folder) for the target ``name`` (one ``part`` of
+    it), by this process: what :func:`stale_temps` finds once the process is gone."""
+    return (f"{TEMP_PREFIX}{name}.{os.getpid()}.{secrets.token_hex(6)}"
+            + (f".part{part}" if part is not None else "") + TEMP_SUFFIX)
+
+
 #: the name of a temporary file (or a folder: Spark's part files, related tables' stack)
-#: blendin writes beside a target: the target's name, the process's number, a random part
+#: blendin writes beside a target (:func:`temp_name`)
 _TEMP_NAME = re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{{12}}"
                         rf"(\.part\d+)?{re.escape(TEMP_SUFFIX)}")
 
@@ -978,7 +984,7 @@ def stale_temps(path: str | os.PathLike) -> list[Path]:
     found = []
     for temp in folder.glob(f"{TEMP_PREFIX}{glob_escape(path.name)}.*{TEMP_SUFFIX}"):
         named = _TEMP_NAME.fullmatch(temp.name)
-        if named and named["target"] == path.name and is_stale_temp(temp):
+        if named and named["target"] == path.name and not process_alive(int(named["pid"])):
             found.append(temp)
     return found
 
@@ -997,8 +1003,7 @@ def scratch_folder(path: str | os.PathLike) -> Iterator[Path]:
     at the end; one that a killed run left is removed by the next run for ``path``."""
     path = Path(path).absolute()
     remove_stale_temps(path)
-    folder = path.parent / (f"{TEMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(6)}"
-                            f"{TEMP_SUFFIX}")
+    folder = path.parent / temp_name(path.name)
     folder.mkdir(mode=0o700)
     try:
         yield folder

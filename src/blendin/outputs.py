@@ -147,7 +147,8 @@ def _check_parts(flag: str, out: Path) -> None:
     if others:
         raise BlendinError(f"{flag} {str(out)!r} is a folder that holds other files than a "
                            f"release's parts: {preview(others)}",
-                           fix="give -o a new name: a release replaces its folder whole")
+                           fix=f"give {flag} a new name: a release replaces its folder "
+                           "whole")
 
 
 def _check_existing(flag: str, out: Path, force: bool) -> None:

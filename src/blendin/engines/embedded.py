@@ -31,14 +31,13 @@ from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
 from blendin.groupby import DistinctCounter, distinct_tuples
 from blendin.io import (
-    TEMP_PREFIX,
-    TEMP_SUFFIX,
     Source,
     _suffix,
     atomic_path,
     check_writable_types,
     escape_formula_text,
     output_delimiter,
+    temp_name,
     write_table,
 )
 from blendin.models import dp
@@ -417,10 +416,7 @@ class _Shuffler:
             path.unlink()
 
     def _open(self, i: int, schema: pa.Schema) -> _Part:
-        import secrets
-
-        path = self.target.parent / (f"{TEMP_PREFIX}{self.target.name}.{os.getpid()}."
-                                     f"{secrets.token_hex(6)}.part{i}{TEMP_SUFFIX}")
+        path = self.target.parent / temp_name(self.target.name, i)
         self.paths.append(path)  # known before it exists: removed whatever happens next
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         return _Part(path, schema)

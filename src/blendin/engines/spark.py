@@ -28,7 +28,6 @@ import contextlib
 import copy
 import os
 import re
-import secrets
 import signal
 import sys
 import warnings
@@ -51,6 +50,7 @@ from blendin.io import (
     escape_formula_text,
     output_delimiter,
     remove_stale_temps,
+    temp_name,
     to_arrow,
 )
 from blendin.outputs import deferred, refuse_when_stopped
@@ -556,7 +556,7 @@ class SparkEngine:
                                fix="create it first or write somewhere else")
         if "://" not in str(path):  # what killed runs left here (a cluster's: its own)
             remove_stale_temps(path)
-        name = f".{target.getName()}.{os.getpid()}.{secrets.token_hex(6)}.tmp"
+        name = temp_name(target.getName())
         temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
 
         def commit() -> None:
