@@ -247,9 +247,9 @@ def connected(ref: TableRef) -> Iterator[TableRef]:
     fresh = dataclasses.replace(ref, opened=[])
     secret = secret_of(ref)
     try:
-        if database(fresh).dialect == "duckdb":  # a page's query reads no file of this
-            # machine (read_text, read_csv: the app may serve others, --host)
-            database(fresh).execute("SET enable_external_access = false")
+        db = database(fresh)
+        if db.dialect == "duckdb":  # a page's query reads no file of this machine
+            db.execute("SET enable_external_access = false")  # (the app serves others)
         yield fresh
     except BlendinError as error:
         if secret and secret in str(error):
@@ -722,9 +722,10 @@ def script_command(session: Session) -> str:
     data = session.data
     spec = f"{data.stem}_spec.toml"
     if data.ref is None:  # (quoted: a file's name may hold spaces, $( ), or begin with -)
-        name = data.path.name
-        return shlex.join(["blendin", "anonymize", f"./{name}" if name.startswith("-")
-                           else name, "--spec", f"./{spec}" if spec.startswith("-") else spec,
+        def file(name: str) -> str:  # (a name that begins with - is no option)
+            return f"./{name}" if name.startswith("-") else name
+
+        return shlex.join(["blendin", "anonymize", file(data.path.name), "--spec", file(spec),
                            "-o", "release.csv"])
     ref = data.ref
     words = ["blendin", "anonymize", hidden(str(ref.database))]

@@ -21,22 +21,19 @@ class _Group(click.Group):
             done = super().invoke(ctx)
             refuse_when_stopped()  # (stopped, and the signal's exception was lost)
             return done
-        except (BlendinError, OSError) as error:
-            if stopping():  # (what SIGTERM broke on the way out: see below)
+        except Exception as error:
+            # SIGTERM, and what it broke on the way out (an import half done, a driver's
+            # statement cut short): stopped, as asked, not an error to show
+            if stopping():
                 sys.exit(143)
-            if ctx.obj and ctx.obj.get("debug"):
+            if not isinstance(error, BlendinError | OSError) or (
+                    ctx.obj and ctx.obj.get("debug")):
                 raise
             if isinstance(error, OSError):  # a full disk, a file gone: not a bug, one line
                 where = f" ({error.filename})" if error.filename else ""
                 error = f"{error.strerror or error}{where}; fix: check the files and the disk"
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
-        except Exception:
-            # SIGTERM, and what it broke on the way out (an import half done, a driver's
-            # statement cut short): stopped, as asked, not a bug to show
-            if stopping():
-                sys.exit(143)
-            raise
         finally:
             signal.signal(signal.SIGTERM, previous)
             request_stop(False)  # (the process may go on: a test's, a notebook's)
