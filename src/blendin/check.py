@@ -14,7 +14,6 @@ used too.
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import math
 import os
@@ -38,7 +37,7 @@ from blendin.groupby import distinct_tuples
 from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
-from blendin.models import IndividualRisk, KAnonymity, PrivacyModel
+from blendin.models import IndividualRisk, PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
@@ -285,8 +284,7 @@ def check(
     if isinstance(spec, str | os.PathLike):
         spec = Spec.from_toml(spec)
     spec.validate()
-    # its own models: what a check binds to them (the table's size) stays off the caller's
-    spec = replace(spec, models=[copy.copy(m) for m in spec.models])
+    spec = spec.with_own_models()
     if isinstance(data, Mapping):  # related tables: checked as one stack
         spec = replace(spec, delimiter=delimiter or spec.delimiter,
                        encoding=encoding or spec.encoding)
@@ -711,26 +709,6 @@ def model_name(model: PrivacyModel) -> str:
     attribute = params.pop("attribute", None)
     parts = ([attribute] if attribute else []) + [f"{k}={v}" for k, v in params.items()]
     return f"{model.key} ({', '.join(parts)})" if parts else model.key
-
-
-def enough_people(models: Sequence[PrivacyModel], people: int, records: int,
-                  person: str) -> None:
-    """With a person key k counts people: say so where there are fewer than k (the
-    model's own check would call them records).
-
-    >>> from blendin.models import KAnonymity
-    >>> try:
-    ...     enough_people([KAnonymity(2)], 1, 3, "pid")
-    ... except BlendinError as error:
-    ...     print(error.problem)
-    k-anonymity: k = 2 is larger than the number of people: 1 in 3 records (person key 'pid')
-    """
-    k = max((m.k for m in models if isinstance(m, KAnonymity)), default=0)
-    if k > people:
-        raise BlendinError(
-            f"k-anonymity: k = {k} is larger than the number of people: {people:,} in "
-            f"{records:,} records (person key {person!r})",
-            fix=f"choose k <= {people:,}, or check the person key")
 
 
 def _evaluate(models, classes: Classes, records: int, domains, people=None):

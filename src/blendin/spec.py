@@ -7,13 +7,14 @@ boundary: every message names the key and says how to fix it.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 import re
 import tomllib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,19 @@ class Spec:
         """
         return [c for c in column_names
                 if any(c == i or same_name(c, i) for i in self.identifiers)]
+
+    def with_own_models(self) -> Spec:
+        """This spec with copies of its models: what a run binds to them (a population, a
+        random draw, the table's size) stays off this one's, which other runs may share
+        (threads, a later run).
+
+        >>> from blendin.models import KAnonymity
+        >>> spec = Spec(models=[KAnonymity(2)])
+        >>> own = spec.with_own_models()
+        >>> own.models[0] is spec.models[0], own.models[0].k
+        (False, 2)
+        """
+        return replace(self, models=[copy.copy(m) for m in self.models])
 
     def files_read(self) -> dict[str, Path]:
         """Every file the spec makes a run read, each with what it is: hierarchy files

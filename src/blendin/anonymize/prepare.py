@@ -9,14 +9,11 @@ nor to the spec.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from blendin.check import enough_people
 from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
@@ -27,7 +24,7 @@ from blendin.frequency import FrequencyTable
 from blendin.heap import hand_back_memory, tune_heap
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
-from blendin.models import IndividualRisk, dp, presence
+from blendin.models import IndividualRisk, KAnonymity, PrivacyModel, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import (
     PERSON_ENGINES,
@@ -71,9 +68,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     normalized as ``[input] normalize`` says, and a value spelled several ways is warned
     of."""
     spec.validate()
-    # a run's own models: what it binds to them (a population, a random draw, the table's
-    # size) stays off the caller's, which other runs may share (threads, a later run)
-    spec = dataclasses.replace(spec, models=[copy.copy(m) for m in spec.models])
+    spec = spec.with_own_models()
     engine = engine_for(data, engine)
     tune_heap(getattr(engine, "small_process", False))
     source = engine.source(data, spec)
@@ -252,3 +247,21 @@ def _ground_texts(spec: Spec) -> dict[str, pa.Array]:
     return {name: h.ground_texts for name, h in given.items() if h is not None}
 
 
+def enough_people(models: Sequence[PrivacyModel], people: int, records: int,
+                  person: str) -> None:
+    """With a person key k counts people: say so where there are fewer than k (the
+    model's own check would call them records).
+
+    >>> from blendin.models import KAnonymity
+    >>> try:
+    ...     enough_people([KAnonymity(2)], 1, 3, "pid")
+    ... except BlendinError as error:
+    ...     print(error.problem)
+    k-anonymity: k = 2 is larger than the number of people: 1 in 3 records (person key 'pid')
+    """
+    k = max((m.k for m in models if isinstance(m, KAnonymity)), default=0)
+    if k > people:
+        raise BlendinError(
+            f"k-anonymity: k = {k} is larger than the number of people: {people:,} in "
+            f"{records:,} records (person key {person!r})",
+            fix=f"choose k <= {people:,}, or check the person key")

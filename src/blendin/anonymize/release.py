@@ -17,11 +17,10 @@ import numpy as np
 import pyarrow as pa
 
 from blendin.anonymize.prepare import pass_bar
-from blendin.anonymize.result import Result
+from blendin.anonymize.result import Result, file_of
 from blendin.anonymize.search import Outcome
 from blendin.check import check_regrouped, check_transforms, weighed_columns
 from blendin.engines import is_spark
-from blendin.engines.databases import is_database
 from blendin.engines.embedded import STREAMED_SUFFIXES
 from blendin.engines.kernels import RowColumns, Shuffle
 from blendin.engines.sql import SqlSource, TableRef
@@ -187,19 +186,6 @@ def check_output(output, specs: Sequence[Spec], engine=None, **inputs) -> None:
     for spec in specs:
         paths.update(spec.files_read())
     check_paths(paths, {"output": (output, "table")}, force=True, folders=True)
-
-
-def file_of(data) -> Path | None:
-    """The file ``data`` is, where it is one on this machine (a path, or a Source of one).
-
-    >>> file_of("in.csv"), file_of("postgresql://me@db/x"), file_of([1])
-    (PosixPath('in.csv'), None, None)
-    """
-    value = getattr(data, "path", data)  # (a Source: its file)
-    if isinstance(value, str | os.PathLike) and not is_database(value) \
-            and "://" not in str(value):
-        return Path(value)
-    return None
 
 
 def like_input(release, data):

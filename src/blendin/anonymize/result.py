@@ -14,6 +14,7 @@ import pyarrow as pa
 from blendin import report as reports  # the HTML report's heavy parts load on first use
 from blendin.anonymize.solutions import model_dict, plain, solution_dict
 from blendin.engines import is_spark
+from blendin.engines.databases import is_database
 from blendin.engines.spark import SparkEngine
 from blendin.errors import BlendinError
 from blendin.excel import class_ids, class_styler
@@ -330,8 +331,8 @@ class Result:
         one the spec reads, nor one ``given`` to read in the same call, nor the release the
         run wrote; an existing other file is replaced, unless it is read-only."""
         read = {**self.read, **self.spec.files_read(), **{
-            f"the {name} given": value for name, value in given.items()
-            if isinstance(value, str | os.PathLike) and "://" not in str(value)}}
+            f"the {name} given": file_of(value) for name, value in given.items()
+            if file_of(value) is not None}}
         if self.written is not None:
             read["the release the run wrote"] = self.written
         check_paths(read, {"the output": (path, kind)}, force=True)
@@ -366,6 +367,19 @@ class Result:
                            escape_formulas=escape_formulas)
 
 
+
+
+def file_of(data) -> Path | None:
+    """The file ``data`` is, where it is one on this machine (a path, or a Source of one).
+
+    >>> file_of("in.csv"), file_of("postgresql://me@db/x"), file_of([1])
+    (PosixPath('in.csv'), None, None)
+    """
+    value = getattr(data, "path", data)  # (a Source: its file)
+    if isinstance(value, str | os.PathLike) and not is_database(value) \
+            and "://" not in str(value):
+        return Path(value)
+    return None
 
 
 def write_related(result: Result, folder: str | os.PathLike, delimiter: str,
