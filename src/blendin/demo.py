@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import textwrap
 import time
@@ -42,7 +41,7 @@ from blendin.hierarchy.masking import masking
 from blendin.hierarchy.tree import tree
 from blendin.io import write_table, write_text
 from blendin.models import DistinctLDiversity, KAnonymity
-from blendin.outputs import together
+from blendin.outputs import together_in
 from blendin.risk import RiskReport, risk
 from blendin.spec import Spec
 from blendin.summaries import percent_of
@@ -274,25 +273,17 @@ def write_demo(demo: Demo, out: str | Path) -> list[Path]:
     report.html (the release report: risk before and after, with the population; the
     linking attack with the voter list) to ``out`` (created if needed), all together."""
     folder = Path(out)
-    made = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
     written = []
-    try:
-        with together():  # the six files take their names together, or none does
-            for name, frame in (("hospital.csv", demo.hospital), ("deidentified.csv",
-                                demo.deidentified), ("voters.csv", demo.voters),
-                                ("release.csv", demo.release)):
-                table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
-                written.append(write_table(table, folder / name))
-            written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
-            written.append(demo.result.report(folder / "report.html",
-                                              original=demo.hospital, external=demo.voters,
-                                              on=list(JOIN), population=demo.population))
-    except BaseException:
-        if made:  # (the folder this call made, empty again)
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise
+    with together_in(folder):  # the six files take their names together, or none does
+        for name, frame in (("hospital.csv", demo.hospital), ("deidentified.csv",
+                            demo.deidentified), ("voters.csv", demo.voters),
+                            ("release.csv", demo.release)):
+            table = pa.Table.from_pandas(frame.astype(str), preserve_index=False)
+            written.append(write_table(table, folder / name))
+        written.append(write_text(folder / "spec.toml", demo.spec.to_toml()))
+        written.append(demo.result.report(folder / "report.html", original=demo.hospital,
+                                          external=demo.voters, on=list(JOIN),
+                                          population=demo.population))
     return written
 
 

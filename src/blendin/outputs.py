@@ -16,7 +16,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,6 +219,23 @@ def together() -> Iterator[None]:
     finally:  # a rename that fails (rare) removes the files not yet renamed
         for pending in group[committed:]:
             pending.discard()
+
+
+@contextmanager
+def together_in(*folders: Path) -> Iterator[None]:
+    """:func:`together`, into ``folders`` (made where missing): on an error the folders
+    it made go too, empty again as no file took its name."""
+    made = [folder for folder in dict.fromkeys(folders) if not folder.exists()]
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with together():
+            yield
+    except BaseException:
+        for folder in made:
+            with suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 #: set when the process was asked to stop (SIGTERM): no file takes its name after that,

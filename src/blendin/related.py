@@ -25,7 +25,7 @@ import dataclasses
 import os
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,7 +39,7 @@ from blendin.engines.kernels import repeated
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import Hierarchy, first_seen
 from blendin.io import Source, atomic_path, from_arrow
-from blendin.outputs import check_paths, together
+from blendin.outputs import check_paths, together_in
 from blendin.people import empty_keys
 from blendin.spec import Spec
 
@@ -402,24 +402,15 @@ def write_tables(parts: Iterable[tuple[str, pa.Table]], paths: Mapping[str, Path
     """Write each ``(name, rows)`` part to its table's path as it comes (a table with no
     row gets its header, from ``schemas``); every file takes its name once all are
     written, or none does. Returns the rows of each table."""
-    made = sorted({p.parent for p in paths.values() if not p.parent.exists()})
-    for path in paths.values():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with together(), ExitStack() as files:
-            writers = {}
-            for name, path in paths.items():
-                temp = files.enter_context(atomic_path(path))
-                writers[name] = files.enter_context(BatchWriter(
-                    temp, path, delimiter=delimiter, escape_formulas=escape_formulas))
-            for name, rows in parts:
-                writers[name].write(rows)
-            for name, writer in writers.items():
-                if not writer.opened:
-                    writer.write(schemas[name].empty_table())
-            return {name: writer.rows for name, writer in writers.items()}
-    except BaseException:
-        for folder in made:  # the folder this call made, empty again: gone too
-            with suppress(OSError):
-                folder.rmdir()
-        raise
+    with together_in(*(path.parent for path in paths.values())), ExitStack() as files:
+        writers = {}
+        for name, path in paths.items():
+            temp = files.enter_context(atomic_path(path))
+            writers[name] = files.enter_context(BatchWriter(
+                temp, path, delimiter=delimiter, escape_formulas=escape_formulas))
+        for name, rows in parts:
+            writers[name].write(rows)
+        for name, writer in writers.items():
+            if not writer.opened:
+                writer.write(schemas[name].empty_table())
+        return {name: writer.rows for name, writer in writers.items()}
