@@ -1081,3 +1081,19 @@ def test_postgres_never_replaces_a_table_the_input_reads_through_a_function(post
         assert released.check.passed and "copy" in db.tables()
     finally:
         pg_conn.execute("DROP VIEW IF EXISTS through; DROP FUNCTION IF EXISTS all_copy()")
+
+
+def test_a_dotted_name_is_taken_as_written_and_the_schema_is_named_apart(db):
+    """``--output-table main.x`` made a table named "main.x"; now the schema is asked for
+    apart, and a missing ``schema.table`` input names the flags that read it."""
+    df = table(60)
+    db.put("patients", df)
+    schema = "main" if db.name == "duckdb" else "public"
+    spec = spec_for(df)
+    with pytest.raises(BlendinError, match=f"--schema {schema} --output-table x"):
+        anonymize(db.url, spec, table="patients", output_table=f"{schema}.x")
+    with pytest.raises(BlendinError, match=f"--schema {schema} --table patients"):
+        anonymize(db.url, spec, table=f"{schema}.patients")
+    db.put("a.b", df)  # a dotted name, given with its schema, is taken as written
+    anonymize(db.url, spec, table="a.b", schema=schema, output_table="a.c")
+    assert "a.c" in db.tables() and "x" not in db.tables()

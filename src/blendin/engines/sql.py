@@ -149,6 +149,13 @@ def in_database(data, output=None, *, table: str | None = None, query: str | Non
     if not output_table.strip():
         raise BlendinError("--output-table names no table",
                            fix="give --output-table NAME (output_table= in Python)")
+    if "." in output_table and schema is None:
+        # a dotted name would be one table named so, where SQL reads a schema and a table
+        schema_, _, name = output_table.partition(".")
+        raise BlendinError(f"--output-table {output_table!r} has a dot, and names are taken "
+                           "as written", fix=f"give the schema apart: --schema {schema_} "
+                           f"--output-table {name} (schema= in Python); a name with a dot "
+                           "in it is taken as written once --schema is given")
     if output is None and not isinstance(data, TableRef):
         raise BlendinError("output_table names a table in a database, and none is given",
                            fix="give the database as the output (-o URL) or read from it")
@@ -238,6 +245,11 @@ def selected(db: Database, ref: TableRef) -> str:
     if ref.query is not None:
         return check_query(ref.query, db.dialect)
     if not db.exists(ref.table, ref.schema):
+        schema, dot, name = ref.table.partition(".")
+        if dot and ref.schema is None and db.exists(name, schema):
+            raise BlendinError(f"{db.name} has no {ref.rows()}: names are taken as written, "
+                               "a dot included", fix=f"give the schema apart: --schema "
+                               f"{schema} --table {name} (schema= in Python)")
         raise BlendinError(f"{db.name} has no {ref.rows()}",
                            fix="check the name (and --schema)" + (
                                "; names are case sensitive" if db.dialect == "postgres"
