@@ -56,7 +56,7 @@ def test_cli_writes_what_the_walkthrough_uses(tmp_path):
     out = tmp_path / "demo"
     runner = CliRunner()
     result = runner.invoke(main, ["demo", "--patients", "300", "--voters", "900",
-                                  "--out", str(out)])
+                                  "-o", str(out)])  # -o as the other commands
     assert result.exit_code == 0, result.output
     assert "de-identified" in result.output and "anonymized" in result.output
     for name in ("hospital.csv", "deidentified.csv", "voters.csv", "release.csv", "report.html",

@@ -16,7 +16,7 @@ from blendin.outputs import check_creatable, check_paths
               help="Patients in the hospital table.")
 @click.option("--voters", default=6000, show_default=True, type=click.IntRange(min=1),
               help="People on the voter list (every patient is one).")
-@click.option("--out", default=None, type=click.Path(file_okay=False),
+@click.option("-o", "--out", default=None, type=click.Path(file_okay=False),
               help="Write the tables, the spec and the release to this folder.")
 @click.option("--force", is_flag=True, help="Replace the files of an earlier demo in --out.")
 def demo_command(seed: int, patients: int, voters: int, out: str | None, force: bool) -> None:
