@@ -106,6 +106,13 @@ def test_bad_weights_and_the_person_key_are_refused(tmp_path):
     run = CliRunner().invoke(main, ["risk", str(tmp_path / "d.csv"), "--qi", "q",
                                     "--weights", "w"])
     assert run.exit_code == 2 and "holds 'x'" in run.output and "Traceback" not in run.output
+    assert "give --weights" in run.output
+    (tmp_path / "s.toml").write_text('[attributes]\nsampling_weights = "w"\n'
+                                     '[quasi_identifiers]\nq = { flat = true }\n'
+                                     '[[privacy]]\nmodel = "k-anonymity"\nk = 1\n')
+    run = CliRunner().invoke(main, ["risk", str(tmp_path / "d.csv"), "--spec",
+                                    str(tmp_path / "s.toml")])  # named by the spec: told so
+    assert run.exit_code == 2 and "give [attributes] sampling_weights" in run.output
 
 
 def test_cli_prints_and_exports_them(tmp_path):

@@ -274,6 +274,8 @@ def risk(
                     population=population, sampling_fraction=sampling_fraction,
                     missing=spec.missing, progress=progress, person=stacked.key)
     person = person if person is not None else getattr(spec, "person", None)
+    # a wrong weight is told as the user gave the column: a flag, or the spec's key
+    option = "--weights" if weights is not None else "[attributes] sampling_weights"
     weights = weights if weights is not None else getattr(spec, "sampling_weights", None)
     household = household if household is not None else getattr(spec, "household", None)
     if not 0 <= threshold <= 1:
@@ -342,7 +344,7 @@ def risk(
         sizes=sizes,
         person=person,
         rows=rows,
-        individual=_individual(tuples, names, weights, household, cells) if extra
+        individual=_individual(tuples, names, weights, household, cells, option) if extra
         else None,
         cells=cells,
     )
@@ -471,7 +473,8 @@ def class_sizes(
 
 
 def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
-                household: str | None, cells: bool = False) -> IndividualRiskFigures:
+                household: str | None, cells: bool = False,
+                option: str = "--weights") -> IndividualRiskFigures:
     """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
     the weight and household columns (suppressed records are not at risk). With ``cells``
     a ``*`` matches any value: a class's ``fk`` and ``Fk`` sum the records (and weights)
@@ -485,7 +488,8 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
     fk = np.bincount(cls, weights=count)
     total = None
     if weights is not None:
-        total = np.bincount(cls, weights=count * sampling_weights(kept.column(weights), weights))
+        total = np.bincount(cls, weights=count * sampling_weights(kept.column(weights), weights,
+                                                                 option))
     if cells:  # each class's fk and Fk: the records and weights compatible with it
         fk, total = (None if t is None else compatible(codes[first], blank[first], t)
                      for t in (fk, total))
