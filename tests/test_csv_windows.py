@@ -80,6 +80,7 @@ def test_the_same_error_for_a_ragged_row_and_a_bad_byte(tmp_path, block):
     ragged.write_text("a;b\n" + "1;2\n" * 500 + "1;2;3\n" + "4;5\n" * 10)
     windowed, streamed = _both(ragged, block)
     assert windowed == streamed and "Expected 2 columns, got 3" in windowed
+    assert "Row #502:" in windowed  # numbered, though several threads parsed it
     bad = tmp_path / "b.csv"
     bad.write_bytes(b"a;b\n" + b"1;2\n" * 50_000 + b"\xff;2\n")  # past the header's read
     windowed, streamed = _both(bad, block)

@@ -485,6 +485,23 @@ class Source:
                     ) -> Iterator[pa.RecordBatch]:
         """The rows from byte ``start`` on (the start of a record, after ``rows_before``
         rows), block after block (of ``block_size`` bytes, by default the source's)."""
+        try:
+            yield from self._csv_blocks(columns, progress, start, block_size)
+        except pa.ArrowInvalid as error:
+            if "Row #" not in str(error):
+                # parsed on several threads, Arrow does not number the row: the file is
+                # read again on one, only to name it
+                try:
+                    for _ in self._csv_blocks(columns, None, start, block_size, threads=False):
+                        pass
+                except pa.ArrowInvalid as numbered:
+                    error = numbered
+            raise self._csv_error(error, rows_before) from None
+
+    def _csv_blocks(self, columns: list[str], progress: Reading | None, start: int,
+                    block_size: int | None, threads: bool = True
+                    ) -> Iterator[pa.RecordBatch]:
+        """:meth:`_csv_stream`'s rows, Arrow's parse errors as they come."""
         import pyarrow.csv as pcsv
 
         # the file opened here (decompressed on the way), so that its position tells the
@@ -495,15 +512,12 @@ class Source:
             if start:
                 raw.seek(start)
             size = max(raw.size(), 1)
-            try:
-                reader = pcsv.open_csv(stream, **self._csv_options(
-                    columns, header=not start, block_size=block_size))
-                for batch in reader:
-                    if progress is not None:
-                        progress(min(raw.tell() / size, 1.0))
-                    yield batch
-            except pa.ArrowInvalid as error:
-                raise self._csv_error(error, rows_before) from None
+            reader = pcsv.open_csv(stream, **self._csv_options(
+                columns, header=not start, block_size=block_size, threads=threads))
+            for batch in reader:
+                if progress is not None:
+                    progress(min(raw.tell() / size, 1.0))
+                yield batch
 
     def _csv_windows(self, columns: list[str], progress: Reading | None = None
                      ) -> Iterator[pa.RecordBatch]:
