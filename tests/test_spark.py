@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -424,3 +425,30 @@ def bl_flat():
     from blendin.hierarchy.builders import flat
 
     return flat()
+
+
+@pytest.mark.parametrize("swaps", [True, False])
+def test_a_release_replaced_on_spark_is_never_missing_from_its_name(spark, tmp_path,
+                                                                   monkeypatch, swaps):
+    """The old release and the new swap names in one step (renameat2's exchange): a run
+    killed in the middle cannot leave the name empty. Where the system cannot swap, the
+    old release is moved aside and removed, as before."""
+    import blendin.engines.spark as spark_engine
+    from blendin.io import exchange
+
+    df = table()
+    spec = spec_for(df)
+    out = tmp_path / "release.parquet"
+    anonymize(spark.createDataFrame(df), spec, output=out)
+    seen = []
+
+    def swap(a, b):
+        seen.append(Path(b).exists())  # the old release is still under its name
+        return exchange(a, b) if swaps else False
+
+    monkeypatch.setattr(spark_engine, "exchange", swap)
+    anonymize(spark.createDataFrame(df), spec_for(df, models=[KAnonymity(3)]), output=out)
+    assert seen == [True]
+    assert multiset(pq.read_table(out)) == multiset(
+        anonymize(df, spec_for(df, models=[KAnonymity(3)])).data)
+    assert [p.name for p in tmp_path.iterdir()] == ["release.parquet"]  # no old one left

@@ -970,6 +970,28 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             Path(temp).unlink(missing_ok=True)
 
 
+def exchange(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Swap the names of ``a`` and ``b`` (folders too) in one step, so that no moment
+    finds ``b`` missing (Linux's ``renameat2``); False where the system or the file
+    system cannot, and nothing moved.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "new").write_text("new"), (folder / "old").write_text("old")
+    >>> exchange(folder / "new", folder / "old") in (True, False)
+    True
+    """
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    at_cwd, rename_exchange = -100, 2
+    done = renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange)
+    return done == 0
+
+
 def temp_name(name: str, part: int | None = None) -> str:
     """The name of a temporary file (or folder) for the target ``name`` (one ``part`` of
     it), by this process: what :func:`stale_temps` finds once the process is gone."""

@@ -48,6 +48,7 @@ from blendin.io import (
     _is_nested,
     _suffix,
     escape_formula_text,
+    exchange,
     output_delimiter,
     remove_stale_temps,
     temp_name,
@@ -558,11 +559,17 @@ class SparkEngine:
             remove_stale_temps(path)
         name = temp_name(target.getName())
         temp = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name)
+        local = target.toUri().getScheme() == "file"
 
         def commit() -> None:
             refuse_when_stopped()  # (a SIGTERM whose exception was lost)
+            if local and fs.exists(target) and exchange(temp.toUri().getPath(),
+                                                        target.toUri().getPath()):
+                fs.delete(temp, True)  # the old release, now under the temporary name
+                return
             aside = None
             if fs.exists(target):  # replaced only now, after the release is complete
+                # (a moment without the release under its name: where no exchange is)
                 aside = self.spark._jvm.org.apache.hadoop.fs.Path(parent, name + ".old")
                 fs.rename(target, aside)
             if not fs.rename(temp, target):
