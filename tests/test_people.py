@@ -482,3 +482,19 @@ def test_a_solution_that_counts_people_or_transforms_is_not_reapplied():
     again = bl.apply_solution(visits.drop(columns="pid"), bl.anonymize(
         visits.drop(columns="pid"), plain))
     assert again.spec.normalize == ["case"] and again.check.passed
+
+
+def test_microaggregation_with_a_person_key_is_refused():
+    """MDAV groups k records: a patient with three visits fills a group of three alone, and
+    the mean released is theirs only (k = 3 held in records, 1 in people). Refused."""
+    visits = pd.DataFrame({"pid": np.repeat(["a", "b", "c"], 3), "sex": ["f"] * 9,
+                           "income": [100, 101, 102, 500, 501, 502, 900, 901, 902]})
+    doc = {"attributes": {"person": "pid"}, "quasi_identifiers": {"sex": {"flat": True}},
+           "transform": {"income": {"microaggregate": {"k": 3}}},
+           "privacy": [{"model": "k-anonymity", "k": 2}]}
+    with pytest.raises(BlendinError, match="'income' is microaggregated.*one person's"):
+        bl.Spec.from_dict(doc)
+    spec = bl.Spec.from_dict({**doc, "attributes": {}})
+    spec.person = "pid"
+    with pytest.raises(BlendinError, match="'income' is microaggregated"):
+        bl.anonymize(visits, spec)

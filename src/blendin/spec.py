@@ -456,6 +456,11 @@ class Spec:
             if role in ("identifier", "person key"):
                 raise BlendinError(f"{name!r} is an {role} and has a transform: it is not "
                                    "released", fix=f"remove the transform of {name!r}")
+            if isinstance(transform, Microaggregate) and (self.person or self.tables):
+                raise BlendinError(
+                    f"{name!r} is microaggregated in groups of k records, and with a person "
+                    "key a group of k records may be one person's (a mean only they share)",
+                    fix=f"remove the microaggregate of {name!r}, or the person key")
             read = [m.key for m in self.models if m.attribute == name]
             if read:
                 raise BlendinError(f"{read[0]} is verified on the values of {name!r}, which "
