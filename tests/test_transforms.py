@@ -255,3 +255,18 @@ def test_mdav_through_the_spec_matches_sdcmicro_on_its_testdata():
     # dUtility(.., "IL1s") 533.3433570202
     assert applied.groups == 1526
     assert applied.loss.il1s == pytest.approx(533.3433570202, abs=1e-6)
+
+
+@pytest.mark.parametrize("rows", [3, 4])
+def test_a_release_of_fewer_records_than_the_microaggregation_k_is_a_clear_error(rows):
+    """3 records left (the input's 3, or 4 less the 'm' suppressed) cannot share a mean with
+    4: the run says so and how to fix it, not that blendin has a bug."""
+    frame = pd.DataFrame({"sex": ["f", "f", "f", "m"][:rows], "income": [1, 2, 3, 4][:rows]})
+    spec = bl.Spec.from_dict({
+        "quasi_identifiers": {"sex": {"flat": True}},
+        "transform": {"income": {"microaggregate": {"k": 4}}},
+        "privacy": [{"model": "k-anonymity", "k": 2}],
+        "anonymization": {"max_suppression": 0.5}})
+    with pytest.raises(BlendinError, match=r"'income' is microaggregated in groups of k = 4 "
+                                           r"records, and the release holds 3; fix: lower"):
+        bl.anonymize(frame, spec)

@@ -31,6 +31,7 @@ from blendin.outputs import check_paths
 from blendin.plan import Plan
 from blendin.progress import Progress
 from blendin.spec import Spec
+from blendin.transform.microaggregation import Microaggregate
 from blendin.transform.table import apply_transforms
 
 
@@ -108,8 +109,14 @@ def transformed(plan: Plan, release, report):
     """The in-memory ``release`` with the spec's transforms applied (microaggregation,
     PRAM), verified again (microaggregated values shared by k records), and what each
     transform did."""
-    table, applied = apply_transforms(to_arrow(release.data), plan.spec.transforms,
-                                      plan.missing)
+    table = to_arrow(release.data)
+    for name, transform in plan.spec.transforms.items():
+        if isinstance(transform, Microaggregate) and 0 < table.num_rows < transform.k:
+            raise BlendinError(
+                f"{name!r} is microaggregated in groups of k = {transform.k} records, and "
+                f"the release holds {table.num_rows:,}",
+                fix=f"lower the microaggregate k of {name!r} to {table.num_rows} or less")
+    table, applied = apply_transforms(table, plan.spec.transforms, plan.missing)
     report = check_transforms(table, plan.spec, report)
     if not report.passed:
         raise BlendinError(
