@@ -940,6 +940,21 @@ def test_a_person_key_counts_people_in_the_database_as_embedded(db, event, suppr
         df, list(qis), person="pid").to_dict()
 
 
+def test_a_release_held_in_memory_measures_its_risk_in_people(db):
+    """The app measures a database table's release as it comes back: counted in people, as
+    the input is (in records a person of three visits would fill a class of three)."""
+    df = visits_table(people=40, seed=1)
+    db.put("visits", df)
+    spec = Spec(quasi_identifiers={"sex": Hierarchy.from_rows([["f", "*"], ["m", "*"]])},
+                models=[KAnonymity(3)], person="pid", max_suppression=0.3)
+    ours, theirs = anonymize(db.url, spec, table="visits"), anonymize(df, spec)
+    assert ours.release_people is not None and "pid" not in ours.table.column_names
+    assert len(ours.release_people) == ours.table.num_rows
+    measured = risk(ours.table_with_people(), ["sex"], person="pid").to_dict()
+    assert measured == risk(theirs.table_with_people(), ["sex"], person="pid").to_dict()
+    assert measured["records"] == 40
+
+
 def test_a_person_keys_release_table_holds_no_key(db):
     df = visits_table(seed=4)
     db.put("visits", df)

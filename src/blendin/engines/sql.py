@@ -492,15 +492,23 @@ class SqlEngine:
             plan.make(released, progress)
             with ticking(db, progress, 0.7, 0.9):
                 regrouped = plan.regrouped(released, check_columns)
-                plan.hide(released)
+                # held in memory, the rows keep their person to count people by (the
+                # release's risk), dropped once read; a table or a file never holds it
+                keep = output is None and not self.dry_run
+                plan.hide(released, keep_hidden=keep)
             told(0.9)
             db.check_read()  # (before a file is written from it, not only at the commit)
             everything = f"SELECT * FROM {released}"
             if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
                 yield Release(regrouped, plan.columns, rows=plan.rows)
             elif output is None:
-                yield Release(regrouped, plan.columns, data=db.arrow(everything),
-                              rows=plan.rows)
+                table, people = db.arrow(everything), None
+                if plan.hidden:
+                    people = pc.dictionary_encode(as_text(
+                        table.column(plan.hidden[0])).combine_chunks()).indices.to_numpy()
+                    table = table.drop_columns(list(plan.hidden))
+                yield Release(regrouped, plan.columns, data=table, rows=plan.rows,
+                              people=people)
             elif target is None:
                 path = Path(output)
                 with atomic_path(path) as temp:
@@ -930,14 +938,16 @@ class _ReleasePlan:
         return pa.concat_tables([grouped, extra.select(grouped.column_names).cast(
             grouped.schema)]).unify_dictionaries().combine_chunks()
 
-    def hide(self, released: str) -> None:
-        """After the check: the marked suppressed rows removed, the hidden columns (and
-        the mark) dropped from the release."""
+    def hide(self, released: str, keep_hidden: bool = False) -> None:
+        """After the check: the marked suppressed rows removed, the hidden columns (unless
+        ``keep_hidden``: the caller drops them as it reads the rows) and the mark dropped
+        from the release."""
         db, q = self.db, self.db.quote
         if self.marked:
             db.execute(f"DELETE FROM {released} WHERE {q(REMOVED)}")
             self.rows = int(db.scalar(f"SELECT count(*) FROM {released}"))
-        for name in [*self.hidden, *([REMOVED] if self.marked else [])]:
+        hidden = [] if keep_hidden else list(self.hidden)
+        for name in [*hidden, *([REMOVED] if self.marked else [])]:
             db.execute(f"ALTER TABLE {released} DROP COLUMN {q(name)}")
         self.columns = [c for c in self.columns if c not in self.hidden]
 
