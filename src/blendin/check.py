@@ -37,7 +37,7 @@ from blendin.groupby import distinct_tuples
 from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.io import Source, source_with_columns
-from blendin.models import IndividualRisk, PrivacyModel
+from blendin.models import IndividualRisk, KAnonymity, PrivacyModel
 from blendin.models.presence import population_source, subset_column, subset_rows
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
@@ -47,7 +47,7 @@ from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import cells_text, check_summary
 from blendin.transform.cells import compatible
 from blendin.transform.microaggregation import Microaggregate, smallest_group
-from blendin.transform.table import numbers, transform_sets
+from blendin.transform.table import class_of, numbers, transform_sets
 
 #: how many problem combinations a report lists
 MAX_PROBLEMS = 20
@@ -336,7 +336,9 @@ def check(
             raise BlendinError(f"microaggregated columns are checked on a file or a "
                                f"DataFrame, not on {engine.name}",
                                fix="check the release as a file (or export the table)")
-        report = check_transforms(source.read_all(aggregated), spec, report)
+        classes = ([q for q in spec.quasi_identifiers if q not in aggregated]
+                   if set(aggregated) & set(spec.transformed_qis) else [])
+        report = check_transforms(source.read_all([*aggregated, *classes]), spec, report)
     return report
 
 
@@ -346,15 +348,28 @@ def weighed_columns(spec: Spec) -> list[str]:
     return [spec.sampling_weights] if weighed and spec.sampling_weights else []
 
 
+def anonymity_floor(spec: Spec) -> int:
+    """The k of the spec's k-anonymity (0 without): a microaggregated quasi-identifier's
+    released values, with its class, are shared by at least this many records too."""
+    return max((int(m.k) for m in spec.models if isinstance(m, KAnonymity)), default=0)
+
+
 def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckReport:
     """``report`` with the spec's microaggregations verified on the released values of
     ``table``: each set of columns aggregated together shares every released tuple among
-    at least k records (PRAM promises nothing a table can show)."""
+    at least k records; where one of them is a quasi-identifier, every tuple together with
+    its class (the other quasi-identifiers), among at least k and k-anonymity's k records
+    (PRAM promises nothing a table can show)."""
     smallest = {}
+    classes = [q for q in spec.quasi_identifiers if q in table.column_names]
     for columns, transform in transform_sets(spec.transforms):
         if not isinstance(transform, Microaggregate):
             continue
-        smallest[", ".join(columns)] = (smallest_group(numbers(table, columns)), transform.k)
+        values, k = numbers(table, columns), transform.k
+        if set(columns) & set(spec.transformed_qis):  # a QI: each class's values, apart
+            values = np.column_stack([values, class_of(table, classes)])
+            k = max(k, anonymity_floor(spec))
+        smallest[", ".join(columns)] = (smallest_group(values), k)
     held = all(fewest >= k or not table.num_rows for fewest, k in smallest.values())
     return replace(report, passed=report.passed and held,
                    microaggregated={name: fewest for name, (fewest, _) in smallest.items()},

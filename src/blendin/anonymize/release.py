@@ -19,7 +19,7 @@ import pyarrow as pa
 from blendin.anonymize.prepare import pass_bar
 from blendin.anonymize.result import Result, file_of
 from blendin.anonymize.search import Outcome
-from blendin.check import check_regrouped, check_transforms, weighed_columns
+from blendin.check import anonymity_floor, check_regrouped, check_transforms, weighed_columns
 from blendin.engines import is_spark
 from blendin.engines.embedded import STREAMED_SUFFIXES
 from blendin.engines.kernels import RowColumns, Shuffle
@@ -116,7 +116,10 @@ def transformed(plan: Plan, release, report):
                 f"{name!r} is microaggregated in groups of k = {transform.k} records, and "
                 f"the release holds {table.num_rows:,}",
                 fix=f"lower the microaggregate k of {name!r} to {table.num_rows} or less")
-    table, applied = apply_transforms(table, plan.spec.transforms, plan.missing)
+    spec = plan.spec
+    table, applied = apply_transforms(table, spec.transforms, plan.missing,
+                                      within=list(spec.quasi_identifiers),
+                                      qis=spec.transformed_qis, floor=anonymity_floor(spec))
     report = check_transforms(table, plan.spec, report)
     if not report.passed:
         raise BlendinError(

@@ -13,8 +13,8 @@ all of them, as sdcMicro's ``microaggregation`` over its ``variables``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -115,9 +115,17 @@ class Applied:
 
 
 def apply_transforms(table: pa.Table, transforms: Mapping[str, Transform],
-                     missing: str = "") -> tuple[pa.Table, list[Applied]]:
+                     missing: str = "", *, within: Sequence[str] = (),
+                     qis: Sequence[str] = (), floor: int = 0
+                     ) -> tuple[pa.Table, list[Applied]]:
     """``table`` with the ``transforms`` applied (columns replaced in place), and what each
     did.
+
+    A microaggregated quasi-identifier (one of ``qis``) is aggregated within each class of
+    the released ``within`` columns (the generalized quasi-identifiers), in groups of at
+    least its k and ``floor`` (k-anonymity's k): across classes, a group's mean would tell
+    the records of a class apart (a class of 3 women, one of them alone in her income's
+    group).
 
     They work on the rows sorted by every column, then put back in the table's order: a
     release's order is random, and the same input and seeds must make the same release."""
@@ -130,7 +138,8 @@ def apply_transforms(table: pa.Table, transforms: Mapping[str, Transform],
     done = []
     for columns, transform in transform_sets(transforms):
         if isinstance(transform, Microaggregate):
-            table, applied = _microaggregate(table, columns, transform)
+            classes = (class_of(table, within) if set(columns) & set(qis) else None)
+            table, applied = _microaggregate(table, columns, transform, classes, floor)
         else:
             table, applied = _pram(table, columns[0], transform, missing)
         done.append(applied)
@@ -173,16 +182,54 @@ def numbers(table: pa.Table, columns: tuple[str, ...]) -> np.ndarray:
     return np.stack(out, axis=1) if out else np.zeros((table.num_rows, 0))
 
 
-def _microaggregate(table: pa.Table, columns: tuple[str, ...], transform: Microaggregate
+def class_of(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Each row's class (0, 1, ...): its tuple of ``columns`` (all rows one class without
+    columns)."""
+    if not columns:
+        return np.zeros(table.num_rows, np.int64)
+    codes = np.stack([pc.dictionary_encode(as_text(table.column(c)).combine_chunks())
+                      .indices.to_numpy(zero_copy_only=False) for c in columns], axis=1)
+    return np.unique(codes, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _microaggregate(table: pa.Table, columns: tuple[str, ...], transform: Microaggregate,
+                    classes: np.ndarray | None = None, floor: int = 0
                     ) -> tuple[pa.Table, Applied]:
     x = numbers(table, columns)
-    (group,) = transform.groups(x)  # one grouping: "optimal" sets hold one column
+    if classes is None:
+        (group,) = transform.groups(x)  # one grouping: "optimal" sets hold one column
+    else:
+        group = _within(x, columns, replace(transform, k=max(transform.k, floor)), classes)
     released = aggregated(x, group)
     for j, name in enumerate(columns):
         at = table.schema.get_field_index(name)
         table = table.set_column(at, pa.field(name, pa.float64()), pa.array(released[:, j]))
     return table, Applied(columns, transform, groups=int(group.max()) + 1,
                           smallest=smallest_group(released), loss=Loss.of(x, released))
+
+
+def _within(x: np.ndarray, columns: tuple[str, ...], transform: Microaggregate,
+            classes: np.ndarray) -> np.ndarray:
+    """The groups of ``transform`` made within each class (a class of fewer than its k
+    records is refused: its mean would be theirs alone)."""
+    order = np.argsort(classes, kind="stable")
+    cuts = np.flatnonzero(np.diff(classes[order])) + 1
+    group = np.empty(len(x), np.int64)
+    made = 0
+    for rows in np.split(order, cuts):
+        if len(rows) < transform.k:
+            names = ", ".join(map(repr, columns))
+            raise BlendinError(
+                f"{names} is a quasi-identifier microaggregated within each released class "
+                f"in groups of k = {transform.k} (its k or k-anonymity's, the larger), and a "
+                f"class holds {len(rows)}",
+                fix="raise k-anonymity's k to at least the microaggregate k, or lower "
+                    "the microaggregate k (with --suppressed keep the suppressed records are "
+                    "a class: drop them)")
+        (inner,) = transform.groups(x[rows])
+        group[rows] = inner + made
+        made += int(inner.max()) + 1
+    return group
 
 
 def _pram(table: pa.Table, name: str, transform: Pram, missing: str
