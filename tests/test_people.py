@@ -498,3 +498,14 @@ def test_microaggregation_with_a_person_key_is_refused():
     spec.person = "pid"
     with pytest.raises(BlendinError, match="'income' is microaggregated"):
         bl.anonymize(visits, spec)
+
+
+def test_pram_with_a_person_key_is_refused():
+    """PRAM draws each record's value apart: seven visits of one patient, each kept with
+    probability 0.6 or more, give their true value back by a majority vote (every one of
+    200 patients in a trial). Refused."""
+    doc = {"attributes": {"person": "pid"}, "quasi_identifiers": {"sex": {"flat": True}},
+           "transform": {"eth": {"pram": {"pd": 0.6}}},
+           "privacy": [{"model": "k-anonymity", "k": 2}]}
+    with pytest.raises(BlendinError, match="'eth' is randomized by PRAM.*vote"):
+        bl.Spec.from_dict(doc)

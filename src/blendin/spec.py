@@ -461,6 +461,11 @@ class Spec:
                     f"{name!r} is microaggregated in groups of k records, and with a person "
                     "key a group of k records may be one person's (a mean only they share)",
                     fix=f"remove the microaggregate of {name!r}, or the person key")
+            if isinstance(transform, Pram) and (self.person or self.tables):
+                raise BlendinError(
+                    f"{name!r} is randomized by PRAM record by record, and with a person key "
+                    "a person's several records vote their true value back",
+                    fix=f"remove the pram of {name!r}, or the person key")
             read = [m.key for m in self.models if m.attribute == name]
             if read:
                 raise BlendinError(f"{read[0]} is verified on the values of {name!r}, which "
