@@ -149,6 +149,17 @@ def test_sweeney_example_and_defaults():
     assert "match exactly 1 (re-identified)" in lines and "diagnosis learned" in lines
 
 
+@pytest.mark.parametrize("person", [None, "pid"])
+def test_the_counts_stand_in_one_column(person):
+    release = pd.DataFrame({"pid": ["1", "1", "2"], "zip": ["021**", "021**", "022**"],
+                            "dx": ["flu", "gout", "flu"]})
+    voters = pd.DataFrame({"zip": ["02138", "02201"]})
+    lines = attack(release, voters, on="zip", person=person).lines()
+    counts = [line for line in lines if line.endswith(")") and "  (" in line]
+    assert any("singled out" in line for line in counts) and len(counts) >= 5
+    assert len({line.index("  (") for line in counts}) == 1, counts  # docs/demo.md shows so
+
+
 def test_hierarchy_labels_cover_their_values():
     tree = Hierarchy.from_rows([["Married", "Has married", "*"],
                                 ["Divorced", "Has married", "*"],

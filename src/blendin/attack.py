@@ -114,8 +114,7 @@ class AttackReport:
             row("match exactly 1 (re-identified)", self.reidentified),
             row(f"match 2..{self.k - 1}", self.ambiguous) if self.k > 2 else None,
             row(f"match {self.k} or more", self.hidden),
-            f"release {self.unit} singled out{' ' * (14 - len(self.unit))}"
-            f"{self.records_reidentified:>8}  "
+            f"{f'release {self.unit} singled out':<38} {self.records_reidentified:>8}  "
             f"({percent_of(self.records_reidentified, self.release)} of the release)",
         ]
         if self.correct is not None:
