@@ -75,6 +75,14 @@ def test_help_has_example():
     assert result.exit_code == 0 and "Example:" in result.output
 
 
+@pytest.mark.parametrize("command", ["anonymize", "check", "risk"])
+def test_help_names_only_options_the_command_has(command):
+    """--schema's help named --output-table, which only anonymize has."""
+    text = " ".join(run(command, "--help").output.split())
+    schema = text[text.index("--schema NAME"):].split(" --password-env")[0]
+    assert ("--output-table" in schema) == (command == "anonymize"), schema
+
+
 def one_line_error(result, pattern):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output

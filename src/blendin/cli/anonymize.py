@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from blendin.cli import INPUT_HELP, main, read_options, related_inputs, with_options
-from blendin.cli.database import database_options, table_options
+from blendin.cli.database import release_database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
 
@@ -177,7 +177,7 @@ def _engine(engine: str, spark_master: str | None, spark_conf: tuple[str, ...]):
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE",
               help=INPUT_HELP + " Released together into the folder -o names, one file a "
               "table.")
-@database_options
+@release_database_options
 @click.option("--dry-run", is_flag=True,
               help="DATA in a database: search, release and check as usual, then roll it "
               "all back and print the SQL that ran. Nothing is written.")

@@ -7,23 +7,27 @@ import click
 from blendin.cli import with_options
 from blendin.errors import BlendinError
 
-_OPTIONS = [
-    click.option("--table", default=None, metavar="NAME",
-                 help="DATA is a database (postgresql://USER@HOST:PORT/DB, duckdb:///FILE or "
-                 "FILE.duckdb): read this table there. The rows stay in the database."),
-    click.option("--query", default=None, metavar="SQL",
-                 help="DATA is a database: read the rows of this SELECT instead of a table."),
-    click.option("--schema", default=None, metavar="NAME",
-                 help="The schema of --table (and --output-table) (default: the database's "
-                 "search path)."),
-    click.option("--password-env", default=None, metavar="NAME",
-                 help="The environment variable holding the database password (default: "
-                 "the URL's, PGPASSWORD or ~/.pgpass). It is never printed."),
-]
+
+def _options(tables: str) -> list:
+    return [
+        click.option("--table", default=None, metavar="NAME",
+                     help="DATA is a database (postgresql://USER@HOST:PORT/DB, duckdb:///FILE "
+                     "or FILE.duckdb): read this table there. The rows stay in the database."),
+        click.option("--query", default=None, metavar="SQL",
+                     help="DATA is a database: read the rows of this SELECT instead of a "
+                     "table."),
+        click.option("--schema", default=None, metavar="NAME",
+                     help=f"The schema of {tables} (default: the database's search path)."),
+        click.option("--password-env", default=None, metavar="NAME",
+                     help="The environment variable holding the database password (default: "
+                     "the URL's, PGPASSWORD or ~/.pgpass). It is never printed."),
+    ]
 
 
-#: adds --table, --query, --schema and --password-env to a command
-database_options = with_options(_OPTIONS)
+#: adds --table, --query, --schema and --password-env to a command that reads a table
+database_options = with_options(_options("--table"))
+#: the same for anonymize, whose --schema holds its --output-table too
+release_database_options = with_options(_options("--table and --output-table"))
 
 
 def table_options(data: str, table: str | None, query: str | None, schema: str | None,
