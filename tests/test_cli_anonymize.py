@@ -138,6 +138,14 @@ def test_apply_that_does_not_hold_writes_nothing(tmp_path):
     assert result.exit_code == 2
     assert "does not hold on this data" in result.stderr
     assert not out.exists()
+    # the fix, followed: a higher limit in the spec, given with --spec
+    assert "--spec SPEC" in result.stderr, result.stderr
+    text = Path(spec).read_text()
+    assert "max_suppression = 0.0" in text
+    Path(spec).write_text(text.replace("max_suppression = 0.0", "max_suppression = 1.0"))
+    result = run("apply", few, "--solution", sol, "-o", out, "--spec", spec)
+    assert result.exit_code == 0, result.output
+    assert out.exists()
 
 
 def test_errors_exit_2_and_leave_no_file(tmp_path):

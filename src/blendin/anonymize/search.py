@@ -233,7 +233,9 @@ def within_limit(recoding: Recoding, ft: FrequencyTable, max_suppression: float,
             f"the saved solution does not hold on this data: at levels {levels}, "
             f"{recoding.suppressed_records:,} records ({share:.2f}%) are in classes that "
             f"violate the models, more than the limit of {100 * max_suppression:g}%",
-            fix="anonymize this data afresh (blendin anonymize), or raise max_suppression")
+            fix="anonymize this data afresh (blendin anonymize), or raise max_suppression in "
+            "the spec and give it: blendin apply ... --spec SPEC (spec= in Python); the saved "
+            "solution itself cannot be edited")
 
 
 def _mondrian(plan: Plan, *, algorithm: str, metric: str, suppressed: str,
