@@ -224,6 +224,25 @@ def test_empty_person_key_is_refused_without_naming_a_key():
     assert "secret" not in str(caught.value)
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_the_row_an_empty_key_is_on_is_the_files_row(tmp_path, suffix):
+    """A file's first pass keeps its rows in the release's random order: the row named
+    was a place in that order, a new one each run, not the row of the file."""
+    n = 3000
+    df = pd.DataFrame({"pid": [f"p{i // 2}" for i in range(n)],
+                       "age": [str(i % 7) for i in range(n)]})
+    df.loc[1234, "pid"] = ""
+    path = tmp_path / f"visits{suffix}"
+    df.to_csv(path, index=False) if suffix == ".csv" else df.to_parquet(path)
+    spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
+                   person="pid")
+    for seed in range(3):
+        with pytest.raises(BlendinError, match="empty on row 1235 "):
+            bl.anonymize(str(path), spec, shuffle_seed=seed, output=tmp_path / "r.csv")
+        with pytest.raises(BlendinError, match="empty on row 1235 "):
+            bl.anonymize(str(path), spec, shuffle_seed=seed)
+
+
 def test_check_of_a_release_without_the_key_says_how():
     spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
                    person="pid")

@@ -221,14 +221,17 @@ class Source:
 
     def batches(self, columns: Sequence[str] | None = None, *,
                 encoded: Collection[str] = (),
-                progress: Reading | None = None) -> Iterator[pa.RecordBatch]:
+                progress: Reading | None = None,
+                in_order: bool = False) -> Iterator[pa.RecordBatch]:
         """The rows chunk by chunk (only ``columns`` when given); can be iterated again.
 
         The ``encoded`` columns come dictionary-encoded (each text once per chunk, an index
         per row), cheaper to group and recode than a text per row: a Parquet file's text
         columns as it stores them; an in-memory table's columns whose codes were kept
         (:meth:`keep_codes`). A file calls ``progress`` with the share of it read so far
-        (0 to 1: bytes of a CSV file, rows of a Parquet one) as the chunks come.
+        (0 to 1: bytes of a CSV file, rows of a Parquet one) as the chunks come. The rows
+        a first pass kept come in the release's random order where it kept them so;
+        ``in_order`` reads the file's own order then (to name a row by its place).
         """
         wanted = list(self.columns if columns is None else columns)
         known = set(self.columns)  # (a list would make this quadratic in wide tables)
@@ -248,7 +251,8 @@ class Source:
             # slices of ~1M rows (zero-copy): group-bys on them stay cache-friendly
             yield from table.to_batches(max_chunksize=MEMORY_CHUNK)
             return
-        if self.replay is not None and self.replay.usable:
+        if (self.replay is not None and self.replay.usable
+                and not (in_order and self.replay.order is not None)):
             reader = self.replay.batches(wanted, encoded, progress)
         else:
             reader = (self._csv_batches(wanted, progress) if self.kind == "csv" else

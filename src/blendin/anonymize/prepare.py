@@ -124,7 +124,7 @@ def prepare(data, spec: Spec, engine=None, bars: Progress | None = None, *,
     people = signatures = None
     if spec.person is not None:
         require_keys(distinct, spec.person, spec.missing,
-                     lambda: source.batches([spec.person]))
+                     lambda: source.batches([spec.person], in_order=True))
         reduced, people, _ = per_person(distinct, spec.person, qis, list(spec.sensitive),
                                         spec.missing)
         refuse_sets(spec, people)
