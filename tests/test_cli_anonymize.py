@@ -326,3 +326,13 @@ def test_a_solution_of_a_later_version_is_refused(tmp_path):
     saved.write_text(json.dumps(payload))
     out = run("apply", data, "--solution", saved, "-o", tmp_path / "again.csv")
     assert out.exit_code == 2 and "version 99 is not one this blendin reads" in out.output
+
+
+@pytest.mark.parametrize("name", ["release", "release.txt"])
+def test_spark_output_without_its_suffix_names_the_suffixes_spark_writes(tmp_path, name):
+    """The fix offered .xlsx, which --engine spark then refused."""
+    data, spec = write_case(tmp_path)
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / name, "--engine", "spark")
+    assert result.exit_code == 2
+    assert "end the -o name with .parquet or .csv" in result.output, result.output
+    assert ".xlsx" not in result.output

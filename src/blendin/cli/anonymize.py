@@ -36,6 +36,11 @@ def _check_before_work(inputs: dict, output: str, *, force: bool,
         raise BlendinError("--engine spark writes .parquet or .csv folders, not Excel",
                            fix="give -o a .parquet or .csv name, or use --engine embedded")
     remote = spark and output is not None and "://" in output  # Spark checks those itself
+    if spark and output is not None and not remote and not output.lower().rstrip("/").endswith(
+            (".parquet", ".csv")):  # (the generic message would offer .xlsx)
+        raise BlendinError(f"cannot write {output!r} (-o): --engine spark writes a folder of "
+                           "part files named .parquet or .csv",
+                           fix="end the -o name with .parquet or .csv")
     check_paths(inputs, {"-o": (None if remote else output, "table"),
                          "--report": (report, "report"),
                          "--save-solution": (solution, "json")}, force=force, folders=spark)
