@@ -98,6 +98,24 @@ def test_attack_report_repr(tables):
     html_verdict_first(report._repr_html_(), first_line(text).split(": ", 1)[1])
 
 
+def test_utility_report_repr_shows_no_value_of_the_input(tables, result):
+    """Its repr was the dataclass's: 40 kB holding every input value's count (the birth
+    dates, the ZIP codes), where the README promises a few lines, never the data."""
+    report = bl.utility(tables[0], result.data, result.spec)
+    text = repr(report)
+    released = result.records - result.suppressed
+    assert first_line(text) == (f"UtilityReport: {released:,} of {result.records:,} records "
+                                f"released ({100 * released / result.records:.1f}%)")
+    assert len(text) < LONGEST_REPR
+    for column in ("dob", "zip"):
+        shown = set(result.data[column])
+        hidden = set(tables[0][column]) - shown
+        assert not [v for v in hidden if v in text], column
+    page = report._repr_html_()
+    html_verdict_first(page, first_line(text).removeprefix("UtilityReport: "))
+    assert not [v for v in set(tables[0]["dob"]) if v in page]
+
+
 def test_html_escapes_names():
     from blendin.summaries import Summary
 

@@ -1,10 +1,10 @@
 """Short summaries of the results and reports, for the console and for notebooks.
 
-``repr(result)`` and a notebook cell showing a Result, CheckReport, RiskReport or
-AttackReport give the verdict first, then a few lines of figures: never the data, the
-hierarchies or the class sizes behind them. :class:`Summary` holds those lines and renders
-them as text (``__repr__``) or as a small HTML table (``_repr_html_``); one function per
-report builds it.
+``repr(result)`` and a notebook cell showing a Result, CheckReport, RiskReport,
+AttackReport or UtilityReport give the verdict first, then a few lines of figures: never
+the data, the hierarchies or the class sizes behind them. :class:`Summary` holds those lines
+and renders them as text (``__repr__``) or as a small HTML table (``_repr_html_``); one
+function per report builds it.
 
 >>> s = Summary("Thing", "all good", True, [("records", "3")])
 >>> print(s.text())
@@ -301,6 +301,22 @@ def attack_summary(report) -> Summary:
     for name, count in report.learned.items():
         rows.append((f"{name} learned", _share(count, n)))
     return Summary("AttackReport", verdict, report.reidentified == 0, rows)
+
+
+def utility_summary(report) -> Summary:
+    """What the release keeps: the records, then a line per column and the table's
+    qualities; never a value of the input."""
+    verdict = (f"{_count(report.released)} of {_count(report.records)} records released "
+               f"({percent_of(report.released, report.records)})")
+    rows = [(c.name, c.line().removeprefix(f"{c.name}: ")) for c in report.columns]
+    rows += [(name.replace("_", " "), _figure(value)) for name, value in report.table.items()]
+    c = report.classification
+    if c is not None:
+        rows += [(f"{model} on {c.target!r}",
+                  f"accuracy {c.original[model].accuracy:.3f} -> "
+                  f"{c.released[model].accuracy:.3f} (zero rule {c.baseline.accuracy:.3f})")
+                 for model in c.original]
+    return Summary("UtilityReport", verdict, None, rows)
 
 
 def summary_notes(result) -> list[str]:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from blendin.codes import as_text
 from blendin.errors import BlendinError, preview
 from blendin.io import Source, to_arrow
+from blendin.summaries import utility_summary
 from blendin.utility.align import Aligned, align
 from blendin.utility.classify import CLASSIFY_SAMPLE, MODELS, Classification, classify
 from blendin.utility.columns import (
@@ -46,6 +47,13 @@ class UtilityReport:
     contingencies: list[Contingency] = field(default_factory=list)
     #: every QI and sensitive column before and after
     distributions: list[Distribution] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return utility_summary(self).text()
+
+    def _repr_html_(self) -> str:
+        """The summary as a small HTML table (shown by notebooks): no value of the input."""
+        return utility_summary(self).html()
 
     def to_dict(self) -> dict:
         return {"records": self.records, "released": self.released,
