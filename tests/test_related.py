@@ -335,6 +335,8 @@ def test_risk_of_related_tables_counts_people(tmp_path: Path):
     assert raw.records == 6 and raw.sample_uniques == raw.classes == 6
     with pytest.raises(BlendinError, match="no spec names them"):
         bl.risk(_cohort(), "age,sex")
+    with pytest.raises(BlendinError, match="no spec names them"):  # it offered --qi
+        bl.risk(_cohort())
     result.write(tmp_path / "out")
     run = CliRunner().invoke(main, ["risk", *(f"--input={n}={tmp_path}/out/{n}.csv"
                                               for n in TABLES), "--spec",

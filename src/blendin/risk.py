@@ -263,12 +263,13 @@ def risk(
     >>> r.classes, r.prosecutor.records_at_risk, round(r.marketer, 3)
     (2, 0.3333333333333333, 0.667)
     """
+    if isinstance(data, Mapping) and (spec is None or not spec.tables):
+        # (before the QIs: --qi alone, which their message offers, cannot measure them)
+        raise BlendinError("several tables were given, and no spec names them as "
+                           "related tables", fix='give --spec with [tables.NAME] person '
+                                                 '= "KEY" for each (docs/people.md)')
     names, sensitive = _columns(qi, spec, sensitive)
     if isinstance(data, Mapping):  # related tables: measured as one stack, in people
-        if spec is None or not spec.tables:
-            raise BlendinError("several tables were given, and no spec names them as "
-                               "related tables", fix='give --spec with [tables.NAME] person '
-                                                     '= "KEY" for each (docs/people.md)')
         stacked, whole = in_memory(data, spec)
         return risk(whole, [*names, stacked.tag], sensitive=sensitive, threshold=threshold,
                     population=population, sampling_fraction=sampling_fraction,
