@@ -95,7 +95,12 @@ def classify(target: np.ndarray, original: np.ndarray, released: np.ndarray, *,
     if len(classes) < 2:
         raise BlendinError(f"the target {name!r} holds one value only: there is nothing to "
                            "predict", fix="choose a column with two values or more")
-    smallest = int(np.bincount(y).min())
+    counts = np.bincount(y)
+    if counts.max() < 2:  # no fold could hold a value seen in training (sklearn raised)
+        raise BlendinError(f"the target {name!r} holds a value of its own in every record: "
+                           "there is nothing to learn", fix="choose a column whose values "
+                           "repeat (a category, not an identifier)")
+    smallest = int(counts.min())
     folds = max(2, min(folds, smallest))
     split = list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(rows, y))
     # one-hot categories for the linear model (Newton's method: fast on wide sparse
