@@ -246,8 +246,10 @@ def test_the_row_an_empty_key_is_on_is_the_files_row(tmp_path, suffix):
 def test_check_of_a_release_without_the_key_says_how():
     spec = bl.Spec(quasi_identifiers={"age": bl.flat()}, models=[KAnonymity(2)],
                    person="pid")
-    with pytest.raises(BlendinError, match="no column 'pid', the person key"):
+    with pytest.raises(BlendinError, match="no column 'pid', the person key") as caught:
         bl.check(pd.DataFrame({"age": ["1", "1"]}), spec)
+    # the key came from the spec: leaving out a --person never given changed nothing
+    assert "person under the spec's [attributes]" in caught.value.fix
 
 
 def test_a_k_above_the_people_names_people_not_records(tmp_path):

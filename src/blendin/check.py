@@ -386,7 +386,7 @@ def _has_person(spec: Spec, columns: Sequence[str], engine: str) -> None:
             "counted where each record names its person (a release never holds the key; "
             "anonymize checks its release with the key before writing it)",
             fix="check the table with its key column, or leave out the person key "
-                "(--person) to count records")
+                "(person under the spec's [attributes], or --person) to count records")
     if engine not in PERSON_ENGINES:
         raise BlendinError(f"the person key works on the embedded and SQL engines, not on "
                            f"{engine}", fix="check a file, a DataFrame or a table in a "

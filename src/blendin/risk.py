@@ -297,7 +297,8 @@ def risk(
     if person is not None and engine.name not in PERSON_ENGINES:
         raise BlendinError(f"the person key works on the embedded and SQL engines, not on "
                            f"{engine.name}", fix="measure a file, a DataFrame or a table in a "
-                           "database, or leave out the person key (--person)")
+                           "database, or leave out the person key (person under the spec's "
+                           "[attributes], or --person)")
     with file_pass(progress, f"reading {short_name(source)}") as told:
         tuples = engine.distinct(source, list(dict.fromkeys(
             [*([person] if person else []), *names, *sensitive, *extra])), missing,

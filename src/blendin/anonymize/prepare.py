@@ -176,7 +176,8 @@ def refuse_with_person(spec: Spec, engine, sample, subset: str | None) -> None:
     if engine.name not in PERSON_ENGINES:
         raise BlendinError(f"{key} works on the embedded and SQL engines, not on "
                            f"{engine.name}", fix="anonymize a file, a DataFrame or a table in "
-                           "a database, or leave out the person key (--person)")
+                           "a database, or leave out the person key (person under the spec's "
+                           "[attributes], or --person)")
     if sample is not None:
         raise BlendinError(f"{key} cannot be used with differential privacy, which samples "
                            "rows, not people", fix="remove the person key or the DP model")
