@@ -342,3 +342,21 @@ def test_a_column_at_the_top_reads_as_nothing_left():
     report = utility(df, release, spec_of(x=X, s=S))
     x = next(c for c in report.columns if c.name == "x")
     assert x.line() == "x: nothing (every value is *)" and x.granularity == 0.0
+
+
+def test_a_latin_1_input_and_the_release_anonymize_wrote_from_it(tmp_path):
+    """The spec's [input] encoding was applied to the release too, which anonymize writes
+    in UTF-8: its labels read garbled ('ZÃ¼rich') and utility refused the pair."""
+    cities = ["Zürich", "Genève", "Bern"] * 20
+    (tmp_path / "in.csv").write_bytes(b"city,sex\n" + "".join(
+        f"{c},{'fm'[i % 2]}\n" for i, c in enumerate(cities)).encode("latin-1"))
+    (tmp_path / "s.toml").write_text('[input]\nencoding = "latin-1"\n[quasi_identifiers]\n'
+                                     'city = { flat = true }\nsex = { flat = true }\n'
+                                     '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    made = CliRunner().invoke(main, ["anonymize", str(tmp_path / "in.csv"), "--spec",
+                                     str(tmp_path / "s.toml"), "-o", str(tmp_path / "out.csv")])
+    assert made.exit_code == 0, made.output
+    run = CliRunner().invoke(main, ["utility", str(tmp_path / "in.csv"),
+                                    str(tmp_path / "out.csv"), "--spec", str(tmp_path / "s.toml")])
+    assert run.exit_code == 0, run.output
+    assert "city: values as they are" in run.output

@@ -129,6 +129,8 @@ def utility(original, release, spec, *, target: str | None = None,
     predict it (:func:`classify`; ``folds``, ``seed``, ``sample`` set the protocol,
     ``models`` picks among :data:`MODELS`).
     ``pairs`` (two column names each) adds their contingency tables (:func:`contingency`).
+    A file is read with ``delimiter`` (default: the spec's) and ``encoding`` (default: the
+    spec's for the input, UTF-8 for the release, as :func:`anonymize` writes it).
     Without ``input_values`` the distributions show no value the release hides (see
     :func:`distribution`; for a report that travels with the release): the QIs' input is
     counted at the released labels and the sensitive columns are left out.
@@ -142,14 +144,15 @@ def utility(original, release, spec, *, target: str | None = None,
     >>> [c.line() for c in report.columns][1]
     'sex: values as they are; 0.3% of values suppressed'
     """
-    def read(data):
+    def read(data, default_encoding: str):
         if isinstance(data, str):
             return Source(data, delimiter=delimiter or spec.delimiter,
-                          encoding=encoding or spec.encoding).read_all()
+                          encoding=encoding or default_encoding).read_all()
         return to_arrow(data)
 
     qis = list(spec.quasi_identifiers)
-    source, released = read(original), read(release)
+    # the input in the spec's encoding; a release file in UTF-8, as anonymize writes it
+    source, released = read(original, spec.encoding), read(release, "utf-8")
     for table, what in ((source, "the input"), (released, "the release")):
         absent = [q for q in qis if q not in table.column_names]
         if absent:
