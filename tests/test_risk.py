@@ -291,3 +291,21 @@ def test_the_cli_reads_a_file_in_batches(tmp_path, monkeypatch):
                                        "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["classes"] == 3
+
+
+def test_the_cli_reads_a_file_in_the_specs_encoding(tmp_path):
+    """risk took the spec's delimiter, not its encoding: a latin-1 file with encoding =
+    "latin-1" in the spec failed, its fix saying to set what was set."""
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    data = tmp_path / "l1.csv"
+    data.write_bytes(b"city,sex\n" + "".join(
+        f"{c},{'fm'[i % 2]}\n" for i, c in enumerate(["Zürich", "Genève"] * 6)).encode("latin-1"))
+    spec = tmp_path / "s.toml"
+    spec.write_text('[input]\nencoding = "latin-1"\n[quasi_identifiers]\ncity = { flat = true }\n'
+                    'sex = { flat = true }\n[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+    result = CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "classes            2 (smallest 6)" in result.output

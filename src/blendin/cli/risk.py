@@ -50,11 +50,12 @@ from blendin.cli.database import database_options, table_options
 @click.option("--force", is_flag=True, help="Replace a --suda-out file that already exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--delimiter", default=None, help="CSV delimiter (default: sniffed).")
-@click.option("--encoding", default="utf-8", show_default=True, help="CSV text encoding.")
+@click.option("--encoding", default=None,
+              help="CSV text encoding, e.g. latin-1 (default: the spec's, else utf-8).")
 def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: str | None,
                  threshold: float, population: float | None,
                  sampling_fraction: float | None, as_json: bool, delimiter: str | None,
-                 encoding: str, table: str | None, query: str | None, schema: str | None,
+                 encoding: str | None, table: str | None, query: str | None, schema: str | None,
                  password_env: str | None, person: str | None, weights: str | None,
                  household: str | None, suda: bool, dis_fraction: float,
                  suda_out: str | None, cells: bool | None, force: bool,
@@ -87,6 +88,7 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
         spec = Spec.from_toml(spec_path)
         delimiter = delimiter or spec.delimiter
+        encoding = encoding or spec.encoding
     related = related_inputs(data, inputs) if inputs or data is None else None
     if suda_out is not None:
         from blendin.errors import BlendinError
