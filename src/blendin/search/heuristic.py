@@ -378,11 +378,18 @@ class _Search:
         nodes = lattice.nodes().astype(np.int64)
         bound = self.bounds(nodes)
         for j in np.argsort(bound, kind="stable").tolist():
-            if not self.beats(bound[j]):
-                break  # sorted: nothing further can beat the best node either
+            best = self.best
+            if best is not None and bound[j] > best.score + tolerance(best.score):
+                break  # sorted: nothing further can beat (or tie with) the best node either
             node = nodes[j]
             if tuple(node.tolist()) in self.seen or self.below_dead(node[None])[0]:
                 continue
+            if best is not None and not self.beats(bound[j]):
+                # it can at most tie: it matters only if the tie rule could put it first,
+                # as in the optimal search (a policy on classes or suppression needs a check)
+                key = self.ctx.static_key(node)
+                if key is not None and key >= self.ctx.policy_key(best):
+                    continue
             self.visit(node)
         self.proven = self.best is not None
         return True
