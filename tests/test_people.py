@@ -121,6 +121,31 @@ def test_optimal_equals_brute_force(case):
     assert "pid" not in result.data.columns
 
 
+def test_the_policy_breaks_ties_with_event_level_qis():
+    # (0, 1) and (1, 0) are both one step up; (1, 0) suppresses 2 people, (0, 1) 3: the
+    # search over signatures ignored the policy (and weighed ties without the tolerance)
+    visits = [("p0", "f", "a"), ("p0", "f", "c"), ("p1", "m", "b"), ("p1", "m", "c"),
+              ("p2", "m", "c"), ("p3", "f", "c"), ("p4", "m", "b"), ("p5", "m", "b"),
+              ("p5", "m", "c"), ("p6", "f", "b"), ("p7", "f", "a"), ("p7", "f", "b"),
+              ("p8", "m", "c")]
+    df = pd.DataFrame(visits, columns=["pid", "sex", "ward"])
+    hierarchies = {"sex": Hierarchy.from_rows([["f", "*"], ["m", "*"]]),
+                   "ward": Hierarchy.from_rows([["a", "ab", "*"], ["b", "ab", "*"],
+                                                ["c", "c", "*"]])}
+    chosen = {}
+    for policy in (None, "suppression"):
+        spec = bl.Spec(quasi_identifiers=hierarchies, person="pid", models=[KAnonymity(2)],
+                       max_suppression=0.5, metric="height", policy=policy)
+        result = bl.anonymize(df, spec)
+        assert result.people["event_level"] == ["ward"]
+        chosen[policy] = (result.levels, result.people["suppressed_people"])
+    assert chosen[None] == ({"sex": 0, "ward": 1}, 3)  # fewest steps, then smaller levels
+    assert chosen["suppression"] == ({"sex": 1, "ward": 0}, 2)
+    with pytest.raises(BlendinError, match="unknown (preference )?policy"):
+        bl.anonymize(df, bl.Spec(quasi_identifiers=hierarchies, person="pid",
+                                 models=[KAnonymity(2)], policy="fewest"))
+
+
 def _kept_people(df, qis, models, levels) -> set[str]:
     classes, values = _classes(df, qis, levels)
     return {p for people in classes.values() if _holds(people, values, models)

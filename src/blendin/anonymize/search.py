@@ -77,8 +77,8 @@ def full_domain_search(plan: Plan, *, algorithm: str, metric: str, suppressed: s
                                fix="remove recode_suppressed (--recode-suppressed)")
         solution = find_people(plan.signatures, plan.models,
                                max_suppression=plan.max_suppression, metric=metric,
-                               algorithm=algorithm, weights=options.weights,
-                               progress=progress)
+                               algorithm=algorithm, policy=options.policy,
+                               weights=options.weights, progress=progress)
     else:
         solution = find(ft, plan.models, max_suppression=plan.max_suppression, metric=metric,
                         algorithm=algorithm, policy=options.policy, weights=options.weights,

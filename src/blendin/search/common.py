@@ -99,10 +99,7 @@ class Context:
     ) -> None:
         self.ft = ft
         self.metric = check_metric(metric)
-        if policy is not None and policy not in POLICIES:
-            raise BlendinError(f"unknown preference policy {policy!r}",
-                               fix=f"use one of {', '.join(POLICIES)}")
-        self.policy = policy
+        self.policy = check_policy(policy)
         self.checker = Checker(ft, models, max_suppression)
         self.lattice = self.checker.lattice
         self.weights = normalized_weights(ft.qi_names, weights)
@@ -312,16 +309,7 @@ class Context:
 
     def policy_key(self, c: Candidate) -> tuple:
         """Sort key of the preference policy, then fewest steps, then smallest levels."""
-        heights = self.lattice.heights
-        relative = sum(lv / (h - 1) for lv, h in zip(c.levels, heights) if h > 1)
-        keys = {
-            "absolute": sum(c.levels),
-            "relative": round(relative, 12),
-            "distribution": -c.n_classes,
-            "suppression": c.n_suppressed,
-        }
-        first = keys[self.policy] if self.policy else 0
-        return (first, sum(c.levels), c.levels)
+        return policy_key(self.policy, self.lattice.heights, c)
 
     def static_key(self, levels: Sequence[int]) -> tuple | None:
         """:meth:`policy_key` of a node before checking it (None if the policy needs the
@@ -383,6 +371,28 @@ class Context:
             "no generalization meets the privacy models within the suppression limit "
             f"({self.checker.limit:,} records)",
             fix=f"{hint}, or give the hierarchies more levels")
+
+
+def check_policy(policy: str | None) -> str | None:
+    """The policy, or a BlendinError listing the known ones."""
+    if policy is not None and policy not in POLICIES:
+        raise BlendinError(f"unknown preference policy {policy!r}",
+                           fix=f"use one of {', '.join(POLICIES)}")
+    return policy
+
+
+def policy_key(policy: str | None, heights: Sequence[int], c: Candidate) -> tuple:
+    """Sort key of ``policy`` (:data:`POLICIES`) among nodes of equal utility, then fewest
+    steps, then smallest levels: the tie rule of every full-domain search."""
+    relative = sum(lv / (h - 1) for lv, h in zip(c.levels, heights) if h > 1)
+    keys = {
+        "absolute": sum(c.levels),
+        "relative": round(relative, 12),
+        "distribution": -c.n_classes,
+        "suppression": c.n_suppressed,
+    }
+    first = keys[policy] if policy else 0
+    return (first, sum(c.levels), c.levels)
 
 
 def unmeetable(ft: FrequencyTable, top: Sequence[int], models: Sequence[PrivacyModel],

@@ -26,7 +26,14 @@ from blendin.lattice import Lattice, suppression_limit
 from blendin.metrics import utility_of_node
 from blendin.models import PrivacyModel, violating
 from blendin.people import Signatures
-from blendin.search.common import Solution, check_metric
+from blendin.search.common import (
+    Candidate,
+    Solution,
+    check_metric,
+    check_policy,
+    policy_key,
+    tolerance,
+)
 from blendin.search.optimal import MAX_NODES
 
 #: what the search over signatures runs (auto is optimal there)
@@ -90,11 +97,12 @@ def people_utility(sigs: Signatures, result: PeopleCheck,
 
 def find_people(sigs: Signatures, models: Sequence[PrivacyModel], *,
                 max_suppression: float = 0.0, metric: str = "loss", algorithm: str = "auto",
-                weights: Mapping[str, float] | None = None,
+                policy: str | None = None, weights: Mapping[str, float] | None = None,
                 progress: Callable[[int, int], None] | None = None,
                 max_nodes: int = MAX_NODES) -> Solution:
-    """The acceptable node of least ``metric`` (ties: the lower node, then the first in
-    the lattice's order), checked over people's signatures.
+    """The acceptable node of least ``metric``, checked over people's signatures; ties
+    (within 1e-9 relative) go to the preference ``policy``, then to the lower node, then
+    to the smaller levels in QI order, as in :func:`blendin.search.find`.
 
     >>> import pyarrow as pa
     >>> from blendin.codes import COUNT
@@ -115,6 +123,7 @@ def find_people(sigs: Signatures, models: Sequence[PrivacyModel], *,
             fix='use algorithm = "optimal" (--algorithm optimal), which searches people\'s '
                 "signatures exactly")
     metric = check_metric(metric)
+    policy = check_policy(policy)
     started = time.perf_counter()
     lattice = Lattice(sigs.ft.heights)
     if lattice.size > max_nodes:
@@ -131,7 +140,9 @@ def find_people(sigs: Signatures, models: Sequence[PrivacyModel], *,
     nodes = lattice.nodes().astype(np.int64)
     heights = nodes.sum(axis=1)
     ruled_out = np.zeros(len(nodes), bool)
-    best, best_key, checked = None, None, 0
+    # acceptable nodes that may still be (tied) best: (candidate, check, utility)
+    found: list[tuple[Candidate, PeopleCheck, dict]] = []
+    best_score, checked = np.inf, 0
     for index in np.lexsort((np.arange(len(nodes)), -heights)):  # top-down
         if ruled_out[index]:
             continue
@@ -145,14 +156,20 @@ def find_people(sigs: Signatures, models: Sequence[PrivacyModel], *,
                 ruled_out |= (nodes <= nodes[index]).all(axis=1)
             continue
         utility = people_utility(sigs, result, weights)
-        key = (utility[metric], int(heights[index]), int(index))
-        if best_key is None or key < best_key:
-            best, best_key = (result, utility), key
-    if best is None:
+        score = float(utility[metric])
+        if score > best_score + tolerance(best_score):
+            continue
+        candidate = Candidate(levels, score, result.n_suppressed,
+                              int((~result.violating).sum()))
+        found.append((candidate, result, utility))
+        if score < best_score:
+            best_score = score
+            found = [f for f in found if f[0].score <= score + tolerance(score)]
+    if not found:
         return Solution(None, checked, float("inf"), metric, algorithm, sigs.ft.qi_names,
                         0, 0, lattice_size=lattice.size,
                         seconds=time.perf_counter() - started)
-    result, utility = best
+    _, result, utility = min(found, key=lambda f: policy_key(policy, lattice.heights, f[0]))
     return Solution(result.levels, checked, float(utility[metric]), metric,
                     "optimal" if algorithm == "auto" else algorithm, sigs.ft.qi_names,
                     result.n_suppressed, int((~result.violating).sum()), utility,
