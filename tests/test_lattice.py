@@ -84,6 +84,30 @@ def test_suppression_limit():
     assert suppression_limit(0.29, 100) == 29  # 0.29 * 100 is 28.999... in floating point
     with pytest.raises(BlendinError, match="between 0 and 1"):
         suppression_limit(5, 100)
+    # large tables: 0.29 * 10**8 is 28999999.999999996, past the absolute slack of 1e-9
+    for n in (10**8, 3 * 10**8, 10**9):
+        for percent in range(1, 100):
+            assert suppression_limit(percent / 100, n) == percent * n // 100
+    assert suppression_limit(0.123456789, 10**8) == 12345678  # a share's own digits count
+
+
+def test_a_share_of_a_large_table_allows_every_record_it_names():
+    """100 million records (counts of a frequency table): max_suppression = 0.29 allows
+    29,000,000 of them, so the ground level, suppressing exactly that class, is chosen by
+    every search; the limit was one record short there."""
+    import pyarrow as pa
+
+    from blendin.codes import COUNT
+    from blendin.search import find
+
+    h = Hierarchy.from_rows([["a", "*"], ["b", "*"]])
+    ft = FrequencyTable.from_distinct(
+        pa.table({"x": ["a", "b"], COUNT: [71_000_000, 29_000_000]}), {"x": h})
+    models = [KAnonymity(30_000_000)]
+    assert Checker(ft, models, 0.29).check((0,)).acceptable
+    for algorithm in ("optimal", "binary", "heuristic"):
+        found = find(ft, models, max_suppression=0.29, algorithm=algorithm)
+        assert (found.levels, found.n_suppressed) == ((0,), 29_000_000)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=SHARED_FIXTURE)

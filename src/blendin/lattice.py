@@ -264,15 +264,18 @@ class NodeCheck:
 def suppression_limit(max_suppression: float, n_records: int) -> int:
     """Records that may be suppressed: ``floor(max_suppression * n)``.
 
-    >>> suppression_limit(0.05, 30162)
-    1508
+    >>> suppression_limit(0.05, 30162), suppression_limit(0.29, 10**8)
+    (1508, 29000000)
     """
     if not 0.0 <= max_suppression <= 1.0:
         raise BlendinError(
             f"max_suppression must be a share between 0 and 1, got {max_suppression!r}",
             fix="write e.g. 0.05 for 5%",
         )
-    return int(math.floor(max_suppression * n_records + 1e-9))
+    share = max_suppression * n_records
+    # the product rounds a hair below a whole number (0.29 * 10**8 = 28999999.999999996):
+    # a slack relative to it as well as an absolute one keeps the records the share allows
+    return int(math.floor(share + 1e-9 + 1e-12 * share))
 
 
 class Checker:

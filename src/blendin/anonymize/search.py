@@ -219,8 +219,7 @@ def within_limit(recoding: Recoding, ft: FrequencyTable, max_suppression: float,
                  saved: bool = False) -> None:
     """Refuse a recoding that suppresses more than ``max_suppression`` of the records: a
     bug when the search chose it, the user's to know when a ``saved`` solution did."""
-    limit = max_suppression * ft.n_records
-    if recoding.suppressed_records > limit + 1e-9:
+    if recoding.suppressed_records > suppression_limit(max_suppression, ft.n_records):
         share = 100 * recoding.suppressed_records / ft.n_records
         levels = ", ".join(f"{q} {lvl}" for q, lvl in zip(ft.qi_names, recoding.levels))
         if not saved:

@@ -27,6 +27,7 @@ from blendin.attack import attack
 from blendin.codes import as_text
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow, write_text
+from blendin.lattice import suppression_limit
 from blendin.models.dp import DifferentialPrivacy, sampled
 from blendin.models.presence import subset_column, subset_rows
 from blendin.report import plots
@@ -317,7 +318,7 @@ def _released(result) -> list[dict[str, str]]:
              + ("removed from the release" if dropped else "kept with * in every "
                 "quasi-identifier")),
         _row("limit", "Suppression limit", f"{100 * limit:g}%",
-             f"at most {count(math.floor(limit * records + 1e-9))} records"),
+             f"at most {count(suppression_limit(limit, records))} records"),
         _row("classes", "Equivalence classes", count(_classes(result)),
              "groups of records with the same quasi-identifier values"),
         _row("smallest", "Smallest class", _smallest(result), ""),
@@ -336,7 +337,7 @@ def _released(result) -> list[dict[str, str]]:
                  f"{pct(gone / people['people'] if people['people'] else 0.0)} of the "
                  "people"),
         ]
-        most = math.floor(limit * people["people"] + 1e-9)
+        most = suppression_limit(limit, people["people"])
         counted = {"smallest": "people", "limit": f"at most {count(most)} people",
                    "classes": "groups of people with the same quasi-identifier values"}
         rows = [{**r, "note": counted[r["key"]]} if r["key"] in counted else r for r in rows]

@@ -43,6 +43,7 @@ from blendin.codes import sorted_groups
 from blendin.errors import BlendinError
 from blendin.frequency import Classes, FrequencyTable, SensitiveDomain
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
+from blendin.lattice import suppression_limit
 from blendin.metrics import categorical_loss, class_metrics
 from blendin.models import PrivacyModel
 
@@ -184,7 +185,7 @@ def mondrian(
             f"{failing[0]!r}, so no grouping of it can",
             fix="relax that model (smaller k, l or larger t)",
         )
-    state = _State(ft, models, relaxed, int(np.floor(max_suppression * ft.n_records + 1e-9)))
+    state = _State(ft, models, relaxed, suppression_limit(max_suppression, ft.n_records))
     while state.open.size:
         state.round()
     return replace(state.result(), sets=bool(sets))
