@@ -206,6 +206,24 @@ def test_auto_runs_optimal_on_small_lattices_and_heuristic_on_large():
     assert tight.algorithm == "optimal"
 
 
+def test_a_node_not_proven_optimal_says_why_by_algorithm(tmp_path):
+    # Datafly and binary search have no budget: "found within the budget" sent users to
+    # raise a time limit that changes nothing
+    frame = pd.DataFrame({"a": list("0011223344") * 2, "b": list("0123401234") * 2})
+    h = Hierarchy.from_rows([[str(v), f"{v // 2}x", "*"] for v in range(5)])
+    for algorithm, why in (("datafly", "greedy climb"), ("binary", "k-minimal node"),
+                           ("heuristic", "time budget")):
+        spec = Spec(quasi_identifiers={"a": h, "b": h}, models=[KAnonymity(3)],
+                    algorithm=algorithm, max_checks=1 if algorithm == "heuristic" else None)
+        result = anonymize(frame, spec)
+        assert result.proven_optimal is False
+        assert "proven optimal: no (" in result.summary() and why in result.summary()
+        assert ("budget" in result.summary()) == (algorithm == "heuristic")
+        path = tmp_path / f"{algorithm}.html"
+        result.report(path)
+        assert why in path.read_text()
+
+
 def test_budget_errors_name_the_key():
     ft = wide_table()
     with pytest.raises(BlendinError, match="time_limit"):

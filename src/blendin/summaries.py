@@ -174,6 +174,17 @@ def _how(result) -> str:
             f"{_count(result.nodes_checked)} nodes checked, {result.seconds:.3f} s")
 
 
+def not_proven(algorithm: str) -> str:
+    """Why a full-domain node is not proven optimal, in words: only the heuristic stops
+    at a budget; Datafly climbs greedily and binary search takes a lowest k-minimal node,
+    whatever the time they are given."""
+    return {"datafly": "the node Datafly's greedy climb stops at; it does not look for "
+                       "the best one",
+            "binary": "a k-minimal node of the lowest height; binary search does not look "
+                      "for the best one"}.get(algorithm, "the best node found within the "
+                                                         "time budget")
+
+
 def fully_generalized(result) -> list[str]:
     """The QIs whose chosen level has one label for all values: the top of the hierarchy,
     or a level below it that already merges everything (``02***`` for every ZIP). The

@@ -27,6 +27,7 @@ from blendin.summaries import (
     cells_text,
     fully_generalized,
     minimal_nodes,
+    not_proven,
     result_summary,
     summary_notes,
 )
@@ -239,7 +240,7 @@ class Result:
             lines.append(f"{self.requested_algorithm or 'auto'}: {self.algorithm_reason}")
         if self.proven_optimal is not None and not self.applied_from:
             lines.append("proven optimal: " + ("yes" if self.proven_optimal else
-                                               "no (best node found within the budget)"))
+                                               f"no ({not_proven(self.algorithm)})"))
         if self.levels:
             heights = self.heights
             parts = [f"{q} {lvl}/{heights[q] - 1}" for q, lvl in self.levels.items()]

@@ -43,7 +43,7 @@ from blendin.report.words import (
 )
 from blendin.risk import RiskReport, class_sizes, risk
 from blendin.suda import DIS_FRACTION
-from blendin.summaries import cells_text, fully_generalized, percent_of
+from blendin.summaries import cells_text, fully_generalized, not_proven, percent_of
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -373,7 +373,7 @@ def _search_rows(result) -> list[dict[str, str]]:
     proven = getattr(result, "proven_optimal", None)
     if proven is not None and result.applied_from is None:
         rows.append(_row("proven", "Proven optimal", "yes" if proven else "no",
-                         "" if proven else "the best node found within the time budget"))
+                         "" if proven else not_proven(result.algorithm)))
     for i, part in enumerate(getattr(result, "recoded_parts", []), start=2):
         levels = ", ".join(f"{q} {lv}" for q, lv in part["levels"].items())
         rows.append(_row(f"part{i}", f"Part {i}: suppressed records recovered",
