@@ -778,3 +778,29 @@ cell_priority = ["sex", "zip"]
         shown = html.unescape(client.get(f"{sid}/").text)
         blanked = sum(run.result.cells.values())
         assert f'id="cells">{blanked:,} (' in shown and "PRAM: marital_status" in shown
+
+
+def test_a_run_ends_on_its_own_table_when_another_is_loaded_meanwhile(app, monkeypatch):
+    # a run of the hospital sample still going on when the people sample is loaded must not
+    # become run 1 of the people table (shown, and downloaded, under its name)
+    loaded = threading.Event()
+    anonymize = workflow.anonymize
+
+    def slow(data, spec, progress=None):
+        assert loaded.wait(30)
+        return anonymize(data, spec)  # (deaf to Cancel: it ends all the same)
+
+    monkeypatch.setattr(workflow, "anonymize", slow)
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        client.post(f"{sid}/models", data={"m0:k": "5", "action": "run"})
+        client.post(f"{sid}/load/sample", data={"sample": "people"})
+        loaded.set()
+        session = _wait(app, sid)
+        assert session.runs == []
+        assert "hospital.csv was dropped" in session.job.error
+        page = client.get(f"{sid}/").text
+        assert 'id="results"' not in page and "hospital.csv was dropped" in page
+        download = client.get(f"{sid}/run/1/download/.csv", follow_redirects=False)
+        assert download.status_code == 303  # no run 1 of people.csv

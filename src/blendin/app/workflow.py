@@ -282,6 +282,8 @@ def without_secret(text: str, ref: TableRef | None) -> str:
 
 def set_data(session: Session, loaded: Loaded) -> None:
     """Make ``loaded`` the session's table and start from the suggested roles."""
+    if session.job is not None and not session.job.done:
+        session.job.cancel.set()  # a run of the table loaded before releases nothing now
     session.data = loaded
     session.external = None
     session.roles = {c.name: c.role for c in loaded.columns}
@@ -572,11 +574,23 @@ def run(session: Session, spec, job: Job) -> Run:
         record.risk_after = risk(result.table_with_people(), qis,
                                  person=spec.person if counted else None)
     if session.external is not None:
+        _still_loaded(session, data)
         job.step = "linking attack"
         record.attack_before, record.attack_after = linking_attack(session, result)
     with session.lock:
+        _still_loaded(session, data)
+        record.number = len(session.runs) + 1
         session.runs.append(record)
     return record
+
+
+def _still_loaded(session: Session, data: Loaded) -> None:
+    """A run ends only on the table it started from: loading another one drops it (else
+    its release would be shown, and downloaded, under the new table's name)."""
+    if session.data is not data:
+        raise BlendinError(f"the run of {data.label} was dropped: {session.data.label} was "
+                           "loaded while it ran",
+                           fix=f"run again to release {session.data.label}")
 
 
 def distinct_counts(source: SqlSource, columns: list[str]) -> dict[str, int]:
