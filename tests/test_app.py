@@ -804,3 +804,25 @@ def test_a_run_ends_on_its_own_table_when_another_is_loaded_meanwhile(app, monke
         assert 'id="results"' not in page and "hospital.csv was dropped" in page
         download = client.get(f"{sid}/run/1/download/.csv", follow_redirects=False)
         assert download.status_code == 303  # no run 1 of people.csv
+
+
+def test_distinct_values_before_count_a_missing_value_as_the_release_does(app, tmp_path):
+    # a Parquet column with nulls: the release shows them as a value of their own, so the
+    # input's count holds it too (else sex at level 0 would read "2 -> 3")
+    import pyarrow as pa
+
+    path = tmp_path / "visits.parquet"
+    bl.write_table(pa.table({"sex": ["F", "M", None] * 20,
+                             "diagnosis": ["flu", "cold", "ok", "hiv"] * 15}), path)
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/upload", files={"file": (path.name, path.read_bytes())},
+                    data={"target": "data"})
+        client.post(f"{sid}/roles", data={"role:sex": "quasi-identifier",
+                                          "role:diagnosis": "insensitive"})
+        app.state.store.sessions[sid.rsplit('/', 1)[-1]].models = [{"model": "k-anonymity", "k": 2}]
+        client.post(f"{sid}/run")
+        session = _wait(app, sid)
+        assert session.job.error is None
+        page = html.unescape(client.get(f"{sid}/").text)
+    assert "<td>sex</td><td>0 of 1</td><td>0.0%</td><td>3 → 3</td>" in page

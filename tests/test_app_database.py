@@ -357,3 +357,24 @@ def test_the_database_card_in_a_browser(server, duckdb_file):
             assert "--table patients" in page.inner_text("#script")
         finally:
             browser.close()
+
+
+def test_distinct_values_before_count_null_as_the_release_does(app, tmp_path):
+    # NULL in the database is one more value of the release (its own label): counted in
+    # the input too, else a column left as it is reads "2 -> 3"
+    path = tmp_path / "visits.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE visits AS SELECT CASE i % 3 WHEN 0 THEN 'F' WHEN 1 THEN 'M' "
+                "END AS sex, 'flu' AS diagnosis FROM range(60) t(i)")
+    con.close()
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/database", data={"url": str(path), "table": "visits"})
+        client.post(f"{sid}/roles", data={"role:sex": "quasi-identifier",
+                                          "role:diagnosis": "insensitive"})
+        _state(app, sid).models = [{"model": "k-anonymity", "k": 2}]
+        client.post(f"{sid}/run")
+        session = _wait(app, sid)
+        assert session.job.error is None
+        page = html.unescape(client.get(f"{sid}/").text)
+    assert "<td>sex</td><td>0 of 1</td><td>0.0%</td><td>3 → 3</td>" in page

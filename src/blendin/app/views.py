@@ -149,7 +149,8 @@ def _distinct(table, column: str) -> int | None:
 
     if column not in table.column_names:
         return None
-    return int(pc.count_distinct(table.column(column)).as_py())
+    # a missing value is one more value: the release keeps it as a label of its own
+    return int(pc.count_distinct(table.column(column), mode="all").as_py())
 
 
 def _risk_rows(before, after) -> list[dict]:

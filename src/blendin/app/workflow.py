@@ -594,11 +594,13 @@ def _still_loaded(session: Session, data: Loaded) -> None:
 
 
 def distinct_counts(source: SqlSource, columns: list[str]) -> dict[str, int]:
-    """The distinct values of each column, counted by the database in one pass."""
+    """The distinct values of each column, counted by the database in one pass; NULL is
+    one of them (the release keeps it as a value of its own), as in a loaded file."""
     if not columns:
         return {}
-    counts = ", ".join(f"count(DISTINCT {source.db.quote(c)}) AS {source.db.quote(c)}"
-                       for c in columns)
+    counts = ", ".join(f"count(DISTINCT {source.db.quote(c)}) + max(CASE WHEN "
+                       f"{source.db.quote(c)} IS NULL THEN 1 ELSE 0 END) AS "
+                       f"{source.db.quote(c)}" for c in columns)
     row = source.db.arrow(f"SELECT {counts} FROM {source.relation}").to_pylist()[0]
     return {c: int(row[c] or 0) for c in columns}
 
