@@ -120,8 +120,8 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_project(server
     row = page.locator("#columns tr", has_text="ssn")
     assert "names a person directly" in row.inner_text()
     assert page.input_value("select[name='role:dob']") == "quasi-identifier"
-    page.select_option("select[name='role:marital_status']", "quasi-identifier")
-    submit(page, "#save-roles")
+    with page.expect_navigation():  # a role is saved as soon as it is chosen
+        page.select_option("select[name='role:marital_status']", "quasi-identifier")
     shot(page, "2-classify", locator=page.locator("#classify"))
 
     # hierarchies: the preview follows the parameters, on the column's real values
@@ -313,3 +313,20 @@ def test_two_tabs_are_two_sessions_working_at_once(server, context, tmp_path):
     submit(first, "#cancel")
     first.locator("#job-error", has_text="cancelled").wait_for()
     assert not first.locator("#verdict").count()
+
+
+def test_a_role_chosen_in_the_page_is_the_one_a_run_uses(server, context, tmp_path):
+    # a steward marks a column as an identifier and presses Run (in the models' form) without
+    # "Save roles": the run must not release the column the page shows as removed
+    page = context.new_page()
+    page.goto(server)
+    page.select_option("#sample", "hospital")
+    submit(page, "#load-sample")
+    with page.expect_navigation(timeout=10_000):  # saved as soon as it is chosen
+        page.select_option('select[name="role:marital_status"]', "identifier")
+    assert page.locator('select[name="role:marital_status"]').input_value() == "identifier"
+    submit(page, "#run-button")
+    page.locator("#verdict").wait_for()
+    release = _download(page, "#dl-csv", tmp_path)
+    assert "marital_status" not in release.read_text().splitlines()[0]
+    assert page.locator('select[name="role:marital_status"]').input_value() == "identifier"

@@ -454,6 +454,10 @@ def create_app(path: str | Path | None = None, *,
                 session.roles[column] = str(role)
         session.message = "roles saved"
         _drop_stale_models(session)
+        if request.headers.get("hx-request"):  # chosen in the page: drawn again there
+            session.where = "classify"  # (a new address each time: a same one only scrolls)
+            return Response(status_code=200, headers={
+                "HX-Redirect": f"/s/{session.id}/?roles={secrets.token_hex(4)}#classify"})
         return back(session, "hierarchies")
 
     async def hierarchy(request: Request) -> Response:
