@@ -826,3 +826,24 @@ def test_distinct_values_before_count_a_missing_value_as_the_release_does(app, t
         assert session.job.error is None
         page = html.unescape(client.get(f"{sid}/").text)
     assert "<td>sex</td><td>0 of 1</td><td>0.0%</td><td>3 → 3</td>" in page
+
+
+def test_a_projects_input_keys_that_change_the_release_are_kept(app):
+    # [input] normalize makes "HIV" and " hiv" one value for l-diversity, and missing labels
+    # empty values: a project loaded into the page keeps them in every run, as the CLI would
+    spec = ('[input]\nmissing = "?"\nnormalize = ["case", "space"]\n\n'
+            '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n\n'
+            '[quasi_identifiers]\nzip = { masking = true }\nsex = { flat = true }\n\n'
+            '[[privacy]]\nmodel = "distinct-l-diversity"\nattribute = "diagnosis"\nl = 2\n')
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        page = html.unescape(client.post(f"{sid}/load/project",
+                                         files=[("files", ("spec.toml", spec.encode()))]).text)
+        assert "[input] missing = '?', [input] normalize = ['case', 'space']" in page
+        client.post(f"{sid}/run")
+        session = _wait(app, sid)
+        assert session.job.error is None
+        written = tomllib.loads(client.get(f"{sid}/run/1/download/spec").text)
+    assert written["input"] == {"missing": "?", "normalize": ["case", "space"]}
+    assert session.runs[0].spec.normalize == ["case", "space"]

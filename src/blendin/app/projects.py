@@ -13,6 +13,10 @@ from blendin.io import unpack_zip
 from blendin.project import csv_paths
 from blendin.spec import SURVEY, TRANSFORMS, Spec, project_spec
 
+#: the [input] keys of a project that change what a run counts and writes: the label of a
+#: missing value, and the spellings of a sensitive value counted as one (l-diversity...)
+INPUT_KEPT = ("missing", "normalize")
+
 
 def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
     """Take the roles, hierarchies, models and limits of a project bundle (a .zip), or of
@@ -57,6 +61,7 @@ def carried_text(session: Session) -> str:
                                                                "transform")
              for column, table in carried.get(section, {}).items()]
     parts += [f"{key} {value}" for key, value in carried.get("attributes", {}).items()]
+    parts += [f"[input] {key} = {value!r}" for key, value in carried.get("input", {}).items()]
     return ", ".join(parts)
 
 
@@ -97,9 +102,11 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
     roles |= {c: "identifier" for c in attributes.get("identifiers", [])}
     roles |= {c: "sensitive" for c in attributes.get("sensitive", [])}
     roles |= {c: "quasi-identifier" for c in qis}
+    read = document.get("input", {})  # (encoding and delimiter: as the page read the file)
     session.carried = {name: section for name, section in (
         ("quasi_identifiers", transformed), ("transform", document.get("transform", {})),
-        ("attributes", {k: attributes[k] for k in SURVEY if k in attributes})) if section}
+        ("attributes", {k: attributes[k] for k in SURVEY if k in attributes}),
+        ("input", {k: read[k] for k in INPUT_KEPT if k in read})) if section}
     if attributes.get("person"):
         roles[attributes["person"]] = "person key"
     hierarchies = dict(session.hierarchies)

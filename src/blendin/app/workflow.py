@@ -489,7 +489,8 @@ def spec_document(session: Session) -> dict:
         anonymization["weights"] = weights
     carried = session.carried  # a project's sections the page has no fields for
     attributes |= carried.get("attributes", {})
-    doc = {"input": dict(session.data.options)} if session.data.options else {}
+    read = dict(session.data.options) | carried.get("input", {})
+    doc = {"input": read} if read else {}
     if carried.get("transform"):
         doc["transform"] = dict(carried["transform"])
     return doc | {
