@@ -847,3 +847,19 @@ def test_a_projects_input_keys_that_change_the_release_are_kept(app):
         written = tomllib.loads(client.get(f"{sid}/run/1/download/spec").text)
     assert written["input"] == {"missing": "?", "normalize": ["case", "space"]}
     assert session.runs[0].spec.normalize == ["case", "space"]
+
+
+def test_the_linking_attack_names_the_table_it_joined(app):
+    # a run's attack figures count the voters it joined: another external table loaded
+    # afterwards does not lend them its name
+    with _client(app) as client:
+        sid, session = _hospital_run(app, client, k=5, max_suppression=0.05)
+        assert session.job.error is None
+        voters = client.get(f"{sid}/input/external").content.splitlines()
+        other = b"\n".join(voters[:101]) + b"\n"
+        client.post(f"{sid}/load/upload", files={"file": ("other.csv", other)},
+                    data={"target": "external"})
+        assert session.external.label == "other.csv"
+        page = html.unescape(client.get(f"{sid}/").text)
+    assert "<h3>Linking attack with hospital_external.csv</h3>" in page
+    assert "Every figure counts the people of hospital_external.csv:" in page

@@ -84,6 +84,8 @@ class Run:
     risk_after: Any = None
     attack_before: Any = None
     attack_after: Any = None
+    #: the external table the linking attack joined (another may be loaded since)
+    external: str | None = None
     tradeoff: list[dict] = field(default_factory=list)
     #: distinct values of each QI in the input, counted where it is (a table in a database:
     #: there, not in the page's sample); None: counted on the loaded table

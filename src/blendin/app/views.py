@@ -111,6 +111,7 @@ def describe(run: Run, session: Session) -> dict:
         "spec_models": "; ".join(str(m) for m in result.spec.models),
         "risk": _risk_rows(run.risk_before, run.risk_after),
         "attack": _attack_rows(run.attack_before, run.attack_after),
+        "external": run.external,
         "tradeoff": run.tradeoff,
         "tradeoff_svg": tradeoff_svg(run.tradeoff) if run.tradeoff else None,
         "targets": workflow.target_columns(session, run.spec),

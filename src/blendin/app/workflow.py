@@ -574,10 +574,13 @@ def run(session: Session, spec, job: Job) -> Run:
         counted = result.release_people is not None  # the release's rows, by person
         record.risk_after = risk(result.table_with_people(), qis,
                                  person=spec.person if counted else None)
-    if session.external is not None:
+    external = session.external  # (the one the figures name, even if another is loaded)
+    if external is not None:
         _still_loaded(session, data)
         job.step = "linking attack"
-        record.attack_before, record.attack_after = linking_attack(session, result)
+        record.attack_before, record.attack_after = linking_attack(session, result,
+                                                                   external)
+        record.external = external.label
     with session.lock:
         _still_loaded(session, data)
         record.number = len(session.runs) + 1
@@ -606,9 +609,10 @@ def distinct_counts(source: SqlSource, columns: list[str]) -> dict[str, int]:
     return {c: int(row[c] or 0) for c in columns}
 
 
-def linking_attack(session: Session, result):
-    """The attack on the input with identifiers removed, and on the release."""
-    external = session.external.table
+def linking_attack(session: Session, result, loaded: Loaded | None = None):
+    """The attack on the input with identifiers removed, and on the release, by the
+    people of ``loaded`` (the session's external table)."""
+    external = (loaded or session.external).table
     qis = [q for q in result.spec.quasi_identifiers if q in external.column_names]
     if not qis:
         return None, None
