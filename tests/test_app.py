@@ -863,3 +863,16 @@ def test_the_linking_attack_names_the_table_it_joined(app):
         page = html.unescape(client.get(f"{sid}/").text)
     assert "<h3>Linking attack with hospital_external.csv</h3>" in page
     assert "Every figure counts the people of hospital_external.csv:" in page
+
+
+def test_comparing_runs_that_are_gone_shows_the_runs_there_are(app):
+    # /compare?a=3&b=4 kept in the history (Back after another table was loaded and run
+    # twice) named runs that no longer exist: a 500 page
+    with _client(app) as client:
+        sid, _ = _hospital_run(app, client, k=5, max_suppression=0.05)
+        client.post(f"{sid}/models", data={"m0:k": "3", "action": "run"})
+        _wait(app, sid)
+        for query in ("a=3&b=4", "a=x&b=1", "a=0&b=-1"):
+            answer = client.get(f"{sid}/compare?{query}")
+            assert answer.status_code == 200, query
+            assert re.search(r"<th>run [12]</th><th>run [12]</th>", answer.text), query

@@ -625,8 +625,12 @@ def create_app(path: str | Path | None = None, *,
 
     async def compare(request: Request) -> Response:
         session = session_of(request)
-        response = page(session, compare=(request.query_params.get("a"),
-                                          request.query_params.get("b")))
+        # runs of this table only: an address kept from before (the Back button after
+        # another table was loaded, a bookmark) names runs that are gone
+        numbers = {str(r.number) for r in session.runs}
+        response = page(session, compare=tuple(
+            v if v in numbers else None
+            for v in (request.query_params.get("a"), request.query_params.get("b"))))
         return response
 
     routes = [
