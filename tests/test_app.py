@@ -876,3 +876,19 @@ def test_comparing_runs_that_are_gone_shows_the_runs_there_are(app):
             answer = client.get(f"{sid}/compare?{query}")
             assert answer.status_code == 200, query
             assert re.search(r"<th>run [12]</th><th>run [12]</th>", answer.text), query
+
+
+def test_run_numbers_go_on_across_tables(app):
+    # a page still open on the hospital's run 1 (another tab of the same session) must not
+    # download the people table's first run as "run 1"
+    with _client(app) as client:
+        sid, session = _hospital_run(app, client, k=5, max_suppression=0.05)
+        assert [r.number for r in session.runs] == [1]
+        client.post(f"{sid}/load/sample", data={"sample": "people"})
+        client.post(f"{sid}/run")
+        _wait(app, sid)
+        assert session.job.error is None
+        assert [r.number for r in session.runs] == [2]
+        stale = client.get(f"{sid}/run/1/download/.csv", follow_redirects=False)
+        assert stale.status_code == 303
+        assert "Results of run 2" in client.get(f"{sid}/").text

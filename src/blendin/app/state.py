@@ -162,6 +162,8 @@ class Session:
     #: households): kept as written in every spec the page builds, and named on the page
     carried: dict[str, dict] = field(default_factory=dict)
     runs: list[Run] = field(default_factory=list)
+    #: the runs numbered so far, those of tables loaded before included
+    numbered: int = 0
     job: Job | None = None
     message: str | None = None
     error: str | None = None

@@ -583,7 +583,10 @@ def run(session: Session, spec, job: Job) -> Run:
         record.external = external.label
     with session.lock:
         _still_loaded(session, data)
-        record.number = len(session.runs) + 1
+        # numbered on from the runs of tables loaded before: a page still open on one of
+        # them never downloads another table's release under its run's number
+        session.numbered += 1
+        record.number = session.numbered
         session.runs.append(record)
     return record
 
