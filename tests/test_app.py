@@ -892,3 +892,25 @@ def test_run_numbers_go_on_across_tables(app):
         stale = client.get(f"{sid}/run/1/download/.csv", follow_redirects=False)
         assert stale.status_code == 303
         assert "Results of run 2" in client.get(f"{sid}/").text
+
+
+def test_a_file_named_on_the_command_line_and_edited_since_is_not_run(tmp_path):
+    # the run reads the file again: edited meanwhile, it released the new rows beside the
+    # old rows' preview and risk ("200 in the input" under "400 records", 385 classes before)
+    data = tmp_path / "visits.csv"
+    data.write_text("age,sex,diagnosis\n" + "".join(
+        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(400)))
+    app = create_app(data)
+    with _client(app) as client:
+        sid = _session(client)
+        data.write_text("".join(data.read_text().splitlines(keepends=True)[:201]))
+        page = html.unescape(client.get(f"{sid}/").text)
+        assert "Cannot run yet: visits.csv changed since the page loaded it" in page
+        page = html.unescape(client.post(f"{sid}/models", data={"action": "run"}).text)
+        assert "error: visits.csv changed since the page loaded it" in page
+        assert app.state.store.get(sid.rsplit("/", 1)[-1]).job is None
+        # a new page reads it anew, and runs
+        sid = _session(client)
+        assert 'id="records">200<' in client.get(f"{sid}/").text
+        client.post(f"{sid}/models", data={"action": "run"})
+        assert _wait(app, sid).job.error is None

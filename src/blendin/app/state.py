@@ -123,6 +123,8 @@ class Loaded:
     records: int | None = None
     #: each column's distinct values with their records, counted once (the tree editor)
     counted: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the file's size and modification time when it was read (None: a table in a database)
+    signature: tuple[int, int] | None = None
 
     @property
     def rows(self) -> int:

@@ -95,10 +95,33 @@ def read_file(path: Path, label: str, *, downloadable: bool = False,
     if suffix_of(path.name) == ".xlsx":
         path = _excel_to_csv(path, label, scratch or path.parent)
         downloadable, encoding, delimiter = True, None, None
+    signature = file_signature(path)  # (before reading: a change while it is read shows)
     table = Source(path, delimiter=delimiter, encoding=encoding).read_all()
-    loaded = Loaded(label, path, table, profile(table), downloadable)
+    loaded = Loaded(label, path, table, profile(table), downloadable, signature=signature)
     loaded.options = {k: v for k, v in (("encoding", encoding), ("delimiter", delimiter)) if v}
     return loaded
+
+
+def file_signature(path: Path) -> tuple[int, int]:
+    """The size and modification time of a file: what changes when it is saved again."""
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns
+
+
+def check_unchanged(loaded: Loaded) -> None:
+    """Refuse to run on a file that changed since the page read it (a file named on the
+    command line, edited meanwhile): the run would read the new rows while the page's
+    preview, risk before and side-by-side table show the old ones."""
+    if loaded.path is None or loaded.signature is None:
+        return
+    try:
+        now = file_signature(loaded.path)
+    except OSError:
+        now = None
+    if now != loaded.signature:
+        raise BlendinError(f"{loaded.label} changed since the page loaded it",
+                           fix="load it again (open the address blendin app printed, or "
+                               "upload it) to see and release its current rows")
 
 
 def _excel_to_csv(path: Path, label: str, folder: Path) -> Path:
@@ -504,6 +527,7 @@ def spec_document(session: Session) -> dict:
 
 def build_spec(session: Session):
     """The validated Spec of the page's choices; BlendinError says what does not fit."""
+    check_unchanged(session.data)
     spec = Spec.from_dict(spec_document(session), base_dir=session.folder)
     spec.validate_columns(session.data.table.column_names)
     _check_flat(session.data.table, [*spec.quasi_identifiers, *spec.sensitive])
@@ -639,6 +663,7 @@ def tradeoff(session: Session, run_: Run, job: Job, target: str | None = None) -
     """Re-run the spec of ``run_`` for several k: loss and suppression against k; with a
     ``target`` column, also the accuracy of a model trained on each release to predict it
     (logistic regression, :data:`TRADEOFF_SAMPLE` records at most)."""
+    check_unchanged(session.data)
     base = run_.spec.to_dict()
     ks = [k for k in TRADEOFF_KS if k <= session.data.rows]
     if target is not None:
@@ -724,6 +749,7 @@ def download(session: Session, run_: Run, what: str) -> Path:
         return _project(session, run_, folder, stem)
     if what == "report":
         if session.data.ref is None:
+            check_unchanged(session.data)  # (the report reads the input's risk again)
             return result.report(folder / f"{stem}_report.html",
                                  original=str(session.data.path))
         with connected(session.data.ref) as ref:  # the input's risk, read in the database
