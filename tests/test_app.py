@@ -914,3 +914,30 @@ def test_a_file_named_on_the_command_line_and_edited_since_is_not_run(tmp_path):
         assert 'id="records">200<' in client.get(f"{sid}/").text
         client.post(f"{sid}/models", data={"action": "run"})
         assert _wait(app, sid).job.error is None
+
+
+def test_a_tree_or_a_file_is_found_again_after_another_builder_was_tried(app):
+    # trying another builder in the drop-down and coming back lost the groups made by hand
+    # (the editor started again from the leaves) and the ARX file chosen
+    hx = {"hx-request": "true"}
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        session = app.state.store.get(sid.rsplit("/", 1)[-1])
+        client.post(f"{sid}/hierarchy/marital_status", data={"kind": "tree"}, headers=hx)
+        client.post(f"{sid}/hierarchy/marital_status/tree",
+                    data={"items": ["Married", "Divorced", "Widowed"], "group": "Has married"})
+        grouped = session.hierarchies["marital_status"]
+        assert "Has married" in grouped["tree"]
+        client.post(f"{sid}/hierarchy/marital_status", data={"kind": "flat"}, headers=hx)
+        client.post(f"{sid}/hierarchy/marital_status", data={"kind": "tree"}, headers=hx)
+        assert session.hierarchies["marital_status"] == grouped
+        client.post(f"{sid}/hierarchy/ethnicity/file",
+                    files={"file": ("ethnicity.csv", b"Asian;*\nBlack;*\nHispanic;*\n"
+                                                     b"Other;*\nWhite;*\n")})
+        chosen = session.hierarchies["ethnicity"]
+        assert "csv" in chosen
+        client.post(f"{sid}/hierarchy/ethnicity", data={"kind": "flat"}, headers=hx)
+        answer = client.post(f"{sid}/hierarchy/ethnicity", data={"kind": "csv"}, headers=hx)
+        assert "choose an ARX hierarchy file" not in answer.text
+        assert session.hierarchies["ethnicity"] == chosen

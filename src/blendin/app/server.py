@@ -467,8 +467,12 @@ def create_app(path: str | Path | None = None, *,
         kind = str(form.get("kind", "flat"))
         fields = {k: str(v) for k, v in form.items() if k not in ("kind", "weight")}
         before = session.hierarchies.get(column) or {}
+        # a tree built by hand and a file chosen are kept aside: choosing another builder
+        # and coming back finds them again
+        aside = session.set_aside.setdefault(column, {})
+        aside |= {key: before for key in ("tree", "csv") if key in before}
         if kind == "csv":
-            fields["csv"] = before.get("csv", "")
+            fields["csv"] = before.get("csv") or aside.get("csv", {}).get("csv", "")
             if not fields["csv"]:  # nothing to read yet: say what to do, not an error
                 html = env.get_template("preview.html").render(
                     column=column, preview=None, error=None,
@@ -477,8 +481,9 @@ def create_app(path: str | Path | None = None, *,
                 return HTMLResponse(html) if request.headers.get("hx-request") else \
                     back(session, "hierarchies")
         if kind == "tree" and "tree" not in before:
-            # the editor starts from the column's own values, each a leaf
-            start = trees.current_tree(session, column)
+            # the editor starts from the tree built before, else from the column's own
+            # values, each a leaf
+            start = aside.get("tree", {}).get("tree") or trees.current_tree(session, column)
             if start is None:
                 html = env.get_template("preview.html").render(
                     column=column, preview=None, error=None,

@@ -157,6 +157,9 @@ class Session:
     roles: dict[str, str] = field(default_factory=dict)
     hierarchies: dict[str, dict] = field(default_factory=dict)
     weights: dict[str, float] = field(default_factory=dict)
+    #: column -> builder -> the hierarchy table of a tree or a file chosen before another
+    #: builder was (found again when the builder is chosen back)
+    set_aside: dict[str, dict[str, dict]] = field(default_factory=dict)
     models: list[dict] = field(default_factory=list)
     limits: dict[str, Any] = field(default_factory=dict)
     #: what a loaded project holds that the page has no fields for (its [transform]

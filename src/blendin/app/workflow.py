@@ -312,6 +312,7 @@ def set_data(session: Session, loaded: Loaded) -> None:
     session.roles = {c.name: c.role for c in loaded.columns}
     session.hierarchies = {c.name: c.hierarchy for c in loaded.columns}
     session.weights = {}
+    session.set_aside = {}
     session.runs = []
     sensitive = [c.name for c in loaded.columns if c.role == "sensitive"]
     session.models = [{"model": "k-anonymity", "k": 5}]
