@@ -941,3 +941,18 @@ def test_a_tree_or_a_file_is_found_again_after_another_builder_was_tried(app):
         answer = client.post(f"{sid}/hierarchy/ethnicity", data={"kind": "csv"}, headers=hx)
         assert "choose an ARX hierarchy file" not in answer.text
         assert session.hierarchies["ethnicity"] == chosen
+
+
+@pytest.mark.parametrize("weight", ["abc", "inf", "1e400", "-1", "nan"])
+def test_a_weight_that_is_no_weight_is_refused_in_place(app, weight):
+    # "abc" got Python's "could not convert string to float" (with the hierarchy saved), and
+    # "inf" passed the page's check ("The spec is complete") to fail only in the run
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        answer = html.unescape(client.post(f"{sid}/hierarchy/sex",
+                                           data={"kind": "flat", "weight": weight},
+                                           headers={"hx-request": "true"}).text)
+        assert f"error: the weight of 'sex' must be a number >= 0, got '{weight}'" in answer
+        session = app.state.store.get(sid.rsplit("/", 1)[-1])
+        assert session.weights.get("sex", 1) == 1

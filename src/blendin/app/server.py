@@ -497,8 +497,8 @@ def create_app(path: str | Path | None = None, *,
             table = workflow.builder_table(kind, fields)
             preview = await run_in_threadpool(workflow.hierarchy_preview, session, column,
                                               table)
+            session.weights[column] = _weight(column, weight)
             session.hierarchies[column] = table
-            session.weights[column] = float(weight)
             error = None
         except (BlendinError, ValueError) as problem:
             preview, error = None, f"error: {problem}"
@@ -728,6 +728,26 @@ def _load_upload(session: Session, dest: Path, name: str, target: str,
     else:
         workflow.set_data(session, loaded)
     session.message = f"loaded {name}"
+
+
+def _weight(column: str, text: str) -> float:
+    """A column's weight from its field: a finite number >= 0 (the spec's rule, said in
+    place rather than at the run).
+
+    >>> _weight("age", " 2 "), _weight("age", "0")
+    (2.0, 0.0)
+    """
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise BlendinError(f"the weight of {column!r} must be a number >= 0, got {text!r}",
+                           fix="give e.g. 1, or 2 to keep more of this column than of the "
+                               "others")
+    return value
 
 
 def _run_of(session: Session, request: Request):
