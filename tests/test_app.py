@@ -956,3 +956,14 @@ def test_a_weight_that_is_no_weight_is_refused_in_place(app, weight):
         assert f"error: the weight of 'sex' must be a number >= 0, got '{weight}'" in answer
         session = app.state.store.get(sid.rsplit("/", 1)[-1])
         assert session.weights.get("sex", 1) == 1
+
+
+@pytest.mark.parametrize("name", ["Post code", "post_code", "postcode", "Postal code"])
+def test_a_post_code_is_suggested_as_a_quasi_identifier(name):
+    # "Post code" (as spreadsheets name it) matched no rule: suggested insensitive, released
+    # as it is with "no rule matched"
+    table = bl.to_arrow(bl.datasets.hospital(60, seed=4)).rename_columns(
+        [name if c == "zip" else c for c in bl.datasets.hospital(60, seed=4).columns])
+    column = {c.name: c for c in profile.profile(table)}[name]
+    assert (column.role, column.reason) == ("quasi-identifier",
+                                            "place of residence: quasi-identifier")

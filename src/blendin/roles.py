@@ -20,7 +20,7 @@ NAME_RULES: tuple[tuple[str, str, str], ...] = (
      r"passport|mrn|patient_?id|person_?id|address|street)($|_)",
      "identifier", "{name}: names a person directly: identifier"),
     (r"(dob|birth|geburt)", "quasi-identifier", "date of birth: quasi-identifier"),
-    (r"(^|_)(zip|zipcode|zip_?code|postcode|postal|postal_?code|plz|county|city|town|region|"
+    (r"(^|_)(zip|zipcode|zip_?code|post_?code|postal|postal_?code|plz|county|city|town|region|"
      r"district|state)($|_)",
      "quasi-identifier", "place of residence: quasi-identifier"),
     (r"(^|_)(age|sex|gender|ethnicity|race|marital|education|occupation|job|"
