@@ -967,3 +967,26 @@ def test_a_post_code_is_suggested_as_a_quasi_identifier(name):
     column = {c.name: c for c in profile.profile(table)}[name]
     assert (column.role, column.reason) == ("quasi-identifier",
                                             "place of residence: quasi-identifier")
+
+
+def test_excel_date_cells_are_dates(app, tmp_path):
+    # a date cell came out as "1955-01-28 00:00:00": the profile called a date of birth text
+    # and gave it no dates ladder (flat: the release kept nothing of it)
+    import datetime
+
+    import pandas as pd
+
+    path = tmp_path / "ward.xlsx"
+    pd.DataFrame({"dob": [datetime.datetime(1950 + i % 30, 1 + i % 12, 1 + i % 28)
+                          for i in range(60)],
+                  "seen": [datetime.datetime(2024, 1, 1, 9, 30)] * 60,
+                  "sex": ["f", "m"] * 30}).to_excel(path, index=False)
+    with _client(app) as client:
+        sid = _session(client)
+        page = client.post(f"{sid}/load/upload", files={"file": (path.name, path.read_bytes())},
+                           data={"target": "data"}).text
+        session = app.state.store.get(sid.rsplit("/", 1)[-1])
+    assert "1950-01-01" in page and "1950-01-01 00:00:00" not in page
+    assert "2024-01-01 09:30:00" in page  # (a time of day is kept)
+    dob = {c.name: c for c in session.data.columns}["dob"]
+    assert dob.kind == "date" and "dates" in session.hierarchies["dob"]

@@ -139,9 +139,27 @@ def _excel_to_csv(path: Path, label: str, folder: Path) -> Path:
     if frame.empty:
         raise BlendinError(f"{label!r} has no rows", fix="give a table with a header and at "
                            "least one row")
+    frame = _dates_as_dates(frame)
     out = folder / (Path(label).stem + ".csv")
     write_table(pa.Table.from_pandas(frame, preserve_index=False), out)
     return out
+
+
+#: how pandas writes an Excel date cell as text: a date with a time of midnight
+MIDNIGHT = r"\d{4}-\d{2}-\d{2} 00:00:00"
+
+
+def _dates_as_dates(frame):
+    """Columns of Excel date cells as dates (``1955-01-28``, as the sheet shows them and
+    as the dates hierarchy and the profile read them), not as pandas' text for a
+    timestamp (``1955-01-28 00:00:00``, which made a date of birth "text", given no
+    dates ladder)."""
+    for column in frame.columns:
+        values = frame[column]
+        filled = values[values != ""]
+        if len(filled) and filled.str.fullmatch(MIDNIGHT).all():
+            frame[column] = values.str.slice(0, 10)
+    return frame
 
 
 #: the sheets' text an Excel file may unpack to (parsing it takes about a minute a 100 MB)
