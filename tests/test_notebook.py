@@ -3,6 +3,7 @@ a few lines, never the data or the hierarchies."""
 
 import html
 import re
+import tomllib
 
 import pandas as pd
 import pytest
@@ -155,6 +156,10 @@ def test_a_column_with_one_value_left_is_named_with_the_way_out():
     note = result.summary().splitlines()[-1]
     assert note.startswith("note: a, b ended where every record shows the same value")
     assert "weights = { a = 5, b = 5 }" in note and "--algorithm mondrian" in note
+    spaced = bl.anonymize(df.rename(columns={"a": "Age (years)"}), bl.Spec(
+        quasi_identifiers={"Age (years)": a, "b": b}, models=[bl.KAnonymity(12)]))
+    weights = re.search(r"weights = \{[^}]*\}", spaced.summary().splitlines()[-1])[0]
+    assert tomllib.loads(weights) == {"weights": {"Age (years)": 5, "b": 5}}  # TOML, as told
 
 
 def test_a_column_kept_is_not_named(result):

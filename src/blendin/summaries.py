@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
+from blendin.errors import toml_key
+
 #: at most this many k-minimal nodes are listed
 MINIMAL_SHOWN = 5
 
@@ -342,7 +344,7 @@ def summary_notes(result) -> list[str]:
     lost = fully_generalized(result)
     if lost:
         it = "it" if len(lost) == 1 else "them"
-        weights = ", ".join(f"{q} = 5" for q in lost)
+        weights = ", ".join(f"{toml_key(q)} = 5" for q in lost)  # (as TOML reads it)
         lines.append(
             f"note: {', '.join(lost)} ended where every record shows the same value "
             f"(the top of the hierarchy, or one value short of it), so the release keeps "
