@@ -329,6 +329,21 @@ def test_encoding_and_delimiter_chosen_on_upload_go_into_the_spec(app):
     assert '[input]\ndelimiter = ";"\nencoding = "latin-1"' in toml
 
 
+def test_a_file_read_wrongly_is_fixed_with_the_load_forms_fields(app):
+    """The CLI's fix names --encoding and --delimiter; the page has fields for them."""
+    latin = "city;diagnosis\n" + "Zürich;d1\n" * 5
+    ragged = "a,b\n1,2\n1,2,3\n"
+    with _client(app) as client:
+        sid = _session(client)
+        for rows, encoding, said in [(latin.encode("latin-1"), "", "latin-1 in the encoding "
+                                      "field"), (ragged.encode(), "", "set the delimiter "
+                                                 "field")]:
+            page = client.post(f"{sid}/load/upload", files={"file": ("t.csv", rows)},
+                               data={"target": "data", "encoding": encoding})
+            text = html.unescape(page.text)
+            assert said in text and "--encoding" not in text and "--delimiter" not in text
+
+
 def test_new_anonymization_keys_of_the_spec_get_a_field(monkeypatch, app):
     from blendin import spec
 

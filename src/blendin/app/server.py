@@ -722,12 +722,35 @@ def _load_upload(session: Session, dest: Path, name: str, target: str,
     except BlendinError as error:
         shutil.rmtree(dest.parent, ignore_errors=True)  # nothing refers to this upload
         # the CLI's message, naming the file as the user knows it, not its private copy
-        raise BlendinError(error.problem.replace(str(dest), name), fix=error.fix) from None
+        raise BlendinError(error.problem.replace(str(dest), name),
+                           fix=error.fix and in_fields(error.fix)) from None
     if target == "external":
         session.external = loaded
     else:
         workflow.set_data(session, loaded)
     session.message = f"loaded {name}"
+
+
+#: the CLI's words for how a file is read, and the load form's fields that say it instead
+_FIELDS = [
+    (r"pass --delimiter ('[^']*'|\S+) \(or set \[input\] delimiter\)",
+     r"put \1 in the delimiter field"),
+    (r"pass --delimiter(, or set \[input\] delimiter)?", "set the delimiter field"),
+    (r"--encoding ([\w-]+)( \(or set \[input\] encoding\))?", r"\1 in the encoding field"),
+]
+
+
+def in_fields(fix: str) -> str:
+    """A fix that names the CLI's flags, said with the load form's fields.
+
+    >>> in_fields("pass its encoding, e.g. --encoding latin-1 (or set [input] encoding)")
+    'pass its encoding, e.g. latin-1 in the encoding field'
+    >>> in_fields("check the delimiter (',' was used; pass --delimiter) and ...")
+    "check the delimiter (',' was used; set the delimiter field) and ..."
+    """
+    for pattern, said in _FIELDS:
+        fix = re.sub(pattern, said, fix)
+    return fix
 
 
 def _weight(column: str, text: str) -> float:
