@@ -159,3 +159,24 @@ def test_the_report_shows_the_survey_figures_before_and_after(tmp_path):
     assert float(rows["household-average"]["after"].rstrip("%")) == pytest.approx(
         100 * after.individual.household_average, abs=0.051)
     assert rows["suda-records"]["after"].startswith(f"{after.suda.records_with_msu:,}")
+
+
+def test_the_reports_household_figure_counts_records_not_households():
+    """The report's expected re-identifications through households is sdcMicro's: each
+    record's household risk summed over the records, which is not the households expected
+    to be re-identified (each household once); its label said households."""
+    df = survey()
+    from blendin.report.html import report_context
+
+    result = bl.anonymize(df, weighted_spec())
+    row = {r["key"]: r for r in report_context(result, original=df)["risk"]}["household-expected"]
+    risk = pd.Series(record_risks(df, ["region", "sex", "age"]))
+    with np.errstate(divide="ignore"):  # a risk of 1: log 0, a sure re-identification
+        home = 1 - np.exp(np.log1p(-risk.clip(upper=1)).groupby(df["hid"]).transform("sum"))
+    per_record = home.sum()
+    per_household = home.groupby(df["hid"]).first().sum()
+    shown = float(row["before"].replace(",", ""))
+    assert shown == pytest.approx(per_record, rel=1e-3)
+    assert shown != pytest.approx(per_household, rel=0.05)
+    text = " ".join(str(v) for v in row.values()).lower()
+    assert "households' re-identifications" not in text and "records" in text

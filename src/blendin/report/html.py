@@ -656,8 +656,10 @@ def _individual_rows(both, reports: Sequence[RiskReport]) -> list[dict[str, str]
         rows += [both("household-average", "Household risk, average",
                       get("household_average"),
                       "a household is re-identified when any member is: 1 - Π(1 - risk)"),
-                 both("household-expected", "Expected households' re-identifications",
-                      get("household_expected", number))]
+                 both("household-expected", "Expected re-identifications through households",
+                      get("household_expected", number),
+                      "records, not households: the sum of each record's household risk "
+                      "(sdcMicro's hier_risk_ER)")]
     return rows
 
 
