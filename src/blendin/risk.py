@@ -417,13 +417,31 @@ def _compatible_classes(tuples: pa.Table, qi: Sequence[str], sensitive: Sequence
                         ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """A release with blank cells: per class of equal QI values (``*`` a value), its
     records, the records compatible with it (a ``*`` matches any value; the size that
-    gives its risk) and its distinct sensitive values."""
+    gives its risk) and its distinct sensitive values, 2 where its own records share one
+    value but a compatible record holds another (the class is the compatible records:
+    it does not give the value away)."""
+    if sensitive:  # per tuple: are the records compatible with it all of its value?
+        codes, blank = _qi_codes(tuples, qi)
+        count = tuples.column(COUNT).to_numpy().astype(np.int64)
+        total = compatible(codes, blank, count)
+        for s in sensitive:
+            value = pc.dictionary_encode(tuples.column(s).combine_chunks(),
+                                         null_encoding="encode").indices
+            same = compatible(np.column_stack([codes, value.to_numpy(zero_copy_only=False)]),
+                              np.column_stack([blank, np.zeros(len(blank), bool)]), count)
+            tuples = tuples.append_column(f"{_PURE}{s}", pa.array(same == total))
     grouped = tuples.group_by(list(qi)).aggregate(
-        [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive])
+        [(COUNT, "sum")] + [(s, "count_distinct") for s in sensitive]
+        + [(f"{_PURE}{s}", "min") for s in sensitive])
     records = grouped.column(f"{COUNT}_sum").to_numpy().astype(np.int64)
-    distinct = {s: grouped.column(f"{s}_count_distinct").to_numpy().astype(np.int64)
-                for s in sensitive}
+    distinct = {s: np.where(grouped.column(f"{_PURE}{s}_min").to_numpy(zero_copy_only=False),
+                            grouped.column(f"{s}_count_distinct").to_numpy(), 2
+                            ).astype(np.int64) for s in sensitive}
     return records, compatible(*_qi_codes(grouped, qi), records), distinct
+
+
+#: a column of :func:`_compatible_classes`: whether a tuple's compatible records share its value
+_PURE = "__blendin_pure_"
 
 
 def _qi_codes(table: pa.Table, qi: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
