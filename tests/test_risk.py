@@ -309,3 +309,37 @@ def test_the_cli_reads_a_file_in_the_specs_encoding(tmp_path):
     result = CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec)])
     assert result.exit_code == 0, result.output
     assert "classes            2 (smallest 6)" in result.output
+
+
+def test_a_share_neither_vanishes_nor_fills_in_rounding():
+    """1 record of 5,001 alone in its class: its share at risk, counted again here, is
+    above 0 and below 1, and no printed figure may read 0.0% or 100.0% for it (the
+    records above the threshold read 0.0% beside a highest risk of 100.0%)."""
+    from blendin.utility import utility
+
+    df = pd.DataFrame({"q": ["a"] * 3000 + ["b"] * 2000 + ["c"]})
+    report = risk(df, ["q"])
+    sizes = df.groupby("q")["q"].transform("size")
+    at_risk = float((1 / sizes > 0.2).mean())
+    assert report.prosecutor.records_at_risk == pytest.approx(at_risk) and 0 < at_risk < 0.001
+    text = "\n".join(report.lines())
+    assert "sample uniques     1 (<0.1%)" in text
+    assert f"{100 * 3 / 5001:.1f}" == "0.1"  # the average: 3 classes over 5,001 records
+    assert "prosecutor     100.0%     0.1%     <0.1%" in text, text
+    # the other way round: all but one of 5,001 records blend in
+    row = {r["key"]: r for r in _report_rows(report)}
+    assert row["prosecutor-at-risk"]["before"] == "<0.1%"
+    spec_df = pd.DataFrame({"x": ["1"] * 5000 + ["2"]})
+    import blendin as bl
+
+    spec = bl.Spec(quasi_identifiers={"x": bl.flat()}, models=[bl.KAnonymity(2)],
+                   max_suppression=0.01)
+    released = bl.anonymize(spec_df, spec).data
+    assert len(released) == 5000
+    assert "released 5,000 (>99.9%)" in str(utility(spec_df, released, spec))
+
+
+def _report_rows(report):
+    from blendin.report.html import _risk_rows
+
+    return _risk_rows(report, report, ())

@@ -44,7 +44,7 @@ from blendin.models import DistinctLDiversity, KAnonymity
 from blendin.outputs import together_in
 from blendin.risk import RiskReport, risk
 from blendin.spec import Spec
-from blendin.summaries import percent_of
+from blendin.summaries import percent, percent_of
 
 #: the columns Sweeney joined on
 JOIN = ("zip", "dob", "sex")
@@ -98,7 +98,7 @@ class Demo:
         rb, ra = self.risk_before, self.risk_after
 
         def pct(x: float) -> str:
-            return f"{100 * x:.1f}%"
+            return percent(x)
 
         def count(n: int, total: int) -> str:
             return f"{n} ({percent_of(n, total) if total else '-'})"

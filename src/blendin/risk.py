@@ -54,7 +54,7 @@ from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory
 from blendin.suda import DIS_FRACTION, SpecialUniques, suda2
-from blendin.summaries import risk_summary
+from blendin.summaries import percent, risk_summary
 from blendin.transform.cells import compatible
 
 #: the column that carries a person's joint set of event tuples (a class splits on it)
@@ -208,7 +208,7 @@ class RiskReport:
 
 
 def _pct(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{100 * x:.1f}%"
+    return percent(x)
 
 
 def _smallest(sizes: np.ndarray) -> str:

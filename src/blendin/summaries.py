@@ -80,19 +80,44 @@ def _count(n) -> str:
 
 
 def _pct(x: float) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+    return percent(x)
+
+
+def percent(x: float | None) -> str:
+    """A share in percent, one decimal; a share above 0 never reads 0.0% nor one below 1
+    100.0% (1 record of 5,001 at risk is <0.1%, 9,996 of 10,000 released >99.9%).
+
+    >>> percent(0.25), percent(0.0004), percent(0.9996), percent(1.0), percent(0.0)
+    ('25.0%', '<0.1%', '>99.9%', '100.0%', '0.0%')
+    """
+    if x is None or math.isnan(x):
+        return "n/a"
+    shown = f"{100 * x:.1f}%"
+    if x > 0 and shown == "0.0%":
+        return "<0.1%"
+    if x < 1 and shown == "100.0%":
+        return ">99.9%"
+    return shown
 
 
 def percent_of(count: int, total: int) -> str:
     """``count`` of ``total`` in percent, one decimal, rounded half up on the exact
-    fraction (so 29 of 2,000 reads 1.5% wherever it is printed).
+    fraction (so 29 of 2,000 reads 1.5% wherever it is printed); a count above 0 never
+    reads 0.0%, nor one short of the total 100.0%.
 
     >>> percent_of(29, 2000), percent_of(1, 3), percent_of(0, 0)
     ('1.5%', '33.3%', 'n/a')
+    >>> percent_of(1, 5001), percent_of(9996, 10000), percent_of(5, 5)
+    ('<0.1%', '>99.9%', '100.0%')
     """
     if not total:
         return "n/a"
-    tenths = (2000 * int(count) + int(total)) // (2 * int(total))
+    count, total = int(count), int(total)
+    tenths = (2000 * count + total) // (2 * total)
+    if tenths == 0 and count > 0:
+        return "<0.1%"
+    if tenths == 1000 and count < total:
+        return ">99.9%"
     return f"{tenths // 10}.{tenths % 10}%"
 
 

@@ -43,6 +43,7 @@ from blendin.app.profile import ROLES
 from blendin.app.state import Session, Store, remove_stale_folders
 from blendin.app.views import beside, context, tree_anchor
 from blendin.errors import BlendinError
+from blendin.summaries import percent
 
 HERE = Path(__file__).parent
 #: files a project upload may hold (a spec and its hierarchy files)
@@ -279,7 +280,7 @@ def _templates():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.1f}%"
+    env.filters["pct"] = lambda x: "–" if x is None else percent(x)
     env.filters["num"] = _num
     return env
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from blendin.summaries import percent
+
 #: most groups of a tree named before "and N more"
 TREE_GROUPS = 3
 
@@ -124,7 +126,7 @@ def count(n: int) -> str:
 
 
 def pct(x: float) -> str:
-    return "n/a" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+    return percent(x)
 
 
 def number(x) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 
 from blendin.codes import combine_keys
 from blendin.hierarchy.core import Hierarchy, domain_shares, domain_size
+from blendin.summaries import percent
 from blendin.utility.align import Aligned
 
 # -- ARX's quality measures -----------------------------------------------------------------
@@ -45,7 +46,7 @@ class ColumnQuality:
             shown = "values as they are"
         else:
             shown = f"level {self.level} of {self.height - 1}, e.g. {self.example}"
-        return f"{self.name}: {shown}; {100 * self.suppressed:.1f}% of values suppressed"
+        return f"{self.name}: {shown}; {percent(self.suppressed)} of values suppressed"
 
 
 def column_quality(a: Aligned, i: int, numbers: np.ndarray | None) -> tuple[ColumnQuality,

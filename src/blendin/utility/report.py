@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from blendin.codes import as_text
 from blendin.errors import BlendinError, preview
 from blendin.io import Source, to_arrow
-from blendin.summaries import utility_summary
+from blendin.summaries import percent_of, utility_summary
 from blendin.utility.align import Aligned, align
 from blendin.utility.classify import CLASSIFY_SAMPLE, MODELS, Classification, classify
 from blendin.utility.columns import (
@@ -74,7 +74,7 @@ class UtilityReport:
     def lines(self) -> list[str]:
         """The report as text, the plain view first."""
         lines = [f"records: {self.records:,}, released {self.released:,} "
-                 f"({100 * self.released / max(self.records, 1):.1f}%)", "columns:"]
+                 f"({percent_of(self.released, self.records)})", "columns:"]
         lines += [f"  {c.line()}" for c in self.columns]
         for name, (before, after) in self.statistics.items():
             lines.append(f"  {name}: mean {before.mean:.4g} -> {after.mean:.4g}, median "
