@@ -343,3 +343,21 @@ def _report_rows(report):
     from blendin.report.html import _risk_rows
 
     return _risk_rows(report, report, ())
+
+
+def test_with_a_person_key_the_lines_count_people():
+    """With a person key the shares are of people: the homogeneous line's count, counted
+    again from the people here, is people (its share of the people, not of the records);
+    it read 'records'."""
+    df = pd.DataFrame({"pid": [1, 1, 1, 2, 3, 3, 4, 4],
+                       "q": ["a", "a", "a", "a", "b", "b", "b", "b"],
+                       "dx": ["x", "x", "x", "x", "y", "z", "y", "z"]})
+    people = df.groupby("pid").agg(q=("q", "first"),
+                                   dx=("dx", lambda s: tuple(sorted(set(s)))))
+    same = people.groupby("q")["dx"].transform("nunique") == 1
+    assert int(same.sum()) == 4 and len(df) == 8  # every person, half the records
+    report = risk(df, ["q"], sensitive=["dx"], person="pid")
+    assert report.homogeneity["dx"].records == int(same.sum())
+    text = "\n".join(report.lines())
+    assert "homogeneous on dx: 2 classes, 4 people (100.0%)" in text
+    assert "people above 0.2" in text and "records above" not in text

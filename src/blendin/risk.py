@@ -155,6 +155,7 @@ class RiskReport:
     def lines(self) -> list[str]:
         """The report as aligned text lines."""
         n = max(self.records, 1)
+        unit = "records" if self.person is None else "people"  # what each figure counts
         rows = [
             f"records            {self.records}" if self.person is None else
             f"people             {self.records} ({self.rows} records; person key "
@@ -165,7 +166,7 @@ class RiskReport:
             if not self.cells else f"classes            {self.classes} (the fewest "
             f"compatible records {_smallest(self.sizes)}; a * matches any value)",
             f"sample uniques     {self.sample_uniques} ({_pct(self.sample_uniques / n)})",
-            f"{'risk':<12} {'highest':>8} {'average':>8}  records above {self.threshold:g}",
+            f"{'risk':<12} {'highest':>8} {'average':>8}  {unit} above {self.threshold:g}",
         ]
         for name, model in (("prosecutor", self.prosecutor), ("journalist", self.journalist)):
             rows.append(f"{name:<12} {_pct(model.highest):>8} {_pct(model.average):>8}  "
@@ -203,7 +204,7 @@ class RiskReport:
                 f"{band}: {n}" for band, n in s.bands.items()))
         for h in self.homogeneity.values():
             rows.append(f"homogeneous on {h.attribute}: {h.classes} classes, {h.records} "
-                        f"records ({_pct(h.share)})")
+                        f"{unit} ({_pct(h.share)})")
         return rows
 
 
