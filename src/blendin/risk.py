@@ -347,7 +347,8 @@ def risk(
         sizes=sizes,
         person=person,
         rows=rows,
-        individual=_individual(tuples, names, weights, household, cells, option) if extra
+        individual=_individual(tuples, names, weights, household, cells, option,
+                               missing) if extra
         else None,
         cells=cells,
     )
@@ -495,7 +496,7 @@ def class_sizes(
 
 def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
                 household: str | None, cells: bool = False,
-                option: str = "--weights") -> IndividualRiskFigures:
+                option: str = "--weights", missing: str = "") -> IndividualRiskFigures:
     """sdcMicro's individual (and household) risk from the distinct tuples of the QIs with
     the weight and household columns (suppressed records are not at risk). With ``cells``
     a ``*`` matches any value: a class's ``fk`` and ``Fk`` sum the records (and weights)
@@ -521,14 +522,22 @@ def _individual(tuples: pa.Table, qi: Sequence[str], weights: str | None,
     out = dict(weights=weights, household=household, expected=expected,
                average=expected / n, highest=float(rk.max()))
     if household is not None:
-        homes = pc.dictionary_encode(kept.column(household).combine_chunks())
-        home = homes.indices.to_numpy().astype(np.int64)
+        ids = as_text(kept.column(household), missing)
+        homes = pc.dictionary_encode(ids.combine_chunks())
+        home = homes.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        # a record without a household id shares it with no one: its own risk
+        alone = pc.fill_null(pc.equal(ids, missing), True).to_numpy(zero_copy_only=False)
+        home[alone] = -1
         # 1 - prod(1 - r) over each household's members, through logs (no underflow)
         with np.errstate(divide="ignore"):  # a risk of 1 is a log of -inf: a sure 1
             safe = np.log1p(-np.minimum(record, 1.0))
-        home_risk = -np.expm1(np.bincount(home, weights=count * safe))
-        members = np.bincount(home, weights=count)
-        out["household_expected"] = float((home_risk * members).sum())
+        within = ~alone
+        home_risk = -np.expm1(np.bincount(home[within], weights=(count * safe)[within],
+                                          minlength=len(homes.dictionary)))
+        members = np.bincount(home[within], weights=count[within],
+                              minlength=len(homes.dictionary))
+        out["household_expected"] = float((home_risk * members).sum()
+                                          + (count * record)[alone].sum())
         out["household_average"] = out["household_expected"] / n
     return IndividualRiskFigures(**out)
 
