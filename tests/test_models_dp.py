@@ -170,6 +170,15 @@ def test_bad_combinations():
                                  models=[DifferentialPrivacy(1, 1e-5)]))
     with pytest.raises(BlendinError, match="mondrian cannot enforce differential-privacy"):
         bl.anonymize(df, spec(DifferentialPrivacy(1, 1e-5)), algorithm="mondrian")
+    # the spec alone says so, before any data (the app's "Cannot run yet", a TOML file)
+    document = {"quasi_identifiers": {"age": {"intervals": [10]}},
+                "privacy": [{"model": "differential-privacy", "epsilon": 1, "delta": 1e-5}]}
+    with pytest.raises(BlendinError, match="set max_suppression = 1"):
+        bl.Spec.from_dict(document)
+    document["anonymization"] = {"max_suppression": 1}
+    document["privacy"].append({"model": "k-anonymity", "k": 2})
+    with pytest.raises(BlendinError, match="cannot be combined"):
+        bl.Spec.from_dict(document)
 
 
 def test_toml_round_trip():

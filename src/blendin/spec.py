@@ -439,6 +439,8 @@ class Spec:
         self._check_models()
         self._check_survey()
         self._check_limits()
+        for model in self.models:  # what the rest of the spec rules out for a model
+            model.check_spec(self)
         self._check_input()
         self._check_transforms()
         return self

@@ -74,6 +74,10 @@ class PrivacyModel(ABC):
                 fix=f"add {self.attribute!r} to the sensitive attributes",
             )
 
+    def check_spec(self, spec) -> None:  # noqa: B027 (most models go with any spec)
+        """Raise BlendinError where the rest of the spec (its other models, its limits)
+        rules the model out, whatever the data."""
+
     def _check(self) -> None:  # noqa: B027 (models without parameters check nothing)
         """Check the parameters' types and ranges (constructor and validate)."""
 

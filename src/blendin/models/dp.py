@@ -250,6 +250,20 @@ class DifferentialPrivacy(PrivacyModel):
         return np.random.default_rng(np.random.SeedSequence(self._entropy,
                                                             spawn_key=(stream,)))
 
+    def check_spec(self, spec) -> None:
+        """SafePub's guarantee is its own (no other model), and it suppresses every class
+        smaller than its k, however many records that is (max_suppression 1)."""
+        if len(spec.models) > 1:
+            others = ", ".join(m.key for m in spec.models if m is not self)
+            raise BlendinError(f"differential-privacy cannot be combined with other models "
+                               f"({others}): SafePub's guarantee is its own",
+                               fix="release with differential-privacy alone, or drop it")
+        if spec.max_suppression < 1:
+            raise BlendinError(
+                "differential-privacy suppresses every class smaller than its k, however "
+                f"many records that is, but max_suppression is {spec.max_suppression:g}",
+                fix="set max_suppression = 1 (as ARX requires for SafePub)")
+
     def fresh(self) -> None:
         """Forget the drawn randomness (a release without a seed draws anew)."""
         self._entropy = None
@@ -350,16 +364,7 @@ def sample_model(spec) -> DifferentialPrivacy | None:
     found = [m for m in spec.models if isinstance(m, DifferentialPrivacy)]
     if not found:
         return None
-    if len(spec.models) > 1:
-        others = ", ".join(m.key for m in spec.models if m is not found[0])
-        raise BlendinError(f"differential-privacy cannot be combined with other models "
-                           f"({others}): SafePub's guarantee is its own",
-                           fix="release with differential-privacy alone, or drop it")
-    if spec.max_suppression < 1:
-        raise BlendinError(
-            "differential-privacy suppresses every class smaller than its k, however many "
-            f"records that is, but max_suppression is {spec.max_suppression:g}",
-            fix="set max_suppression = 1 (as ARX requires for SafePub)")
+    found[0].check_spec(spec)
     found[0].fresh()
     return found[0]
 
