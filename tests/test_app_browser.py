@@ -213,6 +213,7 @@ def test_release_from_the_page_equals_the_cli_with_the_downloaded_project(server
 
 
 def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
+    from blendin.app.server import in_fields
     from blendin.cli import main
 
     page = context.new_page()
@@ -234,8 +235,11 @@ def test_bad_uploads_get_the_clis_error_in_the_page(server, context, tmp_path):
     finally:
         os.chdir(cwd)
     assert cli.exit_code == 2
-    assert shown == cli.output.strip().splitlines()[-1]
-    assert "--encoding latin-1" in shown
+    # the CLI's message, its fix said with the page's fields
+    problem, _, fix = cli.output.strip().splitlines()[-1].partition("; fix: ")
+    assert "--encoding latin-1" in fix
+    assert shown == f"{problem}; fix: {in_fields(fix)}"
+    assert "latin-1 in the encoding field" in shown
     shot(page, "8-bad-upload", locator=page.locator("#load"))
     # the fix the message names, in the page: the encoding goes into the spec's [input]
     page.set_input_files("#file", str(bad))
