@@ -452,3 +452,32 @@ def test_a_release_replaced_on_spark_is_never_missing_from_its_name(spark, tmp_p
     assert multiset(pq.read_table(out)) == multiset(
         anonymize(df, spec_for(df, models=[KAnonymity(3)])).data)
     assert [p.name for p in tmp_path.iterdir()] == ["release.parquet"]  # no old one left
+
+
+def test_a_frame_with_timestamps_is_anonymized_as_embedded(spark, tmp_path):
+    """pyspark's to_arrow_type asserts on a TimestampType given no time zone: any frame or
+    Parquet file with a timestamp column, a quasi-identifier or not, ended in a bare
+    AssertionError. Spark hands timestamps to Arrow in the session's time zone."""
+    import datetime as dt
+
+    from blendin.hierarchy.dates import dates
+
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    when = [dt.datetime(2020, 1, 15, 12, tzinfo=dt.UTC), dt.datetime(2020, 3, 2, 8,
+                                                                    tzinfo=dt.UTC)] * 4
+    data = pa.table({"seen": pa.array(when, pa.timestamp("us", tz=zone)),
+                     "sex": ["F", "M"] * 4,
+                     "at": pa.array(when, pa.timestamp("us", tz=zone))})
+    pq.write_table(data, tmp_path / "seen.parquet")
+    from blendin.spec import Spec
+
+    spec = Spec(quasi_identifiers={"seen": dates("month"), "sex": bl_flat()},
+                models=[KAnonymity(2)])
+    embedded = anonymize(data, spec)
+    for given in (spark.read.parquet(str(tmp_path / "seen.parquet")),
+                  str(tmp_path / "seen.parquet")):
+        ours = anonymize(given, spec, engine=SparkEngine(spark))
+        released = ours.data.toArrow() if is_spark(ours.data) else ours.data
+        assert ours.levels == embedded.levels
+        assert pa.types.is_timestamp(released.column("at").type)
+        assert multiset(released) == multiset(embedded.data)

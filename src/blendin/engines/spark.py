@@ -179,10 +179,13 @@ class SparkSource:
     def types(self) -> dict[str, pa.DataType]:
         from pyspark.sql.pandas.types import to_arrow_type
 
+        # (Spark hands timestamps to Arrow in the session's time zone, which Arrow's type
+        # must name: without it pyspark asserts on any timestamp column)
+        zone = self.df.sparkSession.conf.get("spark.sql.session.timeZone")
         out = {}
         for field in self.df.schema.fields:
             try:
-                out[field.name] = to_arrow_type(field.dataType)
+                out[field.name] = to_arrow_type(field.dataType, timezone=zone)
             except TypeError:  # a Spark type with no Arrow twin: not text, not flat
                 out[field.name] = pa.struct([])
         return out
