@@ -318,3 +318,29 @@ def test_codes_kept_for_a_table_follow_numbers_its_owner_changes():
     assert "99" not in bl.anonymize(table, spec).data.column("age").to_pylist()
     age[:] = 99  # (the table shows 99 now, without a copy)
     assert set(bl.anonymize(table, spec).data.column("age").to_pylist()) == {"99"}
+
+
+def test_a_release_gives_columns_back_with_their_pandas_and_polars_types():
+    """Arrow alone turned a nullable Int64 column with a gap into float64, so an id of
+    2**53 + 1 came back as 2**53 (and 7 as 7.0), a boolean column into object, a string
+    one into str with NaN for NA, a polars Enum into Categorical."""
+    import blendin as bl
+
+    frame = pd.DataFrame({"sex": ["F", "M"] * 2,
+                          "id": pd.array([2**53 + 1, None, 7, 8], dtype="Int64"),
+                          "ok": pd.array([True, None, False, True], dtype="boolean"),
+                          "note": pd.array(["a", None, "b", "c"], dtype="string[pyarrow]"),
+                          "age": pd.array([30, 31, 42, 43], dtype="Int64")})
+    spec = bl.Spec(quasi_identifiers={"sex": bl.flat(), "age": bl.intervals(20)},
+                   models=[bl.KAnonymity(2)])
+    released = bl.anonymize(frame, spec, keep_order=True).data
+    for name in ("id", "ok", "note"):
+        assert released[name].dtype == frame[name].dtype, name
+    assert released["id"].tolist() == [2**53 + 1, pd.NA, 7, 8]
+    assert all(isinstance(v, str) for v in released["age"])  # generalized: labels
+    polar = pl.DataFrame({"sex": ["F", "M"] * 2,
+                          "kind": pl.Series(["x", None, "y", "x"], dtype=pl.Enum(["x", "y"]))})
+    out = bl.anonymize(polar, bl.Spec(quasi_identifiers={"sex": bl.flat()},
+                                      models=[bl.KAnonymity(2)]), keep_order=True).data
+    assert out.schema["kind"] == polar.schema["kind"]
+    assert out["kind"].to_list() == polar["kind"].to_list()

@@ -9,6 +9,7 @@ so a failed write leaves nothing half-written.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import os
@@ -114,12 +115,56 @@ def from_arrow(table: pa.Table, like):
     """
     module = type(like).__module__.split(".")[0]
     if module == "pandas":
-        return table.to_pandas()
+        return _as_pandas(table, like)
     if module == "polars":
-        import polars as pl
-
-        return pl.from_arrow(table)
+        return _as_polars(table, like)
     return table
+
+
+def _as_pandas(table: pa.Table, like):
+    """``table`` as a pandas DataFrame, each column the input holds with the same Arrow type
+    (kept as it was) given back its pandas dtype: Arrow alone makes a nullable ``Int64``
+    column with a gap ``float64`` (9007199254740993 read back as ...992), a ``boolean``
+    one ``object``, a ``string`` one ``str`` with NaN for NA.
+
+    >>> import pandas as pd
+    >>> like = pd.DataFrame({"n": pd.array([2**53 + 1, None], dtype="Int64")})
+    >>> _as_pandas(pa.Table.from_pandas(like), like)["n"].tolist()
+    [9007199254740993, <NA>]
+    """
+    import pandas as pd
+
+    frame = table.to_pandas()
+    given = {str(c): c for c in like.columns}
+    for name in frame.columns:
+        if name not in given:
+            continue
+        want = like[given[name]].dtype
+        if (not isinstance(want, pd.api.extensions.ExtensionDtype)
+                or isinstance(want, pd.CategoricalDtype) or frame[name].dtype == want
+                or not hasattr(want, "__from_arrow__")):
+            continue
+        column = table.column(name)
+        if column.type != pa.array(like[given[name]].iloc[:0]).type:
+            continue  # generalized (labels): text now
+        frame[name] = pd.Series(want.__from_arrow__(column), index=frame.index, name=name)
+    return frame
+
+
+def _as_polars(table: pa.Table, like):
+    """``table`` as a polars DataFrame, an ``Enum`` column of the input that still holds
+    only its categories an ``Enum`` again (Arrow makes it ``Categorical``)."""
+    import polars as pl
+
+    frame = pl.from_arrow(table)
+    if not isinstance(frame, pl.DataFrame):
+        return frame
+    for name, want in like.schema.items():
+        if (isinstance(want, pl.Enum) and name in frame.columns
+                and frame.schema[name] != want):
+            with contextlib.suppress(pl.exceptions.PolarsError):  # generalized: labels
+                frame = frame.with_columns(pl.col(name).cast(want, strict=True))
+    return frame
 
 
 def _check_unique(names: Sequence[str]) -> None:
