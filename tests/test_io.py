@@ -344,3 +344,12 @@ def test_a_release_gives_columns_back_with_their_pandas_and_polars_types():
                                       models=[bl.KAnonymity(2)]), keep_order=True).data
     assert out.schema["kind"] == polar.schema["kind"]
     assert out["kind"].to_list() == polar["kind"].to_list()
+
+
+def test_a_pandas_column_of_mixed_kinds_is_named():
+    """An object column holding text and numbers (as Excel reads often give) ended in a
+    bare ArrowTypeError; now a BlendinError names the column, the kinds and the fix."""
+    frame = pd.DataFrame({"sex": ["F", "M"], "code": pd.Series(["x", 1.5], dtype=object)})
+    with pytest.raises(BlendinError, match=r"column 'code' holds values of several kinds "
+                       r"\(float, str\).*astype\(\"string\"\)"):
+        to_arrow(frame)

@@ -81,7 +81,10 @@ def to_arrow(data) -> pa.Table:
         return data.toArrow()  # a Spark DataFrame, collected to this process
     if module == "pandas":
         _check_unique([str(c) for c in data.columns])
-        return pa.Table.from_pandas(data, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(data, preserve_index=False)
+        except (pa.ArrowTypeError, pa.ArrowInvalid) as error:
+            raise _unconvertible(data, error) from None
     if module == "polars":
         if type(data).__name__ == "LazyFrame":
             data = data.collect()  # a query: run it once, here
@@ -165,6 +168,24 @@ def _as_polars(table: pa.Table, like):
             with contextlib.suppress(pl.exceptions.PolarsError):  # generalized: labels
                 frame = frame.with_columns(pl.col(name).cast(want, strict=True))
     return frame
+
+
+def _unconvertible(frame, error: Exception) -> BlendinError:
+    """The error for a pandas column Arrow cannot hold (values of several kinds in one
+    object column), naming the column and the kinds it mixes."""
+    for column in frame.columns:
+        try:
+            pa.array(frame[column], from_pandas=True)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            kinds = sorted({type(v).__name__ for v in frame[column].dropna()})
+            return BlendinError(
+                f"column {str(column)!r} holds values of several kinds ({', '.join(kinds)}) "
+                "that no one column type holds",
+                fix=f"make it one kind first, e.g. df[{str(column)!r}] = "
+                f"df[{str(column)!r}].astype(\"string\") for text (missing values stay "
+                "missing), or pd.to_numeric(...) for numbers")
+    return BlendinError(f"cannot read the DataFrame as a table: {error}",
+                        fix="give each column values of one kind")
 
 
 def _check_unique(names: Sequence[str]) -> None:
