@@ -353,3 +353,29 @@ def test_a_pandas_column_of_mixed_kinds_is_named():
     with pytest.raises(BlendinError, match=r"column 'code' holds values of several kinds "
                        r"\(float, str\).*astype\(\"string\"\)"):
         to_arrow(frame)
+
+
+def test_an_excel_release_holds_times_with_zones_and_refuses_what_a_cell_cannot(tmp_path):
+    """openpyxl raised a bare TypeError for a timestamp with a time zone and an
+    IllegalCharacterError for a text with a control character (a CSV file may hold a
+    vertical tab): each after the whole run. The time is written as its text with the
+    offset (the instant kept); control characters and bytes are refused, naming the
+    column, bytes from the schema alone, before any work."""
+    import datetime as dt
+
+    from openpyxl import load_workbook
+
+    from blendin.io import check_writable_types
+
+    when = pa.array([dt.datetime(2020, 1, 31, 23, 30)], pa.timestamp("us", tz="UTC"))
+    zoned = pa.table({"at": when.cast(pa.timestamp("us", tz="America/New_York"))})
+    path = write_table(zoned, tmp_path / "zoned.xlsx")
+    assert list(load_workbook(path).active.values) == [
+        ("at",), ("2020-01-31 18:30:00.000000-0500",)]
+    with pytest.raises(BlendinError, match=r"column 'note' holds a control character .*"
+                       r"'a\\x0bb'"):
+        write_table(pa.table({"note": ["a\x0bb", "tab\tand\nline"]}), tmp_path / "c.xlsx")
+    with pytest.raises(BlendinError, match=r"column 'raw' holds bytes"):
+        check_writable_types(pa.schema([("raw", pa.binary())]), ".xlsx")
+    check_writable_types(pa.schema([("raw", pa.binary())]), ".csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["zoned.xlsx"]

@@ -958,13 +958,59 @@ def output_delimiter(delimiter: str | None) -> str:
 
 
 def check_writable_types(schema: pa.Schema, suffix: str) -> None:
-    """Refuse columns of nested values (lists, structs) for a CSV or Excel file."""
+    """Refuse columns of nested values (lists, structs) for a CSV or Excel file, and of
+    bytes for an Excel file (a cell holds text, and bytes are not text)."""
     nested = [(n, t) for n, t in zip(schema.names, schema.types) if _is_nested(t)]
     if nested:
         name, kind = nested[0]
         raise BlendinError(
             f"column {name!r} holds nested values ({kind}), which a {suffix} file cannot hold",
             fix="write a .parquet file, or flatten or drop that column first")
+    binary = [(n, t) for n, t in zip(schema.names, schema.types) if _is_binary(t)]
+    if binary and suffix == ".xlsx":
+        name, kind = binary[0]
+        raise BlendinError(
+            f"column {name!r} holds bytes ({kind}), which an Excel file cannot hold",
+            fix="write a .parquet or .csv file, or decode or drop that column first")
+
+
+def _is_binary(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+            or pa.types.is_fixed_size_binary(kind) or pa.types.is_binary_view(kind))
+
+
+#: characters XML 1.0, and so an Excel cell, cannot hold (openpyxl refuses them)
+EXCEL_ILLEGAL = "[\x00-\x08\x0b\x0c\x0e-\x1f]"
+
+
+def _excel_ready(table: pa.Table) -> pa.Table:
+    """``table`` with what an Excel cell cannot hold made so, or refused: a timestamp with
+    a time zone (Excel's have none) is written as its text with the offset, as blendin reads
+    it (``2020-01-31 23:30:00.000000-0500``), so no instant moves; a text holding a control
+    character other than tab and line breaks is refused, naming the column and the value
+    (changing it would change the release)."""
+    import pyarrow.compute as pc
+
+    for i, (name, kind) in enumerate(zip(table.column_names, table.schema.types)):
+        column = table.column(i)
+        if pa.types.is_timestamp(kind) and kind.tz is not None:
+            table = table.set_column(i, name, pc.cast(column, pa.string()))
+            continue
+        if pa.types.is_dictionary(kind):
+            kind, column = kind.value_type, column.cast(kind.value_type)
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            continue
+        bad = pc.match_substring_regex(column, EXCEL_ILLEGAL)
+        if pc.any(bad).as_py():
+            value = pc.filter(column, bad)[0].as_py()
+            raise BlendinError(
+                f"column {name!r} holds a control character that an Excel file cannot "
+                f"hold, e.g. {value[:60]!r} ({pc.sum(bad).as_py()} value(s))",
+                fix="write a .csv or .parquet file, or remove the control characters "
+                "from that column first")
+    return table
 
 
 #: first characters that make a spreadsheet read a cell as a formula (OWASP)
@@ -1156,6 +1202,7 @@ def _write_xlsx(table: pa.Table, path: str, *, delimiter: str, styler) -> None:
             f"{table.num_rows} rows do not fit in an Excel sheet ({XLSX_MAX_ROWS - 1} max)",
             fix="write a .csv or .parquet file instead",
         )
+    table = _excel_ready(table)
     book = Workbook()
     sheet = book.active
     sheet.title = "data"
