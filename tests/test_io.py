@@ -379,3 +379,20 @@ def test_an_excel_release_holds_times_with_zones_and_refuses_what_a_cell_cannot(
         check_writable_types(pa.schema([("raw", pa.binary())]), ".xlsx")
     check_writable_types(pa.schema([("raw", pa.binary())]), ".csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["zoned.xlsx"]
+
+
+def test_an_excel_release_keeps_every_digit_of_long_numbers(tmp_path):
+    """openpyxl writes a whole number as a float: an id of 17 digits came back rounded
+    (12345678901234567 as 12345678901234568). Excel keeps 15 significant digits, so such
+    a column (and a decimal of more digits) is written as text; shorter ones stay numbers."""
+    import decimal
+
+    from openpyxl import load_workbook
+
+    table = pa.table({"id": [12345678901234567, 7], "n": [7, 8],
+                      "amount": pa.array([decimal.Decimal("1234567890123456.78"), None],
+                                         pa.decimal128(38, 2)),
+                      "price": pa.array([decimal.Decimal("1.50"), None], pa.decimal128(38, 2))})
+    rows = list(load_workbook(write_table(table, tmp_path / "ids.xlsx")).active.values)
+    assert rows[1:] == [("12345678901234567", 7, "1234567890123456.78", 1.5),
+                        ("7", 8, None, None)]

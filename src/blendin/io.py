@@ -974,6 +974,26 @@ def check_writable_types(schema: pa.Schema, suffix: str) -> None:
             fix="write a .parquet or .csv file, or decode or drop that column first")
 
 
+#: the largest magnitude below which Excel keeps every digit of a whole number (15 digits)
+EXCEL_DIGITS = 15
+
+
+def _beyond_excel(column: pa.ChunkedArray) -> bool:
+    """Whether a column of whole numbers or decimals holds a value of more significant
+    digits than an Excel cell keeps."""
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if pa.types.is_integer(kind):
+        limit = 10**EXCEL_DIGITS
+    elif pa.types.is_decimal(kind) and kind.precision > EXCEL_DIGITS:
+        limit = 10 ** (EXCEL_DIGITS - kind.scale)
+    else:
+        return False
+    ends = (end.as_py() for end in pc.min_max(column).values())
+    return any(end is not None and abs(end) >= limit for end in ends)
+
+
 def _is_binary(kind: pa.DataType) -> bool:
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
@@ -990,12 +1010,14 @@ def _excel_ready(table: pa.Table) -> pa.Table:
     a time zone (Excel's have none) is written as its text with the offset, as blendin reads
     it (``2020-01-31 23:30:00.000000-0500``), so no instant moves; a text holding a control
     character other than tab and line breaks is refused, naming the column and the value
-    (changing it would change the release)."""
+    (changing it would change the release). Excel holds a number in 15 significant digits:
+    a column of whole numbers or decimals with a value of more (an id such as
+    12345678901234567) is written as text, as the value reads, rather than rounded."""
     import pyarrow.compute as pc
 
     for i, (name, kind) in enumerate(zip(table.column_names, table.schema.types)):
         column = table.column(i)
-        if pa.types.is_timestamp(kind) and kind.tz is not None:
+        if (pa.types.is_timestamp(kind) and kind.tz is not None) or _beyond_excel(column):
             table = table.set_column(i, name, pc.cast(column, pa.string()))
             continue
         if pa.types.is_dictionary(kind):
