@@ -481,3 +481,22 @@ def test_a_frame_with_timestamps_is_anonymized_as_embedded(spark, tmp_path):
         assert ours.levels == embedded.levels
         assert pa.types.is_timestamp(released.column("at").type)
         assert multiset(released) == multiset(embedded.data)
+
+
+def test_a_line_break_between_quotes_of_a_windows_csv_is_kept(spark, tmp_path):
+    """Spark's multi-line CSV reader turns CR LF between quotes into LF unless it is told
+    the file's line separator: a note "line1\\r\\nline2" of a file saved on Windows was
+    released as "line1\\nline2" on Spark and as it was on the embedded engine."""
+    import glob
+
+    from blendin.spec import Spec
+
+    data = tmp_path / "notes.csv"
+    data.write_bytes(b'sex,note\r\nF,"line1\r\nline2"\r\nF,"a\nb"\r\nM,x\r\nM,y\r\n')
+    spec = Spec(quasi_identifiers={"sex": bl_flat()}, models=[KAnonymity(2)])
+    out = tmp_path / "release.csv"
+    anonymize(str(data), spec, output=out, engine=SparkEngine(spark), keep_order=True)
+    written = b"".join(Path(p).read_bytes() for p in sorted(glob.glob(str(out / "part-*"))))
+    assert b'"line1\r\nline2"' in written and b'"a\nb"' in written
+    released = anonymize(str(data), spec, engine=SparkEngine(spark)).data
+    assert sorted(released.column("note").to_pylist()) == ["a\nb", "line1\r\nline2", "x", "y"]

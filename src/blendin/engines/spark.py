@@ -44,6 +44,7 @@ from blendin.engines.kernels import Shuffle, blanked, plain_schema
 from blendin.errors import BlendinError, preview
 from blendin.io import (
     Source,
+    _ascii_framed,
     _check_unique,
     _is_nested,
     _suffix,
@@ -86,6 +87,18 @@ def _has_quote(path: Path, chunk: int = 1 << 24) -> bool:
             if b'"' in block:
                 return True
     return False
+
+
+def _crlf(path: Path, encoding: str) -> bool:
+    """Whether the CSV file's first line ends in CR LF (a file saved on Windows): Spark's
+    multi-line reader turns a CR LF between quotes into LF unless told the file's line
+    separator, which changed a value ("line1\\r\\nline2") the embedded engine keeps."""
+    if not _ascii_framed(encoding):
+        return False
+    with pa.input_stream(str(path), compression="detect") as f:
+        head = f.read(1 << 20)
+    end = head.find(b"\n")
+    return end > 0 and head[end - 1:end] == b"\r"
 
 
 @contextmanager
@@ -368,13 +381,15 @@ class SparkEngine:
             # a value may hold a line break only between quotes: a local file without any
             # quote is read line by line, in parallel splits (multiLine reads it in one task)
             multiline = local is None or _has_quote(local)
+            lines = {"lineSep": "\r\n"} if (multiline and local is not None
+                                             and _crlf(local, encoding)) else {}
             # a malformed row stops the run, as it does on the embedded engine (Spark's
             # default drops a field too many, and pads a row too short with nulls)
             df = self.spark.read.csv(path, schema=schema, header=True, sep=delimiter or ",",
                                      encoding=java_charset(encoding), multiLine=multiline,
                                      quote='"', escape='"', inferSchema=False,
                                      mode="FAILFAST", ignoreLeadingWhiteSpace=False,
-                                     ignoreTrailingWhiteSpace=False)
+                                     ignoreTrailingWhiteSpace=False, **lines)
         return SparkSource(df, repr(path))
 
     def distinct(self, source: SparkSource, columns: Sequence[str],
