@@ -257,6 +257,27 @@ def test_dates_errors():
         dates("year", "year")
 
 
+def test_a_format_for_text_takes_a_column_held_as_dates():
+    """A spec written for a CSV file (format = "%d/%m/%Y") refused the same data held as
+    dates (Parquet, a DataFrame read with parse_dates), which blendin reads as ISO text:
+    "not dates in the format '%d/%m/%Y': '2017-01-05'", the fix naming the format given."""
+    import pyarrow as pa
+
+    import blendin as bl
+
+    builder = dates("month", format="%d/%m/%Y")
+    typed = builder.build(["2017-01-05", "2017-02-06 13:30:00.000000", ""], "dob")
+    assert rows_by_value(typed)["2017-02-06 13:30:00.000000"] == [
+        "2017-02-06 13:30:00.000000", "2017-02", "*"]
+    text = builder.build(["05/01/2017", "06/02/2017"], "dob")
+    assert rows_by_value(text)["06/02/2017"] == ["06/02/2017", "2017-02", "*"]
+    with pytest.raises(BlendinError, match=r"not dates in the format '%d/%m/%Y': '2017-01-05'"):
+        builder.build(["05/01/2017", "2017-01-05"], "dob")  # a text column of two formats
+    spec = bl.Spec(quasi_identifiers={"dob": builder}, models=[bl.KAnonymity(2)])
+    table = pa.table({"dob": [dt.date(2017, 1, 5), dt.date(2017, 1, 6)], "n": [1, 2]})
+    assert bl.anonymize(table, spec).data.column("dob").to_pylist() == ["2017-01"] * 2
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.dates(dt.date(1800, 1, 1), dt.date(2200, 12, 31)), min_size=1,
                 max_size=40),

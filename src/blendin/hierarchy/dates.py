@@ -35,7 +35,8 @@ def parse_dates(values: np.ndarray, name: str = "column", format: str | None = N
     """The text values as ``datetime64[D]``; a BlendinError names those that are not dates.
 
     Without ``format``, ISO dates (``2017-01-05``, a time after it is ignored) and
-    ``YYYYMMDD`` are read.
+    ``YYYYMMDD`` are read. With it, values that are all ISO dates and none in the format
+    (a column of dates or times, which blendin reads as ISO text) are read as ISO.
 
     >>> parse_dates(np.array(["2017-01-05", "20170106"], dtype=object)).tolist()
     [datetime.date(2017, 1, 5), datetime.date(2017, 1, 6)]
@@ -50,6 +51,10 @@ def parse_dates(values: np.ndarray, name: str = "column", format: str | None = N
         days[compact] = _strptime(text.filter(pa.array(compact)), "%Y%m%d", exact=True)
     else:
         days[:] = _strptime(text, format, exact=False)
+        if np.isnat(days).all() and len(text) and _match(text, _ISO).all():
+            # a column of dates or times (Parquet, pandas, polars) reads as ISO text, not
+            # in the format a CSV file of the same data needs: the same spec takes both
+            return parse_dates(values, name)
     bad = np.asarray(values, dtype=object)[np.isnat(days)]
     if len(bad):
         how = "in the format " + repr(format) if format else "as YYYY-MM-DD or YYYYMMDD"
