@@ -396,3 +396,16 @@ def test_an_excel_release_keeps_every_digit_of_long_numbers(tmp_path):
     rows = list(load_workbook(write_table(table, tmp_path / "ids.xlsx")).active.values)
     assert rows[1:] == [("12345678901234567", 7, "1234567890123456.78", 1.5),
                         ("7", 8, None, None)]
+
+
+@pytest.mark.parametrize("header", [b'"age","zip"', b"age,zip", b'"age";"zip"'])
+def test_a_byte_order_mark_before_a_quoted_name_is_no_part_of_it(tmp_path, header):
+    """The mark was stripped after the header was split, so a quoted first name (R's
+    write.csv, QUOTE_ALL writers saving UTF-8 with a BOM) was read as '"age"', quotes and
+    all: the spec's column 'age' was missing."""
+    path = tmp_path / "bom.csv"
+    sep = b";" if b";" in header else b","
+    path.write_bytes(b"\xef\xbb\xbf" + header + b"\r\n20" + sep + b"02138\r\n")
+    source = Source(path)
+    assert source.columns == ["age", "zip"]
+    assert source.read_all().to_pydict() == {"age": ["20"], "zip": ["02138"]}

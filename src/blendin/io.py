@@ -436,7 +436,8 @@ class Source:
         return self._read_csv_header()
 
     def _read_csv_header(self) -> list[str]:
-        text = self._head_text()
+        # a byte order mark before the first name, quoted or not, is no part of it
+        text = self._head_text().removeprefix("\ufeff")
         if not text.strip():
             raise BlendinError(f"{self.name} is empty", fix="give a file with a header and rows")
         header = _first_record(text)
@@ -464,7 +465,6 @@ class Source:
                     f"{self.delimiter!r}, but it contains {shown}",
                     fix=f"pass --delimiter {shown} (or set [input] delimiter)",
                 )
-        names = [n.lstrip("\ufeff") if i == 0 else n for i, n in enumerate(names)]
         _check_unique(names)
         return names
 
