@@ -500,3 +500,22 @@ def test_a_line_break_between_quotes_of_a_windows_csv_is_kept(spark, tmp_path):
     assert b'"line1\r\nline2"' in written and b'"a\nb"' in written
     released = anonymize(str(data), spec, engine=SparkEngine(spark)).data
     assert sorted(released.column("note").to_pylist()) == ["a\nb", "line1\r\nline2", "x", "y"]
+
+
+def test_a_pandas_frame_comes_back_from_spark_with_its_zones_and_categories(spark):
+    """Spark holds no time zone per column and no categories: a pandas frame released on
+    Spark gave its zoned times in the session's zone (UTC) and its categories as text,
+    where the embedded engine gives them as they were."""
+    frame = pd.DataFrame({
+        "sex": ["F", "M"] * 4,
+        "seen": pd.to_datetime(["2020-01-31 23:30"] * 8).tz_localize("America/New_York"),
+        "ward": pd.Categorical(["u", "v", "u", None] * 2),
+        "id": pd.array([2**53 + 1, None] * 4, dtype="Int64")})
+    from blendin.spec import Spec
+
+    spec = Spec(quasi_identifiers={"sex": bl_flat()}, models=[KAnonymity(2)])
+    ours = anonymize(frame, spec, engine=SparkEngine(spark), keep_order=True).data
+    embedded = anonymize(frame, spec, keep_order=True).data
+    for name in ("seen", "ward", "id"):
+        assert ours[name].dtype == frame[name].dtype == embedded[name].dtype, name
+    assert sorted(map(str, ours["seen"])) == ["2020-01-31 23:30:00-05:00"] * 8

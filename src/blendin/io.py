@@ -128,7 +128,10 @@ def _as_pandas(table: pa.Table, like):
     """``table`` as a pandas DataFrame, each column the input holds with the same Arrow type
     (kept as it was) given back its pandas dtype: Arrow alone makes a nullable ``Int64``
     column with a gap ``float64`` (9007199254740993 read back as ...992), a ``boolean``
-    one ``object``, a ``string`` one ``str`` with NaN for NA.
+    one ``object``, a ``string`` one ``str`` with NaN for NA. Spark, which holds neither a
+    time zone per column nor categories, gives a zoned time in its session's zone (the
+    instant is put back in the input's zone) and a category column as text (the
+    categories are put back where every value is one of them).
 
     >>> import pandas as pd
     >>> like = pd.DataFrame({"n": pd.array([2**53 + 1, None], dtype="Int64")})
@@ -143,11 +146,21 @@ def _as_pandas(table: pa.Table, like):
         if name not in given:
             continue
         want = like[given[name]].dtype
+        column = table.column(name)
+        if frame[name].dtype == want:
+            continue
+        if isinstance(want, pd.DatetimeTZDtype) and isinstance(frame[name].dtype,
+                                                               pd.DatetimeTZDtype):
+            frame[name] = frame[name].dt.tz_convert(want.tz)
+            continue
+        if isinstance(want, pd.CategoricalDtype):
+            if (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) \
+                    and frame[name].dropna().isin(want.categories).all():
+                frame[name] = frame[name].astype(want)
+            continue
         if (not isinstance(want, pd.api.extensions.ExtensionDtype)
-                or isinstance(want, pd.CategoricalDtype) or frame[name].dtype == want
                 or not hasattr(want, "__from_arrow__")):
             continue
-        column = table.column(name)
         if column.type != pa.array(like[given[name]].iloc[:0]).type:
             continue  # generalized (labels): text now
         frame[name] = pd.Series(want.__from_arrow__(column), index=frame.index, name=name)
