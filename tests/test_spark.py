@@ -519,3 +519,33 @@ def test_a_pandas_frame_comes_back_from_spark_with_its_zones_and_categories(spar
     for name in ("seen", "ward", "id"):
         assert ours[name].dtype == frame[name].dtype == embedded[name].dtype, name
     assert sorted(map(str, ours["seen"])) == ["2020-01-31 23:30:00-05:00"] * 8
+
+
+def test_zoned_times_are_generalized_in_their_own_zone_as_embedded(spark, tmp_path):
+    """Spark hands times to Arrow in its session's zone: 2020-01-31 20:00 in New York
+    (2020-02-01 01:00 UTC) was read as February on Spark and January on the embedded
+    engine, so the two released other months (and other labels at the ground level)."""
+    import datetime as dt
+
+    from blendin.hierarchy.dates import dates
+    from blendin.spec import Spec
+
+    utc = [dt.datetime(2020, 2, 1, 1, tzinfo=dt.UTC), dt.datetime(2020, 1, 31, 6, tzinfo=dt.UTC),
+           dt.datetime(2020, 3, 1, 2, tzinfo=dt.UTC)] * 2
+    zoned = pa.array(utc, pa.timestamp("us", tz="UTC")).cast(
+        pa.timestamp("us", tz="America/New_York"))
+    data = pa.table({"seen": zoned, "sex": ["F", "F", "M", "M", "F", "M"], "at": zoned})
+    pq.write_table(data, tmp_path / "seen.parquet")
+    for levels in (("day",), ("month",)):
+        spec = Spec(quasi_identifiers={"seen": dates(*levels), "sex": bl_flat()},
+                    models=[KAnonymity(2)], max_suppression=0.5)
+        embedded = anonymize(data, spec)
+        for given in (data, str(tmp_path / "seen.parquet")):
+            ours = anonymize(given, spec, engine=SparkEngine(spark))
+            released = ours.data.toArrow() if is_spark(ours.data) else ours.data
+            assert ours.levels == embedded.levels
+            assert (sorted(released.column("seen").to_pylist())
+                    == sorted(embedded.data.column("seen").to_pylist()))
+            assert (sorted(released.column("at").cast(pa.timestamp("us", tz="UTC")).to_pylist())
+                    == sorted(embedded.data.column("at").cast(
+                        pa.timestamp("us", tz="UTC")).to_pylist()))

@@ -183,11 +183,16 @@ def session_defaults(master: str) -> dict[str, str]:
 class SparkSource:
     """A Spark DataFrame as the pipeline's input: its columns and their Arrow types."""
 
-    def __init__(self, df, name: str = "the Spark DataFrame") -> None:
+    def __init__(self, df, name: str = "the Spark DataFrame",
+                 zones: Mapping[str, str] | None = None) -> None:
         self.df = df
         self.name = name
         self.columns = list(df.columns)
         _check_unique(self.columns)
+        #: the time zone of each zoned timestamp column as the input had it (a table's, a
+        #: Parquet file's): Spark holds times in its session's zone, and the embedded
+        #: engine reads them in their own (2020-01-31 20:00-0500, not 2020-02-01 01:00Z)
+        self.zones = dict(zones or {})
 
     def types(self) -> dict[str, pa.DataType]:
         from pyspark.sql.pandas.types import to_arrow_type
@@ -219,14 +224,36 @@ class SparkSource:
                                fix=f"use one of its columns: {preview(self.columns, 10)}")
 
 
+def _zones(schema: pa.Schema) -> dict[str, str]:
+    """The time zone of each zoned timestamp column of ``schema``."""
+    return {f.name: f.type.tz for f in schema
+            if pa.types.is_timestamp(f.type) and f.type.tz is not None}
+
+
+def _in_zones(batch: pa.RecordBatch, zones: Mapping[str, str]) -> pa.RecordBatch:
+    """``batch`` with its timestamps back in the zones the input had them in (the same
+    instants: Spark hands them over in its session's zone)."""
+    if not zones:
+        return batch
+    columns = []
+    for name, column in zip(batch.schema.names, batch.columns):
+        if name in zones and pa.types.is_timestamp(column.type):
+            column = column.cast(pa.timestamp(column.type.unit, tz=zones[name]))
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
 class _AsText:
     """Executor side: the columns as text, exactly as the embedded engine reads them."""
 
-    def __init__(self, columns: Sequence[str], missing: str) -> None:
+    def __init__(self, columns: Sequence[str], missing: str,
+                 zones: Mapping[str, str] | None = None) -> None:
         self.columns, self.missing = list(columns), missing
+        self.zones = dict(zones or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
+            batch = _in_zones(batch, self.zones)
             yield pa.record_batch([as_text(batch.column(c), self.missing).combine_chunks()
                                    for c in self.columns], names=self.columns)
 
@@ -235,12 +262,14 @@ class _Recode:
     """Executor side: one recoder applied to every Arrow batch, the ``blank`` columns emptied
     in suppressed records, the suppressed flag added."""
 
-    def __init__(self, recoder, schema: pa.Schema, blank: Sequence[str] = ()) -> None:
+    def __init__(self, recoder, schema: pa.Schema, blank: Sequence[str] = (),
+                 zones: Mapping[str, str] | None = None) -> None:
         self.recoder, self.schema, self.blank = recoder, schema, list(blank)
+        self.zones = dict(zones or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            marked, removed = self.recoder(batch)
+            marked, removed = self.recoder(_in_zones(batch, self.zones))
             marked = blanked(marked, removed, self.blank)
             marked = marked.append_column(REMOVED, pa.array(removed, pa.bool_()))
             yield from marked.cast(self.schema).to_batches()
@@ -355,7 +384,9 @@ class SparkEngine:
             with _spark_errors(str(data)):
                 return self._read(str(data), spec)
 
-        return SparkSource(self.spark.createDataFrame(to_arrow(data)), "the table")
+        table = to_arrow(data)
+        return SparkSource(self.spark.createDataFrame(table), "the table",
+                           _zones(table.schema))
 
     def _read(self, path: str, spec) -> SparkSource:
         delimiter = getattr(spec, "delimiter", None)
@@ -377,6 +408,9 @@ class SparkEngine:
             kind = "parquet" if path.rstrip("/").lower().endswith((".parquet", ".pq")) else "csv"
         if kind == "parquet":
             df = self.spark.read.parquet(path)
+            if local is not None:
+                return SparkSource(df, repr(path), _zones(pa.schema(list(
+                    header.types().items()))))
         else:
             # a value may hold a line break only between quotes: a local file without any
             # quote is read line by line, in parallel splits (multiLine reads it in one task)
@@ -399,7 +433,8 @@ class SparkEngine:
         own ``progress``)."""
         source.check_columns(columns)
         source.check_flat(columns, "a quasi-identifier or sensitive attribute")
-        counted = self._as_text(source.df, columns, missing).groupBy(*columns).count()
+        counted = self._as_text(source.df, columns, missing, source.zones).groupBy(
+            *columns).count()
         with _spark_errors():
             table = counted.toArrow()
         if table.num_rows == 0:
@@ -410,7 +445,8 @@ class SparkEngine:
                          COUNT: counts})
 
     @staticmethod
-    def _as_text(df, columns: Sequence[str], missing: str):
+    def _as_text(df, columns: Sequence[str], missing: str,
+                 zones: Mapping[str, str] | None = None):
         """The columns as text, as :func:`blendin.frequency.as_text` makes it: text columns
         by a Spark expression (null, and empty text when ``missing`` is set, become
         ``missing``), and when any other type is among them all of them by ``as_text``
@@ -427,7 +463,7 @@ class SparkEngine:
 
             return df.select(*(text(c) for c in columns))
         schema = StructType([StructField(c, StringType(), False) for c in columns])
-        return df.select(*columns).mapInArrow(_AsText(columns, missing), schema)
+        return df.select(*columns).mapInArrow(_AsText(columns, missing, zones), schema)
 
     def sample(self, source: SparkSource, columns, missing, model):
         """Differential privacy's sample is drawn in row order, which a cluster does not
@@ -461,7 +497,8 @@ class SparkEngine:
             empty = numbered.number_source(empty, 0)
         marked, _ = recoder(empty)
         schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
-        recoded = df.mapInArrow(_Recode(recoder, schema, blank), from_arrow_schema(schema))
+        recoded = df.mapInArrow(_Recode(recoder, schema, blank, source.zones),
+                                from_arrow_schema(schema))
         recoded = recoded.persist()
         cached = [recoded]
         regrouped = self.distinct(SparkSource(recoded, "the release"), check_columns, missing)
