@@ -249,3 +249,19 @@ def test_a_delimiter_given_that_is_not_the_files_is_named(tmp_path):
         from_csv(path, delimiter=",")
     assert told.value.fix.startswith('write delimiter = ";"')
     assert from_csv(path).given().height == 3  # sniffed: three columns
+
+
+def test_a_value_the_file_writes_otherwise_is_named_with_both_spellings(tmp_path):
+    """A float column (pandas reads ages with a gap as 20.0, blendin writes 20) against a
+    file of 20.0, or ZIPs read as 2138 against 02138: the error said to add rows for '20'
+    and '21', which the file has. It names both spellings; a value of no number the file
+    lists is reported as before."""
+    path = tmp_path / "age.csv"
+    path.write_text("20.0;20-29;*\n21.0;20-29;*\n007;0-9;*\n")
+    with pytest.raises(BlendinError, match=r"writes 3 value\(s\) of 'age' otherwise than the "
+                       r"data: '20' as '20.0', '21' as '21.0', '7' as '007'; fix: write them"):
+        from_csv(path).build(np.array(["20", "21", "7"], dtype=object), "age")
+    with pytest.raises(BlendinError, match=r"does not cover 1 value\(s\) of the data: '22'"):
+        from_csv(path).build(np.array(["20.0", "22"], dtype=object), "age")
+    built = from_csv(path).build(np.array(["20.0", "007"], dtype=object), "age")
+    assert built.to_rows() == [["007", "0-9", "*"], ["20.0", "20-29", "*"]]

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from blendin.errors import BlendinError
-from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, restrict
+from blendin.hierarchy.core import Hierarchy, HierarchyBuilder, distinct_text, isin_text, restrict
 from blendin.hierarchy.dates import parse_dates
 from blendin.hierarchy.intervals import number_or_nan, parse_numbers
 from blendin.io import write_text
@@ -214,6 +214,25 @@ def as_numbers(numbered: Hierarchy, required: bool, name: str, missing: str) -> 
     return dataclasses.replace(numbered, numbers=None)
 
 
+def respelled(values: np.ndarray, numbered: Hierarchy, missing: str) -> list[tuple[str, str]]:
+    """(the data's text, the file's text) of each data value the file does not list but
+    writes as the same number (``20`` as ``20.0``: a float column read as 20, a file of
+    ``20.0``; ``7`` as ``007``), the file's first such value."""
+    values = distinct_text(values)
+    absent = values[~isin_text(values, numbered.ground) & (values != missing)]
+    if not len(absent):
+        return []
+    wanted = number_or_nan(absent)
+    have = np.asarray(numbered.numbers, dtype=float)
+    finite = np.flatnonzero(np.isfinite(have))
+    if not len(finite) or not np.isfinite(wanted).any():
+        return []
+    order = finite[np.argsort(have[finite], kind="stable")]
+    at = np.searchsorted(have[order], wanted).clip(max=len(order) - 1)
+    found = have[order][at] == wanted
+    return list(zip(absent[found].tolist(), numbered.ground[order[at[found]]].tolist()))
+
+
 class FromCsv(HierarchyBuilder):
     """A hierarchy read from an ARX CSV file (read once, when the builder is made)."""
 
@@ -245,10 +264,22 @@ class FromCsv(HierarchyBuilder):
 
     def _build(self, values: np.ndarray, name: str, missing: str) -> Hierarchy:
         source = f"the hierarchy file {str(self.path)!r}"
-        if self.kind in ("categorical", "date"):
-            restricted = restrict(self._hierarchy, values, name, missing, source=source)
-            return with_kind(restricted, self.kind, name, missing)
-        cut = restrict(self._numbered, values, name, missing, source=source)
+        try:
+            if self.kind in ("categorical", "date"):
+                restricted = restrict(self._hierarchy, values, name, missing, source=source)
+                return with_kind(restricted, self.kind, name, missing)
+            cut = restrict(self._numbered, values, name, missing, source=source)
+        except BlendinError:
+            pairs = respelled(values, self._numbered, missing)
+            if not pairs:
+                raise
+            raise BlendinError(
+                f"{source} writes {len(pairs)} value(s) of {name!r} otherwise than the data: "
+                + ", ".join(f"{data!r} as {file!r}" for data, file in pairs[:5])
+                + (f" and {len(pairs) - 5} more" if len(pairs) > 5 else ""),
+                fix=f"write them in the file as the data has them, or read {name!r} as the "
+                "file writes them (a CSV file's text is read as it is; pandas: "
+                "dtype=str)") from None
         return as_numbers(cut, self.kind == "numeric", name, missing)
 
     @cached_property
