@@ -549,3 +549,25 @@ def test_zoned_times_are_generalized_in_their_own_zone_as_embedded(spark, tmp_pa
             assert (sorted(released.column("at").cast(pa.timestamp("us", tz="UTC")).to_pylist())
                     == sorted(embedded.data.column("at").cast(
                         pa.timestamp("us", tz="UTC")).to_pylist()))
+
+
+def test_a_table_spark_cannot_hold_is_widened_or_refused_naming_the_column(spark):
+    """pyspark refused a string_view or half-float column (polars and Arrow make them)
+    with its own PySparkTypeError, and a decimal256 with a bare ValueError: the first are
+    cast to types that hold their values as they are; the others name the column."""
+    import decimal
+
+    from blendin.spec import Spec
+
+    spec = Spec(quasi_identifiers={"sex": bl_flat()}, models=[KAnonymity(2)])
+    table = pa.table({"sex": pa.array(["F", "M"] * 2, pa.string_view()),
+                      "note": pa.array(["x", None] * 2, pa.string_view()),
+                      "dose": pa.array([1.5, None] * 2, pa.float16())})
+    released = anonymize(table, spec, engine=SparkEngine(spark)).data
+    assert sorted(released.column("note").to_pylist(), key=str) == [None, None, "x", "x"]
+    assert sorted(released.column("dose").to_pylist(), key=str) == [1.5, 1.5, None, None]
+    for kind, value in ((pa.uint64(), 2**64 - 1), (pa.decimal256(40, 2), decimal.Decimal(1))):
+        wide = pa.table({"sex": ["F", "M"], "big": pa.array([value, value], kind)})
+        with pytest.raises(BlendinError, match=rf"column 'big' holds {re.escape(str(kind))} "
+                           "values, which Spark cannot hold; fix: cast 'big'"):
+            anonymize(wide, spec, engine=SparkEngine(spark))

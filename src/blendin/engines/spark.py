@@ -224,6 +224,35 @@ class SparkSource:
                                fix=f"use one of its columns: {preview(self.columns, 10)}")
 
 
+#: Arrow types Spark does not take, and the type that holds their values as they are
+_SPARK_WIDER = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary(),
+                pa.float16(): pa.float32()}
+
+
+def _spark_ready(table: pa.Table) -> pa.Table:
+    """``table`` in types Spark takes: a type it lacks whose values a wider one holds as
+    they are is cast to it (text views, half floats); any other (uint64, time of day,
+    decimal256) is refused naming the column, where pyspark raised its own error."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    for i, field in enumerate(table.schema):
+        wider = _SPARK_WIDER.get(field.type)
+        if wider is not None:
+            table = table.set_column(i, field.name, table.column(i).cast(wider))
+            continue
+        try:
+            from_arrow_type(field.type)
+            if pa.types.is_decimal(field.type) and field.type.precision > 38:
+                raise ValueError("Spark's decimals hold 38 digits")
+        except Exception:  # noqa: BLE001 (pyspark raises TypeError, ValueError, its own)
+            raise BlendinError(
+                f"column {field.name!r} holds {field.type} values, which Spark cannot hold",
+                fix=f"cast {field.name!r} to a type Spark holds first (uint64: decimal or "
+                "int64; a time of day: text; a decimal: 38 digits at most), or use the "
+                "embedded engine") from None
+    return table
+
+
 def _zones(schema: pa.Schema) -> dict[str, str]:
     """The time zone of each zoned timestamp column of ``schema``."""
     return {f.name: f.type.tz for f in schema
@@ -384,7 +413,7 @@ class SparkEngine:
             with _spark_errors(str(data)):
                 return self._read(str(data), spec)
 
-        table = to_arrow(data)
+        table = _spark_ready(to_arrow(data))
         return SparkSource(self.spark.createDataFrame(table), "the table",
                            _zones(table.schema))
 
