@@ -1276,6 +1276,43 @@ def test_apply_refuses_a_solution_whose_spec_part_was_changed(files, edit):
     assert check(folder / "n.csv", Spec.from_toml(spec)).passed
 
 
+def _visits_solution(**options):
+    rng = np.random.default_rng(0)
+    visits = pd.DataFrame({"pid": rng.integers(0, 60, 300).astype(str),
+                           "ward": rng.choice(["x", "y"], 300),
+                           "w": rng.integers(1, 9, 300).astype(str),
+                           "dx": rng.choice(["a", "A", "b"], 300)})
+    spec = bl.Spec(quasi_identifiers={"ward": flat()}, models=[KAnonymity(2)],
+                   sensitive=["dx"], max_suppression=0.5, **options)
+    data = visits if "person" in options else visits.drop(columns="pid")
+    return data, anonymize(data, spec).solution_dict()
+
+
+@pytest.mark.parametrize("key, options, edited", [
+    ("person", {"person": "pid"}, None),  # the key would go out with the rows
+    ("normalize", {"normalize": ["case"]}, []),  # 'a' and 'A' counted as two values
+    ("sampling_weights", {"sampling_weights": "w"}, None),
+])
+def test_apply_refuses_a_solution_whose_counting_was_changed(key, options, edited):
+    """The digest covers what decides how a re-application counts and what it refuses:
+    a solution that counted people, with its person key taken out, released the key."""
+    data, saved = _visits_solution(**options)
+    saved[key] = edited
+    with pytest.raises(BlendinError, match="changed after it was saved"):
+        apply_solution(data, saved)
+
+
+def test_a_solution_saved_before_the_digest_covered_counting_still_applies():
+    """A version 4 solution's digest covers the spec part of its day, and still holds."""
+    data, saved = _visits_solution(normalize=["case"])
+    old = {k: v for k, v in saved.items() if k != "digest"} | {"version": 4}
+    old = with_digest(old)
+    assert apply_solution(data, old).check.passed
+    old["models"][0]["k"] = 1
+    with pytest.raises(BlendinError, match="changed after it was saved"):
+        apply_solution(data, old)
+
+
 def test_a_solution_without_a_digest_still_applies_with_a_warning(files):
     folder, data, spec = files
     solution = folder / "sol.json"

@@ -23,12 +23,18 @@ from blendin.models import PrivacyModel, model_from_toml
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
-SOLUTION_VERSION = 4
+SOLUTION_VERSION = 5
 #: the key of a saved solution's digest: a SHA-256 of its spec part, what says what must
 #: hold (the levels and hierarchies may be edited: the checker proves whatever they make)
 DIGEST = "digest"
-SPEC_PART = ("quasi_identifiers", "identifiers", "sensitive", "insensitive",
-             "sensitive_hierarchies", "models", "max_suppression", "missing")
+#: the spec part of solutions of versions 3 and 4, whose digests cover only these keys
+SPEC_PART_V3 = ("quasi_identifiers", "identifiers", "sensitive", "insensitive",
+                "sensitive_hierarchies", "models", "max_suppression", "missing")
+#: the spec part from version 5: also what decides how records are counted (normalized
+#: values, weights, households) and what apply refuses (a person key, related tables,
+#: transforms, cells), which an edit would otherwise release as it is (the key, a column)
+SPEC_PART = (*SPEC_PART_V3, "normalize", "sampling_weights", "household", "person",
+             "tables", "transforms", "suppression")
 
 def plain(value):
     if isinstance(value, np.generic):
@@ -106,7 +112,9 @@ def changed_since_saved(payload: dict) -> bool | None:
 
 
 def _digest(body: dict) -> str:
-    part = {k: body.get(k) for k in SPEC_PART}
+    version = body.get("version", SOLUTION_VERSION)
+    old = isinstance(version, int) and not isinstance(version, bool) and version < 5
+    part = {k: body.get(k) for k in (SPEC_PART_V3 if old else SPEC_PART)}
     text = json.dumps(part, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
