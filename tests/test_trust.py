@@ -1313,6 +1313,24 @@ def test_a_solution_saved_before_the_digest_covered_counting_still_applies():
         apply_solution(data, old)
 
 
+def test_apply_refuses_a_solution_whose_digest_was_taken_out(files):
+    """Every solution of version 3 on carries a digest: one without it was edited, and its
+    k lowered with the digest taken out was applied with a note only."""
+    folder, data, spec = files
+    solution = folder / "sol.json"
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", solution).exit_code == 0
+    saved = json.loads(solution.read_text())
+    del saved["digest"]
+    saved["models"][0]["k"] = 1
+    solution.write_text(json.dumps(saved))
+    with pytest.raises(BlendinError, match="changed after it was saved"):
+        apply_solution(str(data), saved)
+    result = run("apply", data, "--solution", solution, "-o", folder / "n.csv")
+    assert result.exit_code == 2 and "changed after it was saved" in result.output
+    assert not (folder / "n.csv").exists()
+
+
 def test_a_solution_without_a_digest_still_applies_with_a_warning(files):
     folder, data, spec = files
     solution = folder / "sol.json"
@@ -1320,6 +1338,7 @@ def test_a_solution_without_a_digest_still_applies_with_a_warning(files):
                "--save-solution", solution).exit_code == 0
     saved = json.loads(solution.read_text())
     del saved["digest"]
+    saved["version"] = 2  # before solutions carried one
     result = apply_solution(str(data), saved)
     assert result.check.passed and any("no digest" in w for w in result.warnings)
     saved["levels"]["dob"] = 3  # the levels may be edited: the checker proves the release

@@ -110,7 +110,8 @@ def _trust_of(payload: dict, spec: Spec | None) -> list[str]:
     changed = changed_since_saved(payload)
     if changed and spec is None:
         raise BlendinError(
-            "the solution was changed after it was saved (its digest no longer matches): its "
+            "the solution was changed after it was saved (its digest no longer matches, or "
+            "was taken out): its "
             "identifiers, models or limits cannot be trusted",
             fix="save it again with blendin anonymize --save-solution, or give the spec to "
             "check against: blendin apply ... --spec release.toml")

@@ -103,9 +103,19 @@ def with_digest(payload: dict) -> dict:
 
 
 def changed_since_saved(payload: dict) -> bool | None:
-    """True when a solution's content no longer matches its digest; None when it has none
-    (saved by an older blendin)."""
+    """True when a solution's content no longer matches its digest, or when a solution of a
+    version that always carries one (3 on) has none (taken out with an edit); None when it
+    has none and was saved by an older blendin.
+
+    >>> changed_since_saved({"version": 4, "models": []})
+    True
+    >>> changed_since_saved({"version": 2, "models": []}) is None
+    True
+    """
     if DIGEST not in payload:
+        version = payload.get("version", 1)
+        if isinstance(version, int) and not isinstance(version, bool) and version >= 3:
+            return True
         return None
     body = {k: v for k, v in payload.items() if k != DIGEST}
     return payload[DIGEST] != _digest(body)
