@@ -315,6 +315,31 @@ def test_save_and_apply_on_new_data(tmp_path):
     assert "id" not in applied.data.columns
 
 
+def test_a_solution_keeps_the_population_table_the_run_counted(tmp_path, monkeypatch):
+    """k-map's population table is named relative to the spec's folder; the solution
+    kept the name as written, so apply from another folder counted that folder's table of
+    the same name (or found none)."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    rng = np.random.default_rng(3)
+    people = pd.DataFrame({"age": rng.integers(20, 60, 400).astype(str)})
+    people.to_csv(project / "people.csv", index=False)
+    people.head(1).to_csv(elsewhere / "people.csv", index=False)  # one person: k-map fails
+    (project / "spec.toml").write_text(
+        '[quasi_identifiers]\nage = { intervals = [10, 20] }\n'
+        '[[privacy]]\nmodel = "k-map"\nk = 2\npopulation = "people.csv"\n'
+        '[anonymization]\nmax_suppression = 0.2\n')
+    data = people.sample(100, random_state=1)
+    result = anonymize(data, Spec.from_toml(project / "spec.toml"))
+    result.save_solution(project / "sol.json")
+    saved = json.loads((project / "sol.json").read_text())
+    assert saved["models"][0]["population"] == str(project / "people.csv")
+    monkeypatch.chdir(elsewhere)
+    again = apply_solution(data, project / "sol.json")
+    assert again.check.passed and again.levels == result.levels
+
+
 def test_apply_on_the_same_data_gives_the_same_release():
     df = random_table(9)
     spec = random_spec(df, [KAnonymity(4)], 0.05)

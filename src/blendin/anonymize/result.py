@@ -184,7 +184,7 @@ class Result:
             "utility": {k: plain(v) for k, v in self.utility.items()},
             "nodes_checked": self.nodes_checked,
             "seconds": round(self.seconds, 6),
-            "models": [model_dict(m) for m in self.spec.models],
+            "models": [model_dict(m, self.spec.base_dir) for m in self.spec.models],
             "check_passed": self.check.passed,
             "check": self.check.to_dict(),
             "applied_from": self.applied_from,

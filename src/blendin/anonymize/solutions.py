@@ -42,9 +42,15 @@ def plain(value):
     return value
 
 
-def model_dict(model: PrivacyModel) -> dict:
-    """The model's table without an attached hierarchy (saved built, with the others)."""
-    params = model.params() if hasattr(model, "params") else model.to_dict()
+def model_dict(model: PrivacyModel, base_dir: str | Path | None = None) -> dict:
+    """The model's table without an attached hierarchy (saved built, with the others).
+
+    A population table's path is saved whole (a relative one taken from ``base_dir``, the
+    spec's folder, as the run read it): a solution is applied from anywhere, and a relative
+    path would name another table there, or none."""
+    params = dict(model.params() if hasattr(model, "params") else model.to_dict())
+    if getattr(model, "needs_population", False) and hasattr(model, "path"):
+        params["population"] = str(Path(model.path(base_dir)).absolute())
     return {"model": model.key, **{k: plain(v) for k, v in params.items()
                                    if v is not None and k != "model"
                                    and not k.startswith("hierarchy")}}
@@ -73,7 +79,7 @@ def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
         "insensitive": list(spec.insensitive),
         "sensitive_hierarchies": {q: rule_of(sensitive_builders.get(q, h), h)
                                   for q, h in (sensitive_hierarchies or {}).items()},
-        "models": [model_dict(m) for m in spec.models],
+        "models": [model_dict(m, spec.base_dir) for m in spec.models],
         "max_suppression": float(spec.max_suppression),
         "missing": spec.missing,
         "normalize": list(spec.normalize),
