@@ -66,3 +66,22 @@ def test_a_folder_without_a_spec_and_a_zip_that_escapes_are_refused(tmp_path):
                                     str(tmp_path / "evil.zip"), "-o", str(tmp_path / "o.csv")])
     assert run.exit_code == 2 and "would land outside" in run.output
     assert "Traceback" not in run.output and not (tmp_path / "o.csv").exists()
+
+
+def test_a_bundle_whose_spec_names_a_hierarchy_file_outside_it_is_refused(tmp_path):
+    """A bundle carries its hierarchies: one whose spec names a file of this machine (an
+    absolute path, or .. out of the folder it unpacks to) had the run read it, and the
+    solution and report copy its rows; the app refuses such a file too."""
+    bl.datasets.hospital(50, seed=4).to_csv(tmp_path / "data.csv", index=False)
+    outside = tmp_path / "secret.csv"
+    outside.write_text("F;*\nM;*\n")
+    for named in (str(outside), "../" * 12 + str(outside).lstrip("/")):
+        bundle = tmp_path / "p.zip"
+        with zipfile.ZipFile(bundle, "w") as z:
+            z.writestr("spec.toml", f'[attributes]\nidentifiers = ["name", "ssn"]\n'
+                                    f'[quasi_identifiers]\nsex = {{ csv = "{named}" }}\n'
+                                    '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n')
+        run = CliRunner().invoke(main, ["anonymize", str(tmp_path / "data.csv"), "--spec",
+                                        str(bundle), "-o", str(tmp_path / "o.csv")])
+        assert run.exit_code == 2 and "outside the bundle" in run.output, run.output
+        assert not (tmp_path / "o.csv").exists()

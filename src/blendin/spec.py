@@ -251,6 +251,7 @@ class Spec:
         try:
             unpack_zip(path, folder)
             spec = cls.from_toml(project_spec(folder, path.name))
+            _hierarchies_inside(spec, folder, path.name)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -929,6 +930,22 @@ def toml_text(document: Mapping[str, Any]) -> str:
             lines = [f"{toml_key(k)} = {toml_value(v)}" for k, v in entry.items()]
             chunks.append("\n".join([header, *lines]))
     return "\n\n".join(chunks) + "\n"
+
+
+def _hierarchies_inside(spec: Spec, folder: Path, name: str) -> None:
+    """Refuse a bundle whose spec names a hierarchy file outside it (an absolute path, or
+    ``..``): a bundle carries its hierarchies, and one from elsewhere would have the run
+    read, and its solution and report copy, a file of this machine (as the app refuses)."""
+    inside = folder.resolve()
+    for builders in (spec.quasi_identifiers, spec.sensitive_builders()):
+        for column, builder in builders.items():
+            path = getattr(getattr(builder, "builder", builder), "path", None)
+            if isinstance(path, Path) and not path.resolve().is_relative_to(inside):
+                raise BlendinError(
+                    f"project {name!r} names the hierarchy file of {column!r} outside the "
+                    f"bundle ({str(path)!r})",
+                    fix="give a bundle that holds its hierarchy files (as the app writes "
+                    "them, in hierarchies/), or unpack it yourself and give the folder")
 
 
 def project_spec(folder: Path, name: str) -> Path:
