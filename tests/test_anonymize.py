@@ -439,6 +439,27 @@ def test_solution_with_hierarchical_t_closeness_round_trips(tmp_path):
     assert again.levels == result.levels
 
 
+def test_apply_with_a_spec_takes_its_hierarchical_t_closeness(tmp_path):
+    """The spec given to apply rules the models, and a model's hierarchy is part of it:
+    a hierarchy file named in the spec's t-closeness table was dropped (only built
+    hierarchies were kept), and apply said the spec had none."""
+    df = random_table(12, 800)
+    result = anonymize(df, random_spec(df, [KAnonymity(3)], 0.05))
+    (tmp_path / "dx.csv").write_text("flu;infection;*\ncold;infection;*\n"
+                                     "gout;chronic;*\nhiv;chronic;*\n")
+    (tmp_path / "spec.toml").write_text(
+        '[attributes]\nsensitive = ["dx"]\n[quasi_identifiers]\n'
+        + "".join(f'{q} = {{ flat = true }}\n' for q in result.levels)
+        + '[[privacy]]\nmodel = "k-anonymity"\nk = 3\n'
+        '[[privacy]]\nmodel = "t-closeness"\nattribute = "dx"\nt = 0.4\n'
+        'distance = "hierarchical"\nhierarchy = { csv = "dx.csv" }\n'
+        '[anonymization]\nmax_suppression = 0.5\n')
+    spec = Spec.from_toml(tmp_path / "spec.toml")
+    again = apply_solution(df, load_solution(result), spec)
+    assert again.check.passed and again.levels == result.levels
+    assert "hierarchical" in again.check.models[-1].name
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_chosen_node_has_the_least_loss_of_all_acceptable_nodes(seed):
     df = random_table(20 + seed, 300)

@@ -12,7 +12,6 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -229,7 +228,7 @@ def spec_from_solution(payload: dict, spec: Spec | None = None, *,
                     identifiers=list(spec.identifiers), sensitive=list(spec.sensitive),
                     insensitive=list(spec.insensitive), models=list(spec.models),
                     max_suppression=spec.max_suppression, sensitive_hierarchies={
-                        **sens_h, **_built_only(spec.sensitive_hierarchies)},
+                        **sens_h, **spec.sensitive_builders()},
                     delimiter=spec.delimiter, encoding=spec.encoding, missing=spec.missing,
                     normalize=list(spec.normalize), sampling_weights=spec.sampling_weights,
                     household=spec.household, base_dir=spec.base_dir)
@@ -272,7 +271,5 @@ data afresh, with the spec
                                fix="anonymize the new data afresh, with the spec")
 
 
-def _built_only(hierarchies: Mapping[str, Any]) -> dict:
-    return {k: v for k, v in hierarchies.items() if isinstance(v, Hierarchy)}
 
 
