@@ -617,6 +617,58 @@ def bl_main():
     return main
 
 
+def test_a_project_with_hierarchical_t_closeness_runs_in_the_app(app, tmp_path):
+    """A spec's hierarchical t-closeness names its hierarchy in the model's table: the app
+    left the file in the project's folder, dropped it from the model at the first post of
+    the page, and checked the model without it ("none is given"): nothing ran."""
+    import io
+    import zipfile
+
+    spec = """[attributes]
+identifiers = ["name", "ssn"]
+sensitive = ["diagnosis"]
+[quasi_identifiers]
+sex = { flat = true }
+zip = { masking = 5 }
+[[privacy]]
+model = "k-anonymity"
+k = 3
+[[privacy]]
+model = "t-closeness"
+attribute = "diagnosis"
+t = 0.6
+distance = "hierarchical"
+hierarchy = { csv = "hierarchies/dx.csv" }
+[anonymization]
+max_suppression = 0.5
+"""
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        session = app.state.store.sessions[sid.rsplit("/", 1)[-1]]
+        values = sorted(set(session.data.table.column("diagnosis").to_pylist()))
+        rows = "\n".join(f"{v};{'a' if i % 2 else 'b'};*" for i, v in enumerate(values))
+        bundle = io.BytesIO()
+        with zipfile.ZipFile(bundle, "w") as z:
+            z.writestr("spec.toml", spec)
+            z.writestr("hierarchies/dx.csv", rows)
+        loaded = html.unescape(client.post(f"{sid}/load/project", files=[
+            ("files", ("p.zip", bundle.getvalue()))]).text)
+        assert "project loaded" in loaded
+        client.post(f"{sid}/models", data={"m0:k": "3", "m1:t": "0.6",
+                                           "max_suppression": "0.5", "action": "run"})
+        session = _wait(app, sid)
+        assert session.job.error is None
+        result = session.runs[-1].result
+        assert result.check.passed
+        assert any("hierarchical" in m.name for m in result.check.models)
+        again = tmp_path / "again.zip"
+        again.write_bytes(client.get(f"{sid}/run/1/download/project").content)
+    assert "hierarchies/diagnosis_hierarchy.csv" in zipfile.ZipFile(again).namelist()
+    assert bl.Spec.from_toml(again).to_dict()["privacy"][1]["hierarchy"] == {
+        "csv": "hierarchies/diagnosis_hierarchy.csv"}
+
+
 def test_a_project_is_loaded_only_onto_a_table_and_only_from_inside_its_zip(app, tmp_path):
     import io
     import zipfile

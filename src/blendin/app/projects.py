@@ -117,10 +117,20 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
             shutil.copyfile(inbox / table["csv"], dest)
             table["csv"] = f"hierarchies/{dest.name}"
         hierarchies[column] = table
+    models = [dict(m) for m in document.get("privacy", [])]
+    for model in models:  # a hierarchical t-closeness's file, beside the QIs' files
+        table = model.get("hierarchy")
+        if isinstance(table, dict) and isinstance(table.get("csv"), str):
+            taken = hierarchies | {f"model {i}": m.get("hierarchy") for i, m in
+                                   enumerate(models) if m is not model}
+            dest = session.hierarchy_file(f"{model.get('attribute', 'sensitive')}_hierarchy",
+                                          taken)
+            shutil.copyfile(inbox / table["csv"], dest)
+            model["hierarchy"] = {**table, "csv": f"hierarchies/{dest.name}"}
     anonymization = dict(document.get("anonymization", {}))
     if "cell_priority" in anonymization:  # a field of the page: the names, by commas
         anonymization["cell_priority"] = ", ".join(anonymization["cell_priority"])
     session.weights = dict(anonymization.pop("weights", {}))
     session.roles, session.hierarchies = roles, hierarchies
-    session.models = [dict(m) for m in document.get("privacy", [])]
+    session.models = models
     session.limits = anonymization

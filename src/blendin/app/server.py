@@ -796,6 +796,8 @@ def _read_models(session: Session, form) -> None:
             if value != "":
                 entry[param] = value if param in ("attribute", "distance") \
                     else workflow.number(value)
+        if entry.get("distance") == "hierarchical" and "hierarchy" in model:
+            entry["hierarchy"] = model["hierarchy"]  # (a project's: the page has no field)
         models.append(entry)
     session.models = models
     limits = {}

@@ -577,11 +577,22 @@ def _check_models_on_data(spec, table: pa.Table, records: int | None = None) -> 
                 model.validate(records, {})  # (the latter explains the attribute)
         return
     domains = {}
+    # a hierarchical t-closeness's hierarchy, as a run builds it (its values coded by it)
+    hierarchies = spec.build_sensitive_hierarchies(table.select(
+        [n for n in spec.sensitive_builders() if n in table.column_names]))
     for name in spec.sensitive:
         counts = pc.value_counts(pc.cast(table.column(name), pa.string()).combine_chunks())
-        domains[name] = SensitiveDomain(
-            name, counts.field("values").to_numpy(zero_copy_only=False),
-            np.asarray(counts.field("counts").to_numpy(), dtype=np.int64))
+        values = counts.field("values")
+        number = np.asarray(counts.field("counts").to_numpy(), dtype=np.int64)
+        hierarchy = hierarchies.get(name)
+        if hierarchy is None:
+            domains[name] = SensitiveDomain(name, values.to_numpy(zero_copy_only=False),
+                                            number)
+            continue
+        codes = hierarchy.encode(pc.fill_null(values, spec.missing), name)
+        domains[name] = SensitiveDomain(name, hierarchy.ground, np.bincount(
+            codes, weights=number, minlength=len(hierarchy.ground)).astype(np.int64),
+            hierarchy)
     for model in spec.models:
         if model.attribute is None or model.attribute in domains:
             model.validate(table.num_rows, domains)
