@@ -770,9 +770,11 @@ def violating_classes(ft: FrequencyTable, levels: Sequence[int],
 
 def violating_of_keys(ft: FrequencyTable, levels: Sequence[int], models: Sequence[PrivacyModel],
                generalized: np.ndarray, keys: np.ndarray,
-               span: int) -> tuple[np.ndarray, np.ndarray, Classes]:
+               span: int, forced: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, Classes]:
     """:func:`violating_classes` given each tuple's generalized codes and class key
-    (smaller than ``span``)."""
+    (smaller than ``span``); the classes of the ``forced`` tuples are suppressed whatever
+    the models say."""
     class_of_tuple, n_classes = unique_inverse(keys, span)
     sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.cells}
@@ -787,7 +789,11 @@ def violating_of_keys(ft: FrequencyTable, levels: Sequence[int], models: Sequenc
     if counted:  # each class's codes, from its first tuple
         first = first_seen(class_of_tuple, n_classes)
         codes = [np.asarray(c)[first] for c in generalized.T]
-    bad = violating(classes, models, levels, codes)
+    suppressed = None
+    if forced is not None:
+        suppressed = np.zeros(n_classes, bool)
+        suppressed[class_of_tuple[forced]] = True
+    bad = violating(classes, models, levels, codes, suppressed)
     if counted:  # the classes carry the people of the first model with a population
         classes = replace(classes, population=counted[0].population_at(levels, codes))
     return bad, class_of_tuple, classes

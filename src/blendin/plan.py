@@ -248,12 +248,15 @@ def plan_node(
     identifiers: Sequence[str] = (),
     missing: str = "",
     checked: NodeCheck | None = None,
+    forced: np.ndarray | None = None,
 ) -> Recoding:
     """The recoding of a full-domain node: which classes to suppress, keyed for any chunk.
 
     ``checked`` is the search's check of this node: its classes and those that violate are
     taken as they are, not grouped and tested again (the checker of the release is what
-    proves it, on the released values).
+    proves it, on the released values). The classes of the ``forced`` tuples (a mask) are
+    suppressed whatever the models say, and the models of the whole release measured
+    without them.
 
     >>> from blendin.hierarchy.core import Hierarchy
     >>> from blendin.models import KAnonymity
@@ -268,7 +271,7 @@ def plan_node(
     radices = [len(h.labels[lvl]) for h, lvl in zip(ft.hierarchies, levels)]
     keyer = ClassKeyer(radices, generalized)
     keys = keyer(generalized)
-    if checked is not None and tuple(checked.levels) == levels:
+    if checked is not None and tuple(checked.levels) == levels and forced is None:
         bad, groups = checked.violating, checked.groups
         codes = (np.stack(groups.codes_of(np.flatnonzero(bad)), axis=1) if ft.qi_names
                  else np.zeros((int(bad.sum()), 0), np.int64))  # (the violating classes')
@@ -278,7 +281,7 @@ def plan_node(
         sizes = groups.sizes[~bad]
     else:
         bad, class_of_tuple, classes = violating_of_keys(ft, levels, models, generalized, keys,
-                                                  math.prod(radices))
+                                                  math.prod(radices), forced)
         tuple_bad = bad[class_of_tuple]
         suppressed_keys = np.unique(keys[tuple_bad])
         sizes = classes.sizes[~bad]

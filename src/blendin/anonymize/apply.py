@@ -133,7 +133,7 @@ def _saved_outcome(plan: Plan, levels: Sequence[int]) -> Outcome:
         return full_domain_outcome(plan, levels, saved=True)
     ft = plan.ft
     recoding = plan_node(ft, levels, plan.models, identifiers=plan.removed,
-                         missing=plan.missing)
+                         missing=plan.missing, forced=forced)
     generalized = ft.generalized(levels)
     keys = recoding.keyer(generalized)
     tuple_bad = recoding.suppressed_tuples | forced

@@ -143,18 +143,22 @@ def model_from_toml(table: Mapping) -> PrivacyModel:
 
 
 def violating(classes: Classes, models: Sequence[PrivacyModel],
-              levels: Sequence[int] = (), codes: Sequence[np.ndarray] = ()) -> np.ndarray:
+              levels: Sequence[int] = (), codes: Sequence[np.ndarray] = (),
+              suppressed: np.ndarray | None = None) -> np.ndarray:
     """True for the classes to suppress: those failing a model of classes, then, in the
     order given, those each model of the whole release suppresses among the rest (as the
     lattice's node check does). Models with a population count it in the classes given by
-    their ``codes`` (one array per QI) at the node ``levels``.
+    their ``codes`` (one array per QI) at the node ``levels``. ``suppressed`` marks classes
+    suppressed whatever the models say (a re-application's values its hierarchy does not
+    cover): the models of the whole release are then measured without them.
 
     >>> import numpy as np
     >>> sizes = Classes(np.array([1, 2, 6]), {}, {})
     >>> violating(sizes, [AverageRisk(0.25), KAnonymity(2)]).tolist()
     [True, False, False]
     """
-    bad = np.zeros(len(classes.sizes), bool)
+    bad = (np.zeros(len(classes.sizes), bool) if suppressed is None
+           else np.array(suppressed, dtype=bool))
     for model in models:
         if model.needs_population:
             people = model.population_at(levels, codes)
