@@ -340,6 +340,26 @@ def test_a_solution_keeps_the_population_table_the_run_counted(tmp_path, monkeyp
     assert again.check.passed and again.levels == result.levels
 
 
+def test_a_solution_with_records_at_risk_applies(tmp_path):
+    """average-risk's records-at-risk was saved under the parameter's name,
+    records_at_risk, which the model's TOML table refuses: no such solution applied."""
+    from blendin.anonymize import with_digest
+    from blendin.models import AverageRisk
+
+    df = random_table(7, 600)
+    spec = random_spec(df, [AverageRisk(0.3, highest=0.5, records_at_risk=0.1)], 0.5)
+    result = anonymize(df, spec)
+    result.save_solution(tmp_path / "sol.json")
+    saved = json.loads((tmp_path / "sol.json").read_text())
+    assert saved["models"][0] == {"model": "average-risk", "threshold": 0.3, "highest": 0.5,
+                                  "records-at-risk": 0.1}
+    applied = apply_solution(df, tmp_path / "sol.json")
+    assert applied.check.passed and applied.spec.models == spec.models
+    # one saved before, its digest over the parameter's name, applies as well
+    saved["models"][0]["records_at_risk"] = saved["models"][0].pop("records-at-risk")
+    assert apply_solution(df, with_digest(saved)).spec.models == spec.models
+
+
 def test_apply_on_the_same_data_gives_the_same_release():
     df = random_table(9)
     spec = random_spec(df, [KAnonymity(4)], 0.05)

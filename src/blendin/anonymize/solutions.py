@@ -18,7 +18,7 @@ import numpy as np
 from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import Hierarchy
 from blendin.hierarchy.registry import WithUnknown, builder_from_rule, rule_of
-from blendin.models import PrivacyModel, model_from_toml
+from blendin.models import MODELS, PrivacyModel, model_from_toml
 from blendin.spec import Spec
 
 SOLUTION_FORMAT = "blendin-solution"
@@ -50,9 +50,22 @@ def model_dict(model: PrivacyModel, base_dir: str | Path | None = None) -> dict:
     params = dict(model.params() if hasattr(model, "params") else model.to_dict())
     if getattr(model, "needs_population", False) and hasattr(model, "path"):
         params["population"] = str(Path(model.path(base_dir)).absolute())
-    return {"model": model.key, **{k: plain(v) for k, v in params.items()
-                                   if v is not None and k != "model"
-                                   and not k.startswith("hierarchy")}}
+    return toml_keys({"model": model.key, **{k: plain(v) for k, v in params.items()
+                                             if v is not None and k != "model"
+                                             and not k.startswith("hierarchy")}})
+
+
+def toml_keys(table: dict) -> dict:
+    """A model's table with its keys as the TOML spells them (``records-at-risk``, not the
+    parameter's ``records_at_risk``), which is what :func:`model_from_toml` reads back.
+
+    >>> toml_keys({"model": "average-risk", "threshold": 0.1, "records_at_risk": 0.05})
+    {'model': 'average-risk', 'threshold': 0.1, 'records-at-risk': 0.05}
+    """
+    _, required, optional = MODELS.get(table.get("model"), (None, (), ()))
+    known = (*required, *optional)
+    return {k if k in known or k.replace("_", "-") not in known else k.replace("_", "-"): v
+            for k, v in table.items()}
 
 
 def solution_dict(spec: Spec, hierarchies: Mapping[str, Hierarchy],
@@ -207,7 +220,8 @@ def load_solution(solution) -> dict:
 
 
 def _models_from(tables: Sequence[dict]) -> list[PrivacyModel]:
-    return [model_from_toml(dict(t)) for t in tables]
+    # (solutions saved before their keys were spelled as the TOML's, records_at_risk...)
+    return [model_from_toml(toml_keys(dict(t)) if isinstance(t, dict) else t) for t in tables]
 
 
 def spec_from_solution(payload: dict, spec: Spec | None = None, *,
