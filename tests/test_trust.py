@@ -583,6 +583,26 @@ def test_tampered_solution_gets_a_clear_error(files, level, expected):
     assert result.exit_code == 2 and expected in result.output, result.output
 
 
+@pytest.mark.parametrize("key,value,expected", [
+    ("models", None, "models are 'None', not a list"),
+    ("identifiers", "name", "identifiers are 'name', not a list"),  # (not n, a, m, e)
+    ("max_suppression", "x", "max_suppression must be a fraction"),
+])
+def test_a_malformed_solution_gets_a_clear_error(files, key, value, expected):
+    """A solution whose models are no list, or whose limit is no number, ended in a
+    traceback (TypeError, ValueError); its identifiers as one text were read letter by
+    letter."""
+    folder, data, spec = files
+    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
+               "--save-solution", folder / "sol.json").exit_code == 0
+    sol = json.loads((folder / "sol.json").read_text())
+    sol[key] = value
+    (folder / "sol.json").write_text(json.dumps(with_digest(sol)))
+    result = run("apply", data, "--solution", folder / "sol.json", "-o", folder / "n.csv")
+    assert result.exit_code == 2 and expected in result.output, result.output
+    assert "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("population", ["inf", "nan", "-inf"])
 def test_risk_population_must_be_finite(files, population):
     _, data, _ = files

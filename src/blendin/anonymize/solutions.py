@@ -216,6 +216,10 @@ def load_solution(solution) -> dict:
         if key not in payload:
             raise BlendinError(f"the solution has no {key!r}",
                                fix="save it again with --save-solution")
+    for key in ("models", "identifiers", "sensitive", "insensitive", "normalize"):
+        if key in payload and not isinstance(payload[key], list):
+            raise BlendinError(f"the solution's {key} are {preview([payload[key]])}, not a "
+                               "list", fix="save it again with --save-solution")
     return payload
 
 
@@ -250,7 +254,7 @@ def spec_from_solution(payload: dict, spec: Spec | None = None, *,
                 sensitive=list(payload.get("sensitive", [])),
                 insensitive=list(payload.get("insensitive", [])),
                 models=_models_from(payload["models"]),
-                max_suppression=float(payload.get("max_suppression", 0.0)),
+                max_suppression=payload.get("max_suppression", 0.0),
                 sensitive_hierarchies=sens_h, missing=payload.get("missing", ""),
                 normalize=list(payload.get("normalize", [])),
                 sampling_weights=payload.get("sampling_weights"),
