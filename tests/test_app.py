@@ -669,6 +669,59 @@ max_suppression = 0.5
         "csv": "hierarchies/diagnosis_hierarchy.csv"}
 
 
+def test_a_project_with_a_population_table_runs_in_the_app_and_its_bundle(app, tmp_path):
+    """k-map's population table is named relative to the spec's folder: the app loaded
+    the project, then looked for the table in the session's folder and the run failed
+    there; the project's download left it out, so neither the CLI nor the app ran it."""
+    import zipfile
+
+    spec = """[attributes]
+identifiers = ["name", "ssn"]
+sensitive = ["diagnosis"]
+[quasi_identifiers]
+sex = { flat = true }
+zip = { masking = 5 }
+[[privacy]]
+model = "k-map"
+k = 3
+population = "people.csv"
+[anonymization]
+max_suppression = 0.5
+"""
+    town = bl.datasets.hospital(3000, seed=1)[["zip", "sex"]].to_csv(index=False).encode()
+    with _client(app) as client:
+        sid = _session(client)
+        client.post(f"{sid}/load/sample", data={"sample": "hospital"})
+        loaded = html.unescape(client.post(f"{sid}/load/project", files=[
+            ("files", ("spec.toml", spec.encode())), ("files", ("people.csv", town))]).text)
+        assert "project loaded" in loaded
+        client.post(f"{sid}/models", data={"m0:k": "3", "max_suppression": "0.5",
+                                           "action": "run"})
+        session = _wait(app, sid)
+        assert session.job.error is None and session.runs[-1].result.check.passed
+        bundle = tmp_path / "project.zip"
+        bundle.write_bytes(client.get(f"{sid}/run/1/download/project").content)
+        data = tmp_path / "hospital.csv"
+        data.write_bytes(client.get(f"{sid}/input/data").content)
+        again = _session(client)
+        client.post(f"{again}/load/sample", data={"sample": "hospital"})
+        loaded = html.unescape(client.post(f"{again}/load/project", files=[
+            ("files", ("project.zip", bundle.read_bytes()))]).text)
+        assert "project loaded" in loaded
+        client.post(f"{again}/models", data={"m0:k": "3", "max_suppression": "0.5",
+                                             "action": "run"})
+        assert _wait(app, again).job.error is None
+        missing = _session(client)
+        client.post(f"{missing}/load/sample", data={"sample": "hospital"})
+        refused = html.unescape(client.post(f"{missing}/load/project", files=[
+            ("files", ("spec.toml", spec.encode()))]).text)
+        assert "population table 'people.csv', which was not given" in refused
+    assert "populations/people.csv" in zipfile.ZipFile(bundle).namelist()
+    run = CliRunner().invoke(bl_main(), ["anonymize", str(data), "--spec", str(bundle),
+                                         "-o", str(tmp_path / "r.csv")])
+    assert run.exit_code == 0, run.output
+
+
 def test_a_project_is_loaded_only_onto_a_table_and_only_from_inside_its_zip(app, tmp_path):
     import io
     import zipfile

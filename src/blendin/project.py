@@ -34,6 +34,7 @@ from blendin.spec import Spec, toml_text
 
 SPEC_NAME = "spec.toml"
 HIERARCHIES = "hierarchies"
+POPULATIONS = "populations"
 
 
 def write_project(path: str | os.PathLike, spec: Spec,
@@ -41,11 +42,14 @@ def write_project(path: str | os.PathLike, spec: Spec,
     """Write the bundle of ``spec`` to ``path`` (atomically), with ``files`` (name in the
     bundle -> file) beside it."""
     document, hierarchies = _relocated(spec)
+    document, populations = _populations(document, spec)
     text = toml_text(document)
     with atomic_path(path) as temp, zipfile.ZipFile(temp, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(SPEC_NAME, text)
         for name, source in hierarchies.items():
             z.write(source, f"{HIERARCHIES}/{name}")
+        for name, source in populations.items():
+            z.write(source, f"{POPULATIONS}/{name}")
         for name, source in (files or {}).items():
             z.write(source, name)
     return Path(path)
@@ -58,6 +62,30 @@ def _relocated(spec: Spec) -> tuple[dict[str, Any], dict[str, Path]]:
     document = csv_paths(spec.to_dict(),
                          lambda where: f"{HIERARCHIES}/{_name_for(where, spec, files)}")
     return document, files
+
+
+def _populations(document: dict[str, Any], spec: Spec) -> tuple[dict[str, Any],
+                                                                 dict[str, Path]]:
+    """The document with each population table named relative to the spec's folder (one
+    a project brought with it) pointing into ``populations/``, and the files to copy there;
+    a whole path, a file of this machine, stays as it is."""
+    files: dict[str, Path] = {}
+
+    def moved(table: Any) -> Any:
+        where = table.get("population") if isinstance(table, dict) else None
+        if not isinstance(where, str) or Path(where).expanduser().is_absolute():
+            return table
+        source = Path(spec.base_dir or ".") / where
+        if not source.is_file():
+            raise BlendinError(f"the spec names the population table {where!r}, which does "
+                               "not exist", fix="give the spec whose files are all there")
+        name, n = source.name, 2
+        while name in files and files[name].resolve() != source.resolve():
+            name, n = f"{source.stem}-{n}{source.suffix}", n + 1
+        files[name] = source
+        return {**table, "population": f"{POPULATIONS}/{name}"}
+
+    return {**document, "privacy": [moved(t) for t in document.get("privacy", [])]}, files
 
 
 def csv_paths(node: Any, rename: Callable[[str], str]) -> Any:

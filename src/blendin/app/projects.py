@@ -43,7 +43,7 @@ def load_project(session: Session, uploads: list[tuple[str, Path]]) -> str:
         for name, path in uploads:
             if suffix_of(name) == ".csv":
                 shutil.copyfile(path, inbox / Path(name).name)
-    document = _by_name(_toml_document(spec_path), inbox)
+    document = _populations_given(_by_name(_toml_document(spec_path), inbox), inbox)
     Spec.from_dict(document, base_dir=inbox).validate_columns(session.data.table.column_names)
     _take(session, document, inbox)
     qis = len(document.get("quasi_identifiers", {}))
@@ -91,6 +91,30 @@ def _by_name(document: dict, inbox: Path) -> dict:
     return csv_paths(document, given)
 
 
+def _populations_given(document: dict, inbox: Path) -> dict:
+    """The population tables of ``document``'s models (k-map) named relative to the spec
+    pointed at the files given with it, as :func:`_by_name` points its hierarchy files; a
+    whole path names a file of this machine, as typed in the page."""
+    def given(where: str) -> str:
+        if Path(where).expanduser().is_absolute():
+            return where
+        found = (inbox / where).resolve()
+        if found.is_relative_to(inbox.resolve()) and found.is_file():
+            return where
+        if not (inbox / Path(where).name).is_file():
+            raise BlendinError(f"the spec names the population table {where!r}, which was "
+                               "not given", fix="give its file with the spec, or in the "
+                               "project's .zip")
+        return Path(where).name
+
+    privacy = document.get("privacy")
+    if not isinstance(privacy, list):
+        return document
+    models = [dict(m, population=given(m["population"])) if isinstance(m, dict)
+              and isinstance(m.get("population"), str) else m for m in privacy]
+    return {**document, "privacy": models}
+
+
 def _take(session: Session, document: dict, inbox: Path) -> None:
     """The page's choices from a checked spec document, its files copied to the session's
     hierarchy folder."""
@@ -118,6 +142,13 @@ def _take(session: Session, document: dict, inbox: Path) -> None:
             table["csv"] = f"hierarchies/{dest.name}"
         hierarchies[column] = table
     models = [dict(m) for m in document.get("privacy", [])]
+    for model in models:  # a population table given with the project, kept in the session
+        where = model.get("population")
+        if isinstance(where, str) and not Path(where).expanduser().is_absolute():
+            folder = session.file("populations")
+            folder.mkdir(exist_ok=True, mode=0o700)
+            shutil.copyfile(inbox / where, folder / Path(where).name)
+            model["population"] = f"populations/{Path(where).name}"
     for model in models:  # a hierarchical t-closeness's file, beside the QIs' files
         table = model.get("hierarchy")
         if isinstance(table, dict) and isinstance(table.get("csv"), str):
