@@ -1347,7 +1347,10 @@ def test_a_solution_saved_before_the_digest_covered_counting_still_applies():
     data, saved = _visits_solution(normalize=["case"])
     old = {k: v for k, v in saved.items() if k != "digest"} | {"version": 4}
     old = with_digest(old)
-    assert apply_solution(data, old).check.passed
+    applied = apply_solution(data, old)
+    assert applied.check.passed
+    # (what its digest does not cover is told: a version 4 with its person key taken out)
+    assert any("does not cover its person key" in w for w in applied.warnings)
     old["models"][0]["k"] = 1
     with pytest.raises(BlendinError, match="changed after it was saved"):
         apply_solution(data, old)

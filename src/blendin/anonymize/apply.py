@@ -122,6 +122,11 @@ def _trust_of(payload: dict, spec: Spec | None) -> list[str]:
         return ["the solution carries no digest (saved by an older blendin): an edit of its "
                 "identifiers or models would go unnoticed; fix: save it again, or give "
                 "--spec"]
+    if spec is None and payload.get("version") in (3, 4):
+        return ["the solution was saved by an older blendin, whose digest does not cover "
+                "its person key, related tables, transforms, cell suppression, normalize, "
+                "weights or households: an edit of them would go unnoticed; fix: save it "
+                "again, or give --spec"]
     return []
 
 
