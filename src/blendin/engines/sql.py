@@ -595,8 +595,13 @@ def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequenc
         return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
     extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
                     for i, c in enumerate(keyed))
+    # grouped by each keyed column's text too: values the database holds equal may read
+    # as other texts (1.0 and 1.00 of a numeric, -0 and 0, 1 day and 24:00:00), and a
+    # release joins each row's own text to its labels (a text it never read would drop
+    # the row)
+    by = ", ".join([names, *(key_of(db, c) for c in keyed)])
     return db.arrow(f"SELECT {names}{extra}, count(*) AS {count} FROM {relation} "
-                    f"GROUP BY {names}", encoded=True)
+                    f"GROUP BY {by}", encoded=True)
 
 
 def _domain(grouped: pa.Table, name: str, key: str) -> pa.Table:
@@ -924,7 +929,9 @@ class _ReleasePlan:
         are counted from the source and shown as suppressed (``*`` in every QI, sensitive
         values missing), as the other engines show them to the checker."""
         db = self.db
-        grouped = texts_counted(group_by(db, released, columns), columns, self.missing)
+        texts = {f.name for f in db.schema(f"SELECT * FROM {released}") if f.metadata == TEXT}
+        keyed = [c for c in columns if c not in texts]  # (read as their texts are)
+        grouped = texts_counted(group_by(db, released, columns, keyed), columns, self.missing)
         self.rows = int(pc.sum(grouped.column(COUNT)).as_py() or 0)
         if not self.drop:
             return grouped
