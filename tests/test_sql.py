@@ -397,6 +397,30 @@ def test_a_querys_rows_are_read_once(db, suppressed):
     assert db.tables() == ["patients", "release"]
 
 
+def test_postgres_settings_of_how_values_are_written_change_no_value(postgres_url, pg_conn,
+                                                                    tmp_path):
+    """A server, database or role may write dates otherwise (DateStyle SQL, DMY: 13/01/2020)
+    and floats short (extra_float_digits 0: 15 digits): the values are read and released
+    as they are all the same."""
+    from urllib.parse import quote
+
+    import pyarrow.parquet as pq
+
+    pg_conn.execute("CREATE TABLE t (sex text, d date, ts timestamp, x double precision)")
+    rows = [("f", "2020-01-13", "2020-01-13 10:00:01.5", 1.2345678901234567),
+            ("m", "1999-12-31", "2001-02-03 04:05:06", 0.1 + 0.2)] * 3
+    with pg_conn.cursor() as cursor:
+        cursor.executemany("INSERT INTO t VALUES (%s, %s, %s, %s)", rows)
+    expected = pg_conn.execute("SELECT sex, d, ts, x FROM t").fetchall()
+    url = postgres_url + "?options=" + quote("-c DateStyle=SQL,DMY -c extra_float_digits=0")
+    spec = Spec(quasi_identifiers={"sex": SEX}, models=[KAnonymity(3)])
+    held = anonymize(url, spec, table="t").data
+    anonymize(url, spec, table="t", output=tmp_path / "r.parquet")
+    for released in (held, pq.read_table(tmp_path / "r.parquet")):
+        got = [tuple(r.values()) for r in released.to_pylist()]
+        assert sorted(got) == sorted(expected)
+
+
 def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
     """A sequence's nextval() is refused before anything runs; a function of the user's
     that writes is stopped by the read-only transaction."""

@@ -488,6 +488,11 @@ PG_NAMES = {pa.bool_(): "boolean", pa.int64(): "bigint", pa.int32(): "integer",
             pa.float32(): "real", pa.date32(): "date", pa.string(): "text"}
 
 
+#: the session's settings that decide how the server spells a value (see Postgres.open)
+SESSION = {"DateStyle": "ISO", "IntervalStyle": "postgres", "extra_float_digits": "1",
+           "bytea_output": "hex"}
+
+
 class Postgres(Database):
     dialect = "postgres"
     mark = "%s"
@@ -528,6 +533,12 @@ class Postgres(Database):
                    if "password" in text else
                    "check the host, port and database in the URL, and that the server runs")
             raise BlendinError(f"cannot connect to {name}: {text}", fix=fix) from None
+        # values are read as the text the server writes, which these settings of the
+        # server, the database or the role would change: spelled the one way they are read
+        # in (ISO dates, which the CSV reader parses; floats to their last digit). Each
+        # sets how a value is written only, not what a query means (TimeZone would)
+        for setting, value in SESSION.items():
+            connection.execute(f"SET {setting} = '{value}'")
         return cls(connection, name, password)
 
     def hold_snapshot(self) -> str:
