@@ -902,13 +902,19 @@ class _ReleasePlan:
     def match(self, name: str, read: pa.Table) -> str:
         """Source row and tuple alike in QI ``name``: by equality (which a hash join
         takes); where the column has nulls, a null is matched by a flag and stands in as
-        the column's least value."""
+        the column's first value that is not null (a type may have no ``min()``: boolean
+        and uuid in PostgreSQL); where it has nothing but nulls, by the flag alone."""
         q = self.db.quote
-        if not read.column(name).null_count:
+        column = read.column(name)
+        if not column.null_count:
             return f"s.{q(name)} = m.{q(name)}"
-        least = f"(SELECT min({q(name)}) FROM {q(self.run + '_tuples')})"
-        return (f"coalesce(s.{q(name)}, {least}) = coalesce(m.{q(name)}, {least}) AND "
-                f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)")
+        flag = f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)"
+        if column.null_count == len(column):  # (a stand-in would be null too: no match)
+            return flag
+        stand_in = (f"(SELECT {q(name)} FROM {q(self.run + '_tuples')} WHERE {q(name)} IS "
+                    f"NOT NULL ORDER BY {q(ID)} LIMIT 1)")
+        return (f"coalesce(s.{q(name)}, {stand_in}) = coalesce(m.{q(name)}, {stand_in}) AND "
+                f"{flag}")
 
     def labels(self, tuples: pa.Table) -> pa.Table:
         """Each numbered tuple's released labels and whether its records are suppressed,
