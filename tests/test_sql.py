@@ -421,6 +421,25 @@ def test_postgres_settings_of_how_values_are_written_change_no_value(postgres_ur
         assert sorted(got) == sorted(expected)
 
 
+def test_postgres_names_a_time_that_arrow_cannot_hold(postgres_url, pg_conn, tmp_path):
+    """A timestamp of infinity (a row still valid) is released into a table as it is; read
+    out of the database (a file, memory) it is refused naming its column and the way
+    round, never with Arrow's traceback of a column number."""
+    pg_conn.execute("CREATE TABLE t (sex text, valid_to timestamp)")
+    pg_conn.execute("INSERT INTO t SELECT CASE WHEN g % 2 = 0 THEN 'f' ELSE 'm' END, CASE "
+                    "WHEN g % 3 = 0 THEN 'infinity' ELSE '2020-01-01' END::timestamp "
+                    "FROM generate_series(1, 12) AS g")
+    spec = Spec(quasi_identifiers={"sex": SEX}, models=[KAnonymity(3)])
+    path = tmp_path / "r.parquet"
+    with pytest.raises(BlendinError, match="column 'valid_to' holds 'infinity'") as raised:
+        anonymize(postgres_url, spec, table="t", output=path)
+    assert "--output-table" in raised.value.fix and '"valid_to"::text' in raised.value.fix
+    assert list(tmp_path.iterdir()) == []
+    anonymize(postgres_url, spec, table="t", output=postgres_url, output_table="r")
+    assert pg_conn.execute("SELECT count(*) FROM r WHERE valid_to = 'infinity'"
+                           ).fetchone()[0] == 4
+
+
 def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
     """A sequence's nextval() is refused before anything runs; a function of the user's
     that writes is stopped by the read-only transaction."""

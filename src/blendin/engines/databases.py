@@ -585,8 +585,8 @@ class Postgres(Database):
             schema = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string()))
                                 if f.type == pa.string() else f for f in schema])
         self.log.append(sql)
-        with self._errors(), self.connection.cursor() as cursor, cursor.copy(
-                f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
+        with self._errors(), _unreadable(schema), self.connection.cursor() as cursor, \
+                cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
             stream = _Stream(copy)
             if stream.empty():  # no row (pyarrow reads no columns from no text)
                 return
@@ -660,6 +660,28 @@ class Postgres(Database):
 
     def close(self) -> None:
         self.connection.close()
+
+
+@contextmanager
+def _unreadable(schema: pa.Schema) -> Iterator[None]:
+    """A value PostgreSQL holds and Arrow cannot (a date or timestamp of ``infinity``,
+    before year 1 or after 9999) named with its column, where the CSV reader names a
+    column's number only."""
+    try:
+        yield
+    except pa.ArrowInvalid as error:
+        found = re.search(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid "
+                          r"value '(.*)'", str(error), re.DOTALL)
+        if found is None or int(found[1]) >= len(schema):
+            raise
+        name = schema.names[int(found[1])]
+        raise BlendinError(
+            f"column {name!r} holds {found[3]!r}, which a {found[2]} cannot hold outside "
+            "the database (Arrow's dates and times run from year 1 to 9999, with no "
+            "infinity)", fix=f"release into a table of the database (-o URL "
+            f"--output-table NAME) where {name!r} is neither a quasi-identifier nor "
+            f"sensitive, or read it as text in a --query (\"{name}\"::text), or leave "
+            "such values out") from None
 
 
 def _nodes(plan, children: str) -> Iterator[dict]:
