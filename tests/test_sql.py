@@ -440,6 +440,26 @@ def test_postgres_names_a_time_that_arrow_cannot_hold(postgres_url, pg_conn, tmp
                            ).fetchone()[0] == 4
 
 
+def test_postgres_releases_a_text_longer_than_a_block_read(postgres_url, pg_conn, tmp_path):
+    """A row longer than the blocks the rows are read in (a long note: 256 KiB a block to
+    a file, 4 MiB in memory) is read whole: it stopped the release with Arrow's
+    "straddling object" error."""
+    import pyarrow.parquet as pq
+
+    pg_conn.execute("CREATE TABLE t (sex text, note text)")
+    pg_conn.execute("INSERT INTO t SELECT CASE WHEN g % 2 = 0 THEN 'f' ELSE 'm' END, "
+                    "repeat(E'a,\"b\\n', g * 200000) FROM generate_series(1, 4) AS g")
+    expected = sorted(r[0] for r in pg_conn.execute("SELECT note FROM t").fetchall())
+    spec = Spec(quasi_identifiers={"sex": SEX}, models=[KAnonymity(2)])
+    held = anonymize(postgres_url, spec, table="t").data.column("note").to_pylist()
+    anonymize(postgres_url, spec, table="t", output=tmp_path / "r.parquet")
+    anonymize(postgres_url, spec, table="t", output=tmp_path / "r.csv")
+    written = pq.read_table(tmp_path / "r.parquet").column("note").to_pylist()
+    read = pcsv.read_csv(tmp_path / "r.csv", pcsv.ReadOptions(block_size=1 << 24),
+                         pcsv.ParseOptions(newlines_in_values=True)).column("note").to_pylist()
+    assert sorted(held) == sorted(written) == sorted(read) == expected
+
+
 def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
     """A sequence's nextval() is refused before anything runs; a function of the user's
     that writes is stopped by the read-only transaction."""

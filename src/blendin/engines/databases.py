@@ -17,7 +17,6 @@ is handed to the driver only: :attr:`Database.name` and every error leave it out
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import os
 import re
@@ -587,20 +586,20 @@ class Postgres(Database):
         self.log.append(sql)
         with self._errors(), _unreadable(schema), self.connection.cursor() as cursor, \
                 cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
-            stream = _Stream(copy)
-            if stream.empty():  # no row (pyarrow reads no columns from no text)
-                return
-            reader = pcsv.open_csv(
-                stream, read_options=pcsv.ReadOptions(
-                    column_names=[f"c{i}" for i in range(len(schema))],
-                    block_size=rows * 64),
-                parse_options=pcsv.ParseOptions(newlines_in_values=True),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={f"c{i}": f.type for i, f in enumerate(schema)},
-                    strings_can_be_null=True, quoted_strings_can_be_null=False,
-                    null_values=[""], true_values=["t"], false_values=["f"]))
-            for batch in reader:
-                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+            names = [f"c{i}" for i in range(len(schema))]
+            parse = pcsv.ParseOptions(newlines_in_values=True)
+            convert = pcsv.ConvertOptions(
+                column_types={f"c{i}": f.type for i, f in enumerate(schema)},
+                strings_can_be_null=True, quoted_strings_can_be_null=False,
+                null_values=[""], true_values=["t"], false_values=["f"])
+            # whole rows at a time, each block parsed as one: a CSV reader of a stream
+            # refuses a row longer than its block (a long text), which no size fits all
+            for block in _whole_rows(copy, rows * 64):
+                table = pcsv.read_csv(io.BytesIO(block), read_options=pcsv.ReadOptions(
+                    column_names=names, block_size=len(block) + 1, use_threads=False),
+                    parse_options=parse, convert_options=convert)
+                for batch in table.to_batches():
+                    yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
     def reads(self, sql: str) -> frozenset[str]:
         # the tables the plan scans (a view's among them), and the tables and views the
@@ -670,8 +669,8 @@ def _unreadable(schema: pa.Schema) -> Iterator[None]:
     try:
         yield
     except pa.ArrowInvalid as error:
-        found = re.search(r"CSV column #(\d+): CSV conversion error to ([^:]+): invalid "
-                          r"value '(.*)'", str(error), re.DOTALL)
+        found = re.search(r"CSV column #(\d+): (?:Row #\d+: )?CSV conversion error to "
+                          r"([^:]+): invalid value '(.*)'", str(error), re.DOTALL)
         if found is None or int(found[1]) >= len(schema):
             raise
         name = schema.names[int(found[1])]
@@ -727,32 +726,17 @@ def _without(text: str, secret: str | None) -> str:
     return text
 
 
-class _Stream(io.RawIOBase):
-    """The blocks of a ``COPY ... TO STDOUT`` as a readable file (for pyarrow's CSV reader).
-    psycopg hands over about a row per block: they are joined a few thousand at a time,
-    and each read fills the buffer from as many as it takes."""
-
-    #: blocks joined at a time
-    GATHER = 4096
-
-    def __init__(self, copy) -> None:
-        self.blocks, self.rest = iter(copy), memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def empty(self) -> bool:
-        """True when the COPY sent nothing more (the next blocks are read ahead)."""
-        if not len(self.rest):  # (the blocks as bytes: joining views costs more)
-            self.rest = memoryview(b"".join(map(bytes, itertools.islice(self.blocks,
-                                                                         self.GATHER))))
-        return not len(self.rest)
-
-    def readinto(self, buffer) -> int:
-        filled, size = 0, len(buffer)
-        while filled < size and not self.empty():
-            n = min(size - filled, len(self.rest))
-            buffer[filled:filled + n] = self.rest[:n]
-            self.rest = self.rest[n:]
-            filled += n
-        return filled
+def _whole_rows(copy, size: int) -> Iterator[bytes]:
+    """The rows of a ``COPY ... TO STDOUT``, joined into blocks of about ``size`` bytes,
+    each of whole rows (PostgreSQL sends a row a message, and psycopg hands over one at a
+    time); a row longer than ``size`` is a block of its own."""
+    rows: list[bytes] = []
+    held = 0
+    for row in copy:
+        rows.append(bytes(row))
+        held += len(row)
+        if held >= size:
+            yield b"".join(rows)
+            rows, held = [], 0
+    if rows:
+        yield b"".join(rows)
