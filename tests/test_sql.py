@@ -460,6 +460,30 @@ def test_postgres_releases_a_text_longer_than_a_block_read(postgres_url, pg_conn
     assert sorted(held) == sorted(written) == sorted(read) == expected
 
 
+def test_postgres_generalizes_zoned_times_in_the_sessions_zone(postgres_url, pg_conn):
+    """A timestamptz is generalized in the zone the database shows it in (its TimeZone),
+    as DuckDB hands its zoned times over and as the embedded engine generalizes a zoned
+    time: 2020-01-31 20:00 in New York is January, not February (UTC)."""
+    from urllib.parse import quote
+
+    from blendin.hierarchy.dates import dates
+
+    pg_conn.execute("CREATE TABLE t (seen timestamptz, sex text)")
+    pg_conn.execute("INSERT INTO t SELECT '2020-01-31 20:00 America/New_York'::timestamptz "
+                    "+ g * interval '1 minute', 'f' FROM generate_series(1, 3) AS g")
+    pg_conn.execute("INSERT INTO t VALUES ('2020-03-01 12:00 UTC', 'f')")
+    url = postgres_url + "?options=" + quote("-c TimeZone=America/New_York")
+    frame = pd.DataFrame({"seen": pd.to_datetime(
+        ["2020-01-31 20:01", "2020-01-31 20:02", "2020-01-31 20:03", "2020-03-01 07:00"]
+    ).tz_localize("America/New_York"), "sex": "f"})
+    for k in (1, 2):
+        spec = Spec(quasi_identifiers={"seen": dates("month", "year"), "sex": SEX},
+                    models=[KAnonymity(k)], max_suppression=0.0)
+        ours, theirs = anonymize(url, spec, table="t"), anonymize(frame, spec)
+        assert ours.levels == theirs.levels
+        assert multiset(ours.data) == multiset(theirs.data)
+
+
 def test_postgres_reads_a_query_in_a_read_only_transaction(postgres_url, pg_conn):
     """A sequence's nextval() is refused before anything runs; a function of the user's
     that writes is stopped by the read-only transaction."""

@@ -501,6 +501,7 @@ class Postgres(Database):
         self.log: list[str] = []
         #: the output table a release replaces, and its oid (:meth:`guard`)
         self.guarded: tuple[str, int] | None = None
+        self._zone: str | None = None
 
     @classmethod
     def open(cls, url: str, password_env: str | None = None,
@@ -573,9 +574,26 @@ class Postgres(Database):
     def schema(self, sql: str) -> pa.Schema:
         with self._errors():
             cursor = self.connection.execute(f"SELECT * FROM ({sql}) AS q LIMIT 0")
-        return pa.schema([pa.field(c.name, PG_TYPES.get(c.type_code, pa.string()),
+        types = {**PG_TYPES, 1184: pa.timestamp("us", self.zone())}
+        return pa.schema([pa.field(c.name, types.get(c.type_code, pa.string()),
                                    metadata=TEXT if c.type_code in PG_TEXTS else None)
                           for c in cursor.description])
+
+    def zone(self) -> str:
+        """The session's time zone (its ``TimeZone``), in which a ``timestamptz`` is read,
+        shown and generalized, as DuckDB hands its zoned times over and as the embedded
+        engine generalizes a zoned time: in its own zone (a month of New York's ends at
+        05:00 UTC). UTC where Arrow knows no zone of that name (a POSIX rule)."""
+        if self._zone is None:
+            import pyarrow.compute as pc
+
+            zone = str(self.scalar("SELECT current_setting('TimeZone')"))
+            try:  # (Arrow looks a zone up where it is used)
+                pc.hour(pa.array([0], pa.timestamp("us", zone)))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                zone = "UTC"
+            self._zone = zone
+        return self._zone
 
     def batches(self, sql: str, rows: int = 1 << 16, encoded: bool = False
                 ) -> Iterator[pa.RecordBatch]:
