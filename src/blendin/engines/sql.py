@@ -429,7 +429,8 @@ class SqlEngine:
         # the source is only read
         with source.db.transaction(read_only=True, snapshot=source.snapshot), \
                 ticking(source.db, progress):
-            grouped = group_by(source.db, source.relation, columns, keyed)
+            grouped = group_by(source.db, source.relation, columns, keyed,
+                               [c for c in columns if c not in keyed])
         if progress is not None:
             progress(1.0)
         if grouped.num_rows == 0:
@@ -578,11 +579,11 @@ def check_replaced(db: Database, read: Callable[[], frozenset[str]], table: str,
     db.guard(target)  # (what a function of the input reads, which no plan shows)
 
 
-def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequence[str] = ()
-             ) -> pa.Table:
+def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequence[str] = (),
+             texts: Sequence[str] = ()) -> pa.Table:
     """``SELECT columns, count(*) FROM relation GROUP BY columns``, as Arrow (column COUNT),
-    with the :func:`key_of` of the ``keyed`` columns too (columns ``KEY`` 0, 1, ...)."""
-    names = ", ".join(db.quote(c) for c in columns)
+    with the :func:`key_of` of the ``keyed`` columns too (columns ``KEY`` 0, 1, ...); the
+    ``texts`` are grouped and read as their keys (byte by byte)."""
     count = db.quote(COUNT)
     if db.dialect == "postgres":
         # PostgreSQL prices carrying every group through a parallel plan's Gather as if
@@ -593,13 +594,19 @@ def group_by(db: Database, relation: str, columns: Sequence[str], keyed: Sequenc
         db.execute("SET LOCAL parallel_tuple_cost = 0")
     if not columns:
         return db.arrow(f"SELECT count(*) AS {count} FROM {relation} HAVING count(*) > 0")
+    # a text is grouped by its own key, byte by byte: a collation that holds "A" and "a"
+    # equal (DuckDB's NOCASE, PostgreSQL's nondeterministic ones) would count them as one
+    # class, which the release shows as two
+    grouped = [key_of(db, c) if c in texts else db.quote(c) for c in columns]
+    names = ", ".join(f"{e} AS {db.quote(c)}" if c in texts else e
+                      for c, e in zip(columns, grouped))
     extra = "".join(f", {key_of(db, c)} AS {db.quote(f'{KEY}{i}')}"
                     for i, c in enumerate(keyed))
     # grouped by each keyed column's text too: values the database holds equal may read
     # as other texts (1.0 and 1.00 of a numeric, -0 and 0, 1 day and 24:00:00), and a
     # release joins each row's own text to its labels (a text it never read would drop
     # the row)
-    by = ", ".join([names, *(key_of(db, c) for c in keyed)])
+    by = ", ".join([*grouped, *(key_of(db, c) for c in keyed)])
     return db.arrow(f"SELECT {names}{extra}, count(*) AS {count} FROM {relation} "
                     f"GROUP BY {by}", encoded=True)
 
@@ -626,8 +633,15 @@ def _coded(column: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
 
 def key_of(db: Database, column: str, alias: str = "") -> str:
     """A value of ``column`` as the text the database spells it: the key a release joins
-    the column's labels on (the same expression on both sides, so any type matches)."""
-    return f"CAST({alias}{db.quote(column)} AS VARCHAR)"
+    the column's labels on (the same expression on both sides, so any type matches),
+    compared byte by byte whatever the column's collation ("A" is not "a").
+
+    >>> from blendin.engines.databases import DuckDB
+    >>> key_of(DuckDB(None, "x"), "zip", "s.")
+    'CAST(s."zip" AS VARCHAR) COLLATE "binary"'
+    """
+    collation = '"C"' if db.dialect == "postgres" else '"binary"'
+    return f"CAST({alias}{db.quote(column)} AS VARCHAR) COLLATE {collation}"
 
 
 def column_labels(domain: pa.Table, hierarchy: Hierarchy, level: int, name: str,
@@ -882,7 +896,9 @@ class _ReleasePlan:
         db, q = self.db, self.db.quote
         where = f" WHERE {chosen}" if chosen else ""
         tuples, labels, mapping = self.temp("tuples"), self.temp("labels"), self.temp("map")
-        qis = ", ".join(f"s.{q(c)}" for c in self.qis)
+        # a text by its key (byte by byte, see key_of); other types by their values
+        qis = ", ".join(f"{key_of(db, c, 's.')} AS {q(c)}" if c in self.source.texts
+                        else f"s.{q(c)}" for c in self.qis)
         distinct = (f"SELECT DISTINCT {qis} FROM {self.source.relation}{where}" if self.qis
                     else f"SELECT 1 AS {q(LABEL)}")
         db.execute(f"CREATE TEMP TABLE {q(tuples)} AS SELECT row_number() OVER () AS {q(ID)},"
@@ -906,14 +922,16 @@ class _ReleasePlan:
         and uuid in PostgreSQL); where it has nothing but nulls, by the flag alone."""
         q = self.db.quote
         column = read.column(name)
+        value = (key_of(self.db, name, "s.") if name in self.source.texts
+                 else f"s.{q(name)}")
         if not column.null_count:
-            return f"s.{q(name)} = m.{q(name)}"
+            return f"{value} = m.{q(name)}"
         flag = f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)"
         if column.null_count == len(column):  # (a stand-in would be null too: no match)
             return flag
         stand_in = (f"(SELECT {q(name)} FROM {q(self.run + '_tuples')} WHERE {q(name)} IS "
                     f"NOT NULL ORDER BY {q(ID)} LIMIT 1)")
-        return (f"coalesce(s.{q(name)}, {stand_in}) = coalesce(m.{q(name)}, {stand_in}) AND "
+        return (f"coalesce({value}, {stand_in}) = coalesce(m.{q(name)}, {stand_in}) AND "
                 f"{flag}")
 
     def labels(self, tuples: pa.Table) -> pa.Table:
@@ -937,7 +955,9 @@ class _ReleasePlan:
         db = self.db
         texts = {f.name for f in db.schema(f"SELECT * FROM {released}") if f.metadata == TEXT}
         keyed = [c for c in columns if c not in texts]  # (read as their texts are)
-        grouped = texts_counted(group_by(db, released, columns, keyed), columns, self.missing)
+        grouped = texts_counted(group_by(db, released, columns, keyed,
+                                         [c for c in columns if c in texts]),
+                                columns, self.missing)
         self.rows = int(pc.sum(grouped.column(COUNT)).as_py() or 0)
         if not self.drop:
             return grouped
