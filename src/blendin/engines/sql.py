@@ -896,9 +896,12 @@ class _ReleasePlan:
         db, q = self.db, self.db.quote
         where = f" WHERE {chosen}" if chosen else ""
         tuples, labels, mapping = self.temp("tuples"), self.temp("labels"), self.temp("map")
-        # a text by its key (byte by byte, see key_of); other types by their values
+        # a text by its key (byte by byte, see key_of); another type by its value and its
+        # key: values held equal and spelled apart (1.0 and 1.00) are tuples of their own,
+        # as the frequency table counted them
         qis = ", ".join(f"{key_of(db, c, 's.')} AS {q(c)}" if c in self.source.texts
-                        else f"s.{q(c)}" for c in self.qis)
+                        else f"s.{q(c)}, {key_of(db, c, 's.')} AS {q(f'{KEY}{i}')}"
+                        for i, c in enumerate(self.qis))
         distinct = (f"SELECT DISTINCT {qis} FROM {self.source.relation}{where}" if self.qis
                     else f"SELECT 1 AS {q(LABEL)}")
         db.execute(f"CREATE TEMP TABLE {q(tuples)} AS SELECT row_number() OVER () AS {q(ID)},"
@@ -916,23 +919,17 @@ class _ReleasePlan:
                 f"m.{q(REMOVED)}", labelled)
 
     def match(self, name: str, read: pa.Table) -> str:
-        """Source row and tuple alike in QI ``name``: by equality (which a hash join
-        takes); where the column has nulls, a null is matched by a flag and stands in as
-        the column's first value that is not null (a type may have no ``min()``: boolean
-        and uuid in PostgreSQL); where it has nothing but nulls, by the flag alone."""
+        """Source row and tuple alike in QI ``name``: by the value's key (:func:`key_of`),
+        an equality a hash join takes; where the column has nulls, a null is matched by a
+        flag (its key stands in as an empty text, whatever the column's type)."""
         q = self.db.quote
-        column = read.column(name)
-        value = (key_of(self.db, name, "s.") if name in self.source.texts
-                 else f"s.{q(name)}")
-        if not column.null_count:
-            return f"{value} = m.{q(name)}"
-        flag = f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)"
-        if column.null_count == len(column):  # (a stand-in would be null too: no match)
-            return flag
-        stand_in = (f"(SELECT {q(name)} FROM {q(self.run + '_tuples')} WHERE {q(name)} IS "
-                    f"NOT NULL ORDER BY {q(ID)} LIMIT 1)")
-        return (f"coalesce({value}, {stand_in}) = coalesce(m.{q(name)}, {stand_in}) AND "
-                f"{flag}")
+        value = key_of(self.db, name, "s.")
+        theirs = (f"m.{q(name)}" if name in self.source.texts
+                  else f"m.{q(f'{KEY}{self.qis.index(name)}')}")
+        if not read.column(name).null_count:
+            return f"{value} = {theirs}"
+        return (f"coalesce({value}, '') = coalesce({theirs}, '') AND "
+                f"(s.{q(name)} IS NULL) = (m.{q(name)} IS NULL)")
 
     def labels(self, tuples: pa.Table) -> pa.Table:
         """Each numbered tuple's released labels and whether its records are suppressed,
