@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from blendin.anonymize import full_domain_outcome, prepare, verify
+from blendin.anonymize import anonymize, full_domain_outcome, prepare, verify
 from blendin.check import check, check_regrouped
 from blendin.engines.embedded import EmbeddedEngine, kept
 from blendin.engines.kernels import FullDomainRecoder, decoded, ground_codes, repeated
@@ -279,3 +279,34 @@ def test_a_plan_from_the_search_check_is_the_plan_grouped_again(case, model, lim
     assert np.array_equal(taken.suppressed_keys, fresh.suppressed_keys)
     assert taken.suppressed_records == fresh.suppressed_records == found.n_suppressed
     assert sorted(taken.class_sizes) == sorted(fresh.class_sizes)
+
+
+def _drops_unstarred(monkeypatch):
+    """A recoder that removes its first row from the release without showing it as ``*``:
+    the row keeps the labels of its class."""
+    real = FullDomainRecoder.__call__
+
+    def dropping(self, batch):
+        marked, removed = real(self, batch)
+        removed = removed.copy()
+        removed[:1] = True
+        return marked, removed
+
+    monkeypatch.setattr(FullDomainRecoder, "__call__", dropping)
+
+
+@pytest.mark.parametrize("output", [None, "release.csv", "release.parquet"])
+def test_the_checker_counts_a_dropped_row_as_suppressed(monkeypatch, tmp_path, output):
+    # classes of 4 at k = 4: the row dropped leaves one of 3 in the release, which the
+    # checker must see (it counted the row in its class, by the labels it was given)
+    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
+    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in ages])
+    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
+                max_suppression=0.2)
+    _drops_unstarred(monkeypatch)
+    out = None if output is None else tmp_path / output
+    with pytest.raises(BlendinError, match="failed the independent check"):
+        anonymize(df, spec, output=out, keep_order=True)
+    assert not list(tmp_path.iterdir())

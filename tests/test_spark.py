@@ -571,3 +571,32 @@ def test_a_table_spark_cannot_hold_is_widened_or_refused_naming_the_column(spark
         with pytest.raises(BlendinError, match=rf"column 'big' holds {re.escape(str(kind))} "
                            "values, which Spark cannot hold; fix: cast 'big'"):
             anonymize(wide, spec, engine=SparkEngine(spark))
+
+
+def test_checker_counts_a_dropped_row_as_suppressed(spark, tmp_path, monkeypatch):
+    # a recoder that drops a row from the release but leaves it its labels: the checker
+    # must count it as suppressed (classes of 4 at k = 4 lose one), not in its class
+    from blendin.hierarchy.core import Hierarchy
+    from blendin.spec import Spec
+
+    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
+    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in ages])
+    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
+                max_suppression=0.2)
+    real = SparkEngine.release
+
+    def release(self, source, recoder, **options):
+        def dropping(batch):  # (a closure: pickled by value for the executors)
+            marked, removed = recoder(batch)
+            removed = removed.copy()
+            removed[:1] = True
+            return marked, removed
+        return real(self, source, dropping, **options)
+
+    monkeypatch.setattr(SparkEngine, "release", release)
+    out = tmp_path / "release.parquet"
+    with pytest.raises(BlendinError, match="independent check"):
+        anonymize(spark.createDataFrame(df).coalesce(1), spec, output=out, keep_order=True)
+    assert os.listdir(tmp_path) == []

@@ -26,7 +26,14 @@ import pyarrow.compute as pc
 
 from blendin.codes import as_text
 from blendin.engines.base import Release
-from blendin.engines.kernels import RowColumns, Shuffle, blanked, decoded, plain_schema
+from blendin.engines.kernels import (
+    RowColumns,
+    Shuffle,
+    blanked,
+    decoded,
+    plain_schema,
+    starred,
+)
 from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
 from blendin.groupby import DistinctCounter, distinct_tuples
@@ -254,6 +261,9 @@ class EmbeddedEngine:
         def recode(batch: pa.RecordBatch) -> tuple[pa.Table, list, pa.Table]:
             marked, removed = recoder(batch)
             marked = blanked(marked, removed, blank)  # as the checker is to see them
+            # a removed row is counted as suppressed, whatever labels the recoder gave it:
+            # the release drops it (or shows it so)
+            marked = starred(marked, removed, labelled)
             checked = marked.select(counter.columns)
             released = kept(marked.drop_columns(hidden) if hidden else marked, removed, drop)
             return checked, counter.looked_up(checked), released

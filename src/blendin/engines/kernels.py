@@ -256,6 +256,48 @@ def blanked(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa
     return marked
 
 
+def starred(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """``marked`` with ``*`` in the ``columns`` (the QIs) of the ``removed`` rows.
+
+    The recoders show ``*`` there already; this makes the rows the checker regroups agree
+    with the rows released whatever a recoder did: a removed row is dropped from the
+    release (or kept with ``*``), so the checker must count it as suppressed, never in the
+    class its labels name.
+
+    >>> t = pa.table({"age": pa.array(["20-29", "20-29"]).dictionary_encode()})
+    >>> starred(t, np.array([False, True]), ["age"]).column("age").to_pylist()
+    ['20-29', '*']
+    """
+    if not removed.any():
+        return marked
+    for name in columns:
+        at = marked.schema.get_field_index(name)
+        if at < 0:  # (not released)
+            continue
+        column, start, chunks = marked.column(at), 0, []
+        for chunk in column.chunks:
+            rows = removed[start:start + len(chunk)]
+            start += len(chunk)
+            if not rows.any():
+                chunks.append(chunk)
+            elif pa.types.is_dictionary(chunk.type):
+                labels = chunk.dictionary
+                found = np.flatnonzero(labels.to_numpy(zero_copy_only=False) == SUPPRESSED)
+                if not len(found):
+                    labels = pa.concat_arrays([labels, pa.array([SUPPRESSED], labels.type)])
+                star = int(found[0]) if len(found) else len(labels) - 1
+                index = pc.if_else(pa.array(rows), pa.scalar(star, chunk.indices.type),
+                                   chunk.indices)
+                chunks.append(pa.DictionaryArray.from_arrays(index, labels))
+            else:
+                chunks.append(pc.if_else(pa.array(rows), pa.scalar(SUPPRESSED, chunk.type),
+                                         chunk))
+        kind = chunks[0].type if chunks else column.type
+        marked = marked.set_column(at, pa.field(name, kind),
+                                   pa.chunked_array(chunks, kind) if chunks else column)
+    return marked
+
+
 def check_mode(suppressed: str) -> None:
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",

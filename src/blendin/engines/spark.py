@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from blendin.codes import COUNT, as_text
 from blendin.engines.base import Release, is_spark
-from blendin.engines.kernels import Shuffle, blanked, plain_schema
+from blendin.engines.kernels import Shuffle, blanked, plain_schema, starred
 from blendin.errors import BlendinError, preview
 from blendin.io import (
     Source,
@@ -292,14 +292,17 @@ class _Recode:
     in suppressed records, the suppressed flag added."""
 
     def __init__(self, recoder, schema: pa.Schema, blank: Sequence[str] = (),
-                 zones: Mapping[str, str] | None = None) -> None:
+                 zones: Mapping[str, str] | None = None, labelled: Sequence[str] = ()) -> None:
         self.recoder, self.schema, self.blank = recoder, schema, list(blank)
+        self.labelled = list(labelled)
         self.zones = dict(zones or {})
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             marked, removed = self.recoder(_in_zones(batch, self.zones))
             marked = blanked(marked, removed, self.blank)
+            # counted as suppressed by the checker, as the release drops it (or shows it so)
+            marked = starred(marked, removed, self.labelled)
             marked = marked.append_column(REMOVED, pa.array(removed, pa.bool_()))
             yield from marked.cast(self.schema).to_batches()
 
@@ -526,7 +529,7 @@ class SparkEngine:
             empty = numbered.number_source(empty, 0)
         marked, _ = recoder(empty)
         schema = plain_schema(marked.schema).append(pa.field(REMOVED, pa.bool_()))
-        recoded = df.mapInArrow(_Recode(recoder, schema, blank, source.zones),
+        recoded = df.mapInArrow(_Recode(recoder, schema, blank, source.zones, labelled),
                                 from_arrow_schema(schema))
         recoded = recoded.persist()
         cached = [recoded]
