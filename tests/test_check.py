@@ -399,3 +399,45 @@ def test_a_dictionary_column_codes_as_its_texts_do(chunks):
     plain_labels, plain_codes = _codes(column.cast(pa.string()))
     assert labels.tolist() == plain_labels.tolist() == sorted(set(labels.tolist()))
     assert labels[codes].tolist() == plain_labels[plain_codes].tolist() == column.to_pylist()
+
+
+def _regrouped(sizes, dx=None):
+    """A released table given by its classes' sizes (QI ``q``), regrouped as engines do."""
+    from blendin.codes import COUNT
+
+    columns = {"q": [f"c{i}" for i in range(len(sizes))]}
+    if dx is not None:
+        columns["dx"] = dx
+    return pa.table({**columns, COUNT: pa.array(sizes, pa.int64())})
+
+
+def test_a_share_one_record_over_its_threshold_fails_at_scale():
+    # 2,001 sample uniques among 2,000,999 records: 0.1% allows 2,000 (the share is over
+    # 0.001 by 5e-10, which an absolute slack of 1e-9 passed); 2,000 of 2,000,000 is 0.1%
+    from blendin.check import check_regrouped
+    from blendin.models import AverageRisk, SampleUniqueness
+
+    spec = Spec(quasi_identifiers={"q": flat()}, models=[SampleUniqueness(0.001)])
+    over = check_regrouped(_regrouped([1] * 2001 + [2000999 - 2001]), spec, ["q"])
+    at = check_regrouped(_regrouped([1] * 2000 + [2000000 - 2000]), spec, ["q"])
+    assert not over.passed and at.passed
+    # average risk: 200,000 classes among 19,999,999 records is over 1% (by 5e-10)
+    spec = Spec(quasi_identifiers={"q": flat()}, models=[AverageRisk(0.01)])
+    sizes = [100] * 199999 + [99]
+    assert sum(sizes) == 19999999 and 200000 / 19999999 > 0.01
+    assert not check_regrouped(_regrouped(sizes), spec, ["q"]).passed
+    assert check_regrouped(_regrouped([100] * 200000), spec, ["q"]).passed
+
+
+def test_t_closeness_exactly_at_t_holds_and_just_over_fails():
+    from blendin.check import check_regrouped
+
+    # the table: a 1,000,000 times, b 1,000,001 times; class 0 all a: distance
+    # 1,000,001 / 2,000,001 (over 0.5 by 2.5e-7); at t of that figure less 1e-10 it fails
+    dx = ["a", "b"]
+    table = _regrouped([1000000, 1000001], dx)
+    figure = 1000001 / 2000001
+    for t, passed in ((figure, True), (figure - 1e-10, False)):
+        spec = Spec(quasi_identifiers={"q": flat()}, sensitive=["dx"],
+                    models=[TCloseness("dx", t)])
+        assert check_regrouped(table, spec, ["q"]).passed is passed

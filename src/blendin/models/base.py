@@ -16,6 +16,27 @@ from blendin.frequency import Classes, SensitiveDomain
 TOLERANCE = 1e-9
 #: relative slack for the strict inequality of recursive (c, l)-diversity
 RELATIVE_TOLERANCE = 1e-12
+#: the least slack of :func:`at_most` (a bound of 0)
+FLOOR_TOLERANCE = 1e-15
+
+
+def at_most(figures, bound: float):
+    """``figures <= bound`` up to rounding: a slack of ``RELATIVE_TOLERANCE`` of the bound.
+
+    The figures so bounded are shares of counts (risk, uniques, distances between
+    distributions): a figure one record over its bound is over it by about 1 / records,
+    which an absolute slack of 1e-9 would pass from 10^6-10^8 records on, while the
+    rounding of a share is near 1e-16 of it.
+
+    >>> at_most(2001 / 2000999, 0.001), at_most(2000 / 2000000, 0.001)
+    (False, True)
+    """
+    return figures <= bound + RELATIVE_TOLERANCE * abs(bound) + FLOOR_TOLERANCE
+
+
+def at_least(figures, bound: float):
+    """``figures >= bound`` up to rounding, as :func:`at_most`."""
+    return figures >= bound - RELATIVE_TOLERANCE * abs(bound) - FLOOR_TOLERANCE
 
 
 class PrivacyModel(ABC):

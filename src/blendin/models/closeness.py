@@ -12,7 +12,7 @@ from blendin.errors import BlendinError, preview
 from blendin.frequency import Classes, SensitiveDomain
 from blendin.hierarchy import builders
 from blendin.hierarchy.core import Hierarchy
-from blendin.models.base import TOLERANCE, _attribute, _real, _SensitiveModel
+from blendin.models.base import _attribute, _real, _SensitiveModel, at_most
 
 DISTANCES = ("equal", "ordered", "hierarchical")
 
@@ -36,7 +36,7 @@ class TCloseness(_SensitiveModel):
       ``pos(N)`` sums the positive, ``neg(N)`` the negative extras (absolute values), and
       ``EMD = sum over inner nodes N of level(N) / H * min(pos(N), neg(N))``.
 
-    A class holds when its distance is at most t (slack 1e-9). Monotone without
+    A class holds when its distance is at most t (a slack of 1e-12 of t). Monotone without
     suppression for every distance: the EMD is convex in P (transport plans mix), and a
     merged class's distribution is a mix of its parts' (Li et al. prove the generalization
     property). NOT monotone with suppression: merging a close class with a far one can push
@@ -130,7 +130,7 @@ class TCloseness(_SensitiveModel):
             self._cached(domains[self.attribute], self._prepare)
 
     def holds(self, classes: Classes) -> np.ndarray:
-        return self.distances(classes) <= self.t + TOLERANCE
+        return at_most(self.distances(classes), self.t)
 
     def per_class(self, classes: Classes) -> np.ndarray:
         return self.distances(classes)

@@ -20,7 +20,7 @@ import numpy as np
 
 from blendin.estimators import individual_risk
 from blendin.frequency import Classes
-from blendin.models.base import TOLERANCE, _share
+from blendin.models.base import _share, at_most
 from blendin.models.presence import PopulationModel
 
 
@@ -50,7 +50,7 @@ class IndividualRisk(PopulationModel):
         self.threshold = _share(self.key, "threshold", self.threshold, "0.05")
 
     def holds(self, classes: Classes) -> np.ndarray:
-        return self.per_class(classes) <= self.threshold + TOLERANCE
+        return at_most(self.per_class(classes), self.threshold)
 
     def per_class(self, classes: Classes) -> np.ndarray:
         sizes = np.asarray(classes.sizes, dtype=float)

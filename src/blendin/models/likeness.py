@@ -23,7 +23,7 @@ import numpy as np
 
 from blendin.errors import BlendinError
 from blendin.frequency import Classes
-from blendin.models.base import TOLERANCE, _attribute, _real, _SensitiveModel
+from blendin.models.base import _attribute, _real, _SensitiveModel, at_most
 
 LIKENESS_VARIANTS = ("enhanced", "basic")
 
@@ -95,7 +95,7 @@ class BetaLikeness(_SensitiveModel):
         if self.variant == "enhanced":
             with np.errstate(divide="ignore"):
                 bound = np.minimum(bound, -np.log(np.where(q > 0, q, 1.0)))
-        return (self.gains(classes) <= bound + TOLERANCE).all(axis=1)
+        return at_most(self.gains(classes), bound).all(axis=1)
 
     def per_class(self, classes: Classes) -> np.ndarray:
         gains = self.gains(classes)

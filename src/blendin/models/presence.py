@@ -31,7 +31,7 @@ from blendin.frequency import Classes, SensitiveDomain
 from blendin.groupby import distinct_tuples
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
-from blendin.models.base import TOLERANCE, PrivacyModel, _share
+from blendin.models.base import PrivacyModel, _share, at_least, at_most
 
 # a dense count per key when the key space is at most this many times the people's tuples
 # (plus a constant), as the lattice's grouping does
@@ -188,7 +188,7 @@ class DeltaPresence(PopulationModel):
 
     def holds(self, classes: Classes) -> np.ndarray:
         share = self.per_class(classes)
-        return (share >= self.dmin - TOLERANCE) & (share <= self.dmax + TOLERANCE)
+        return at_least(share, self.dmin) & at_most(share, self.dmax)
 
 
 def subset_mask(distinct: pa.Table, column: str) -> np.ndarray:

@@ -34,7 +34,13 @@ from blendin.estimators import (
     zayatz_uniques,
 )
 from blendin.frequency import Classes
-from blendin.models.base import TOLERANCE, PrivacyModel, _population, _population_holds, _share
+from blendin.models.base import (
+    PrivacyModel,
+    _population,
+    _population_holds,
+    _share,
+    at_most,
+)
 
 
 class ReleaseModel(PrivacyModel):
@@ -61,7 +67,7 @@ class ReleaseModel(PrivacyModel):
     def release_holds(self, sizes: np.ndarray) -> np.ndarray:
         """Per j = 0..len(sizes): the bound holds once the j smallest classes are gone."""
         sizes = np.sort(np.asarray(sizes, dtype=np.int64))
-        ok = self.figures(sizes) <= self.threshold + TOLERANCE
+        ok = at_most(self.figures(sizes), self.threshold)
         ok[-1] = True  # nothing released, nothing at risk
         return ok
 
@@ -152,7 +158,7 @@ class AverageRisk(ReleaseModel):
         at_risk = small.sum() - np.concatenate([[0], np.cumsum(small)])
         share = np.divide(at_risk, records, out=np.zeros(len(records)), where=records > 0)
         # the records-at-risk bound is folded into the figure: over it counts as over
-        return np.where(share <= self.records_at_risk + TOLERANCE, risk, np.inf)
+        return np.where(at_most(share, self.records_at_risk), risk, np.inf)
 
     def figure(self, classes: Classes) -> float:
         if not len(classes):
@@ -319,7 +325,7 @@ class PopulationUniqueness(ReleaseModel):
         if not sizes.sum():
             return True
         share = self.estimate(sizes)
-        return not math.isnan(share) and share <= self.threshold + TOLERANCE
+        return not math.isnan(share) and bool(at_most(share, self.threshold))
 
     def holds(self, classes: Classes, budget: int | None = None) -> np.ndarray:
         """False for the classes to suppress. With a ``budget`` of records, the bisection
