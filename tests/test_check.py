@@ -441,3 +441,22 @@ def test_t_closeness_exactly_at_t_holds_and_just_over_fails():
         spec = Spec(quasi_identifiers={"q": flat()}, sensitive=["dx"],
                     models=[TCloseness("dx", t)])
         assert check_regrouped(table, spec, ["q"]).passed is passed
+
+
+def test_entropy_a_hair_below_log_l_fails_and_exactly_at_it_holds():
+    from blendin.check import check_regrouped
+
+    # one class of 20,000 a and 20,001 b: entropy 3e-10 below log 2 (an absolute slack of
+    # 1e-9 passed it); classes of l equally frequent values, however large, are at log(l)
+    spec = Spec(quasi_identifiers={"q": flat()}, sensitive=["dx"],
+                models=[EntropyLDiversity("dx", 2)])
+    below = pa.table({"q": ["c", "c"], "dx": ["a", "b"],
+                      "__blendin_count__": pa.array([20000, 20001], pa.int64())})
+    assert not check_regrouped(below, spec, ["q"]).passed
+    for sizes in ([10**6, 10**6], [10**9, 10**9], [333333] * 3, [7] * 5):
+        values = len(sizes)
+        spec = Spec(quasi_identifiers={"q": flat()}, sensitive=["dx"],
+                    models=[EntropyLDiversity("dx", values)])
+        at = pa.table({"q": ["c"] * values, "dx": [f"v{i}" for i in range(values)],
+                       "__blendin_count__": pa.array(sizes, pa.int64())})
+        assert check_regrouped(at, spec, ["q"]).passed, sizes
