@@ -1558,3 +1558,14 @@ def test_what_a_stop_breaks_on_the_way_out_is_no_traceback(files, monkeypatch):
     with pytest.raises(ZeroDivisionError):  # not stopped: a bug, shown as one
         CliRunner().invoke(main, ["anonymize", str(data), "--spec", str(spec), "-o",
                                   str(folder / "r.csv")], catch_exceptions=False)
+
+
+def test_escape_formulas_of_a_pandas_frame(tmp_path):
+    # pandas gives its texts as large_string: escaping them raised ArrowNotImplementedError
+    df = pd.DataFrame({"age": [str(30 + i) for i in range(7)], "dx": FORMULAS})
+    df = df.astype({"dx": pd.ArrowDtype(pa.large_string())})
+    spec = Spec(quasi_identifiers={"age": flat()}, sensitive=["dx"], models=[KAnonymity(1)])
+    out = tmp_path / "r.csv"
+    anonymize(df, spec, output=out, escape_formulas=True, keep_order=True)
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert written["dx"].tolist() == ["'" + v if v[0] in "=+-@\t" else v for v in FORMULAS]

@@ -1065,7 +1065,10 @@ def escape_formula_text(table: pa.Table) -> pa.Table:
         if pt.is_string(kind) or pt.is_large_string(kind):
             column = table.column(i)
             risky = pc.match_substring_regex(column, FORMULA_START)
-            escaped = pc.binary_join_element_wise("'", column, "")
+            # (the separator of the column's own type: a large_string, as pandas' texts
+            # come, has no kernel with a string one)
+            escaped = pc.binary_join_element_wise(pa.scalar("'", kind), column,
+                                                  pa.scalar("", kind))
             table = table.set_column(i, table.field(i), pc.if_else(risky, escaped, column))
     return table
 
