@@ -493,6 +493,20 @@ def test_escape_formulas_for_csv(files):
     assert "--escape-formulas" in run("anonymize", "--help").output
 
 
+def test_escaped_values_stay_distinct_and_the_written_file_passes_the_check(tmp_path):
+    # "-flu" escaped is "'-flu": a value "'-flu" written as it was made one value of two in
+    # the class, and the written file failed the l-diversity the release was checked for
+    table = pa.table({"age": ["20", "21", "30", "31"], "dx": ["-flu", "'-flu", "a", "b"]})
+    age = tree({"20s": ["20", "21"], "30s": ["30", "31"]})
+    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"],
+                models=[KAnonymity(2), bl.DistinctLDiversity("dx", 2)])
+    out = tmp_path / "r.csv"
+    anonymize(table, spec, output=out, escape_formulas=True, keep_order=True)
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert written["dx"].tolist() == ["'-flu", "''-flu", "a", "b"]
+    assert check(out, spec).passed
+
+
 # -- 5: ZIP codes read as numbers ---------------------------------------------------------------
 
 
