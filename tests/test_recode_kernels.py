@@ -310,3 +310,26 @@ def test_the_checker_counts_a_dropped_row_as_suppressed(monkeypatch, tmp_path, o
     with pytest.raises(BlendinError, match="failed the independent check"):
         anonymize(df, spec, output=out, keep_order=True)
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("output", ["release.csv", "release.parquet"])
+def test_a_row_lost_on_its_way_to_the_file_is_not_released(monkeypatch, tmp_path, output):
+    # the writer loses the first row it is handed: the classes written are not those the
+    # checker counted (one of 3 at k = 4), and the rows written say so
+    from blendin.engines.embedded import BatchWriter
+
+    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
+    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in ages])
+    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
+                max_suppression=0.2)
+    real = BatchWriter.write
+
+    def losing(self, table):
+        return real(self, table.slice(1) if not self.rows else table)
+
+    monkeypatch.setattr(BatchWriter, "write", losing)
+    with pytest.raises(BlendinError, match="the release holds 7 rows"):
+        anonymize(df, spec, output=tmp_path / output, keep_order=True)
+    assert not list(tmp_path.iterdir())

@@ -102,7 +102,24 @@ def verify(plan: Plan, outcome: Outcome, suppressed: str, *,
             raise BlendinError(
                 f"the release failed the independent check, so it was not released:\n{report}",
                 fix="this is a bug in blendin; please report it with the spec")
+        _rows_as_checked(release, report, suppressed)
     return release, report
+
+
+def _rows_as_checked(release, report, suppressed: str) -> None:
+    """The rows released (written) are those the checker counted: every record, less the
+    suppressed ones where they are dropped (rows showing ``*`` in every QI that a Mondrian
+    group released count as suppressed too: between the two). A row lost or repeated on
+    its way to the file (a writer, a shuffle's parts) would change the classes checked."""
+    if release.rows is None:  # (not counted: Spark)
+        return
+    least = report.records - (report.suppressed if suppressed == "drop" else 0)
+    if not least <= release.rows <= report.records:
+        raise BlendinError(
+            f"the release holds {release.rows:,} rows and the independent check counted "
+            f"{report.records:,} records ({report.suppressed:,} suppressed, which are "
+            f"{'dropped' if suppressed == 'drop' else 'kept'}), so it was not released",
+            fix="this is a bug in blendin; please report it with the spec")
 
 
 def transformed(plan: Plan, release, report):

@@ -21,9 +21,9 @@ class Release:
     columns: list[str]
     data: Any = None
     path: Path | None = None
-    #: batches written (or made), and rows released
+    #: batches written (or made), and rows released (None: not counted, as on Spark)
     batches: int = 0
-    rows: int = 0
+    rows: int | None = None
     #: in memory, with a person key: each released row's person, as a number (0, 1, ...;
     #: never the key), for measuring the release's risk in people
     people: Any = None
