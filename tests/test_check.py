@@ -460,3 +460,20 @@ def test_entropy_a_hair_below_log_l_fails_and_exactly_at_it_holds():
         at = pa.table({"q": ["c"] * values, "dx": [f"v{i}" for i in range(values)],
                        "__blendin_count__": pa.array(sizes, pa.int64())})
         assert check_regrouped(at, spec, ["q"]).passed, sizes
+
+
+def test_the_input_distribution_is_normalized_as_the_classes_are(tmp_path):
+    # HIV spelled three ways: the classes merge them (normalize), and so must the input's
+    # distribution given as the population: the table checked against itself as its
+    # population was at distance 0.42 ("HIV", "hiv" and " hiv" three values there)
+    dx = ["flu", "HIV", "hiv", " hiv"] * 5 + ["flu", "hiv"] * 5
+    input_ = pd.DataFrame({"age": ["20"] * 20 + ["30"] * 10, "dx": dx})
+    data = tmp_path / "input.csv"
+    input_.to_csv(data, index=False)
+    spec = Spec(quasi_identifiers={"age": flat()}, sensitive=["dx"],
+                models=[TCloseness("dx", 0.2)], normalize=["case", "space"])
+    with_population = check(input_, spec, population=data)
+    itself = check(input_, spec)
+    assert with_population.distribution == "input" and itself.distribution == "table"
+    assert with_population.passed and itself.passed
+    assert with_population.models[0].figure == pytest.approx(itself.models[0].figure)

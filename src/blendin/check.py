@@ -442,7 +442,9 @@ def _input_distribution(population, spec: Spec, delimiter: str | None,
     batches = source.batches([*columns, *([subset] if subset else [])])
     if subset:
         batches = subset_rows(batches, subset)
-    distinct = decoded(distinct_tuples(batches, columns, spec.missing))
+    # spelled as the checked classes are (and as anonymize counted the input): normalized
+    distinct = merge_spellings(decoded(distinct_tuples(batches, columns, spec.missing)),
+                               columns, spec.normalize, COUNT)
     hierarchies = spec.build_sensitive_hierarchies(distinct)
     counts = distinct.column(COUNT)
     domains = {}
