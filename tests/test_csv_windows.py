@@ -123,3 +123,17 @@ def test_a_record_longer_than_the_windows_may_grow_is_read_block_by_block(tmp_pa
     assert windowed.equals(streamed) and windowed.column("b")[0].as_py() == "x" * 500
     windowed, streamed = _both(path, 512)
     assert windowed.equals(streamed) and windowed.column("b")[0].as_py() == "x" * 500
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_quoted_record_longer_than_a_block_is_read(tmp_path, monkeypatch, threads):
+    # Arrow's block reader fails on a record with line breaks longer than its block
+    # ("straddling object"): read again with larger blocks, no row lost or repeated
+    monkeypatch.setattr(io, "workers", lambda: threads)
+    monkeypatch.setattr(io, "STREAM_BLOCK", 64)
+    long = "x\n" * 2000
+    path = tmp_path / "long.csv"
+    path.write_text("a;b\n" + "1;y\n" * 300 + f'2;"{long}"\n' + "3;z\n" * 300)
+    table = pa.Table.from_batches(list(Source(path, delimiter=";", block_size=64).batches()))
+    assert table.column("a").to_pylist() == ["1"] * 300 + ["2"] + ["3"] * 300
+    assert table.column("b")[300].as_py() == long

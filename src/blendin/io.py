@@ -50,6 +50,9 @@ CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz", ".csv.b
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: bytes per block, at least, where a CSV file is read on block after block
 STREAM_BLOCK = 4 << 20
+#: bytes per block, at most, that a CSV file is read again with where one record is longer
+#: than a block (Arrow: "straddling object straddles two block boundaries")
+MAX_CSV_BLOCK = 1 << 30
 #: blocks a window of CSV may grow to while no line break is found that ends a record
 WINDOW_GROWTH = 8
 #: the value of every field of the record put after a window of CSV to see that the window
@@ -567,15 +570,35 @@ class Source:
                     start: int = 0, block_size: int | None = None, rows_before: int = 0
                     ) -> Iterator[pa.RecordBatch]:
         """The rows from byte ``start`` on (the start of a record, after ``rows_before``
-        rows), block after block (of ``block_size`` bytes, by default the source's)."""
+        rows), block after block (of ``block_size`` bytes, by default the source's).
+
+        A record longer than a block (a long text with line breaks) is read again with
+        blocks four times as large, from ``start``, the rows already handed out skipped."""
+        block = block_size or self.block_size
+        handed = 0
         try:
-            yield from self._csv_blocks(columns, progress, start, block_size)
+            while True:
+                skip = handed
+                try:
+                    for batch in self._csv_blocks(columns, progress, start, block):
+                        if skip >= batch.num_rows:
+                            skip -= batch.num_rows
+                            continue
+                        if skip:
+                            batch, skip = batch.slice(skip), 0
+                        handed += batch.num_rows
+                        yield batch
+                    return
+                except pa.ArrowInvalid as error:
+                    if "straddl" not in str(error) or block >= MAX_CSV_BLOCK:
+                        raise
+                    block = min(4 * block, MAX_CSV_BLOCK)
         except pa.ArrowInvalid as error:
             if "Row #" not in str(error):
                 # parsed on several threads, Arrow does not number the row: the file is
                 # read again on one, only to name it
                 try:
-                    for _ in self._csv_blocks(columns, None, start, block_size, threads=False):
+                    for _ in self._csv_blocks(columns, None, start, block, threads=False):
                         pass
                 except pa.ArrowInvalid as numbered:
                     error = numbered
