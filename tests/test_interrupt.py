@@ -120,3 +120,14 @@ def test_killed_runs_leave_no_trace(setup, sig):
             (folder / "r.xlsx").unlink()
             left = {p.name for p in folder.iterdir()} - {"h.csv", "s.toml"}
         assert left == set(), (sig, delay, left)
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stopped_run_exits_with_the_shells_code_for_its_signal(setup, sig, code):
+    # Ctrl-C was click's "Aborted!" and exit code 1: the code `blendin check` gives a table
+    # that breaks its models, and what a script takes for a failed run, not a stopped one
+    folder = setup[0]
+    process = _Run(folder)
+    assert _kill_when(process, folder, None, sig)  # in the middle of the write
+    assert process.join() == code
+    assert {p.name for p in folder.iterdir()} == {"h.csv", "s.toml"}

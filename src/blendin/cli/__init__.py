@@ -21,6 +21,10 @@ class _Group(click.Group):
             done = super().invoke(ctx)
             refuse_when_stopped()  # (stopped, and the signal's exception was lost)
             return done
+        except KeyboardInterrupt:
+            # Ctrl-C: the temporary files went on the way out; the shell's code for it, as
+            # SIGTERM's 143 (not click's "Aborted!" and 1, a violated table's code in check)
+            sys.exit(130)
         except Exception as error:
             # SIGTERM, and what it broke on the way out (an import half done, a driver's
             # statement cut short): stopped, as asked, not an error to show
