@@ -284,3 +284,24 @@ def test_cli_json_lists_the_k_minimal_nodes(files):
     assert payload["minimal"] and all(set(node) == set(demo_spec().quasi_identifiers)
                                       for node in payload["minimal"])
     assert payload["levels"] in payload["minimal"]
+
+
+def test_attack_on_years_in_intervals():
+    """Birth years released in intervals (1930-1934) are numbers, not a span of dates: the
+    report's linking attack, and blendin attack with the spec, read the external years as
+    numbers (they failed: 'column birth_year should hold dates')."""
+    from blendin.attack import attack
+    from blendin.hierarchy.flat import flat
+    from blendin.hierarchy.intervals import intervals
+    from blendin.models import KAnonymity
+
+    years = [1930 + i % 40 for i in range(200)]
+    data = pd.DataFrame({"sex": ["F", "M"] * 100, "birth_year": years})
+    people = pd.DataFrame({"sex": ["F", "M"] * 100, "birth_year": years})
+    spec = Spec(quasi_identifiers={"sex": flat(), "birth_year": intervals(5, 10)},
+                models=[KAnonymity(8)], max_suppression=0.0)
+    result = anonymize(data, spec)
+    assert result.data["birth_year"].str.fullmatch(r"\d{4}-\d{4}").all()
+    page = Page(render_report(result, original=data, external=people))
+    assert not page.errors and page.ids["attack-after-reidentified"] == "0 (0.0%)"
+    assert attack(result.data, people, spec=spec).reidentified == 0

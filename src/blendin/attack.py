@@ -30,6 +30,7 @@ from blendin.errors import BlendinError, preview
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy, first_seen
 from blendin.hierarchy.dates import Dates
 from blendin.hierarchy.dates import parse_dates as as_days
+from blendin.hierarchy.intervals import Intervals
 from blendin.hierarchy.registry import as_builder
 from blendin.io import Source, to_arrow
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
@@ -389,6 +390,8 @@ def _as_spec_reads(spec, on, ext_values, kinds, hierarchies):
         if isinstance(builder, Dates):
             values[c] = _iso_dates(values[c], c, builder.format, spec.missing)
             kinds.setdefault(c, "date")
+        elif isinstance(builder, Intervals):  # 1930-1934 is years, not a span of dates
+            kinds.setdefault(c, "numeric")
         elif builder.given() is not None and c not in hierarchies:
             hierarchies[c] = _covering(builder, values[c], c, spec.missing)
     return values, kinds, hierarchies

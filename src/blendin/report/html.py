@@ -27,6 +27,7 @@ from blendin.attack import attack
 from blendin.codes import as_text
 from blendin.errors import BlendinError
 from blendin.io import Source, to_arrow, write_text
+from blendin.labels import KINDS
 from blendin.lattice import suppression_limit
 from blendin.models.dp import DifferentialPrivacy, sampled
 from blendin.models.presence import subset_column, subset_rows
@@ -707,16 +708,19 @@ def _attack(result, release: pa.Table, before_table: pa.Table | None, external,
     sensitive = [s for s in spec.sensitive if s not in ext.column_names]
     k = _k(result) or 2
     hierarchies = {q: result.hierarchies[q] for q in join if q in result.hierarchies}
+    # read each join column as its hierarchy does: years in intervals (1930-1934) would
+    # otherwise pass for a span of dates, and the external years fail to parse as dates
+    kinds = {q: h.kind for q, h in hierarchies.items() if h.kind in KINDS}
     if result.release_people is not None:
         release = result.table_with_people()
     after = attack(release, ext, join, k=max(k, 2), sensitive=sensitive,
-                   hierarchies=hierarchies, missing=spec.missing,
+                   hierarchies=hierarchies, kinds=kinds, missing=spec.missing,
                    person=_person_of(result, release, join))
     before = None
     if before_table is not None:
         person = _person_of(result, before_table, join)
         before = attack(before_table, ext, join, k=max(k, 2), sensitive=sensitive,
-                        missing=spec.missing, person=person)
+                        kinds=kinds, missing=spec.missing, person=person)
     return {"on": join, "people": count(ext.num_rows), "k": k,
             "rows": _attack_rows(before, after, sensitive)}
 
