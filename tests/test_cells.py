@@ -319,3 +319,23 @@ def test_homogeneity_with_cells_counts_the_compatible_records(data):
     report = bl.risk(release, "a,b", sensitive="s", cells=True).homogeneity["s"]
     assert report.records == int(disclosed.sum())
     assert report.classes == len({tuple(t) for t in shown[disclosed].tolist()})
+
+
+def test_the_report_and_utility_name_blank_cells_as_what_they_do_not_measure():
+    """A release with blank cells cannot be matched record by record: the report's "What
+    the release keeps" says so and shows no empty tables, and utility's error names the
+    cells rather than telling the user to give the input they already gave."""
+    from test_report import Page
+
+    from blendin.report import render_report
+
+    df = survey()
+    result = bl.anonymize(df, cells_spec())
+    assert sum(result.cells.values())
+    page = Page(render_report(result, original=df))
+    keeps = page.ids["keeps"]
+    assert "cells" in keeps and "quality measures" not in keeps
+    assert "<table" not in page.raw.split('id="keeps"')[1].split("</section>")[0]
+    with pytest.raises(BlendinError, match="cells") as error:
+        bl.utility(df, result.data, result.spec)
+    assert "give the input the release was made from" not in str(error.value)

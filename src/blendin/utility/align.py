@@ -73,6 +73,14 @@ def _level_of(name: str, hierarchy: Hierarchy, labels: pa.Array) -> int:
         if shown <= {str(v) for v in hierarchy.labels[level]}:
             return level
     odd = sorted(shown - {str(v) for v in hierarchy.labels[0]})
+    if odd == [SUPPRESSED] and any(shown - {SUPPRESSED} <= {str(v) for v in labels}
+                                   for labels in hierarchy.labels):
+        raise BlendinError(
+            f"the release's column {name!r} shows * in some records and labels of a lower "
+            "level in others: single cells were blanked (suppression = \"cells\"), which "
+            "utility does not measure yet (it matches records suppressed whole)",
+            fix="measure such a release's risk with blendin risk or blendin check; utility "
+                "compares a release whose records are suppressed whole with its input")
     raise BlendinError(
         f"the release's column {name!r} shows labels no single level of its hierarchy has "
         f"({preview(odd)}): utility compares a full-domain release with its input",
