@@ -194,3 +194,29 @@ def test_report_compares_with_the_sample_drawn(tmp_path):
     result = bl.anonymize(df, spec(DifferentialPrivacy(1.0, 1e-5)))  # fresh randomness
     result.report(tmp_path / "r.html", original=df)
     assert "differentially private" in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("budget", [0.0, 0.1])
+def test_safepub_is_named_for_what_it_did(budget):
+    """SafePub draws a sample and fixes (or draws) its node: the summary, the JSON and the
+    report name it so, with the input's size, and claim no search, no nodes checked and no
+    metric minimized (they said 'auto search, metric loss', 'nodes checked: 0')."""
+    from test_report import Page
+
+    from blendin.report import render_report
+
+    df = data(2000)
+    result = bl.anonymize(df, spec(DifferentialPrivacy(1.0, 1e-5, budget, seed=3)))
+    text = result.summary()
+    sample = f"a random sample of {result.records:,} of the input's 2,000 records"
+    assert result.records < 2000 and result.algorithm == "safepub"
+    assert f"(SafePub: {sample}, generalization " in text.splitlines()[0]
+    assert "nodes checked" not in text and "metric" not in text.splitlines()[0]
+    assert ("note: sex ended" in text) == (not budget)
+    assert "mondrian" not in text and "weights" not in text
+    assert result.to_dict()["algorithm"] == "safepub"
+    page = Page(render_report(result, original=df))
+    released = page.ids["released"]
+    assert "Records sampled" in released and sample in released
+    assert "Nodes checked" not in released and "did not minimize a metric" in released
+    assert "marks the one the search minimized" not in page.ids["utility"]

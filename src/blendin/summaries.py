@@ -197,8 +197,33 @@ def _how(result) -> str:
         return f"saved solution re-applied, {result.seconds:.3f} s"
     if result.algorithm == "mondrian":
         return f"mondrian, {result.seconds:.3f} s"
+    if result.algorithm == SAFEPUB:
+        return f"{safepub_words(result)}, {result.seconds:.3f} s"
     return (f"{result.algorithm}, metric {result.metric}, "
             f"{_count(result.nodes_checked)} nodes checked, {result.seconds:.3f} s")
+
+
+#: the algorithm a differentially private release names: SafePub draws a sample and chooses
+#: its node itself (fixed in advance, or by the exponential mechanism); nothing is minimized
+SAFEPUB = "safepub"
+
+
+def safepub_sample(result) -> str:
+    """``a random sample of 1,302 of the input's 1,500 records``: what SafePub released from."""
+    model = next((m for m in result.spec.models if m.key == "differential-privacy"), None)
+    drawn = getattr(model, "records_in_input", None)
+    return (f"a random sample of {_count(result.records)} of the input's {_count(drawn)} "
+            "records" if drawn else "a random sample of the input")
+
+
+def safepub_words(result) -> str:
+    """How SafePub made the release, for people: the sample and how the node was chosen."""
+    model = next((m for m in result.spec.models if m.key == "differential-privacy"), None)
+    sample = safepub_sample(result)
+    chosen = ("generalization chosen by the exponential mechanism"
+              if getattr(model, "generalization_budget", 0) else
+              "generalization fixed in advance")
+    return f"SafePub: {sample}, {chosen}"
 
 
 def not_proven(algorithm: str) -> str:
@@ -370,6 +395,17 @@ def summary_notes(result) -> list[str]:
     if lost:
         it = "it" if len(lost) == 1 else "them"
         weights = ", ".join(f"{toml_key(q)} = 5" for q in lost)  # (as TOML reads it)
+        if result.algorithm == SAFEPUB:  # weights and Mondrian do not apply
+            model = next(m for m in result.spec.models if m.key == "differential-privacy")
+            how = ("a larger epsilon makes the exponential mechanism's choice of a finer "
+                   "node likelier" if model.generalization_budget else
+                   "lower the model's degree (SafePub generalizes each hierarchy that share "
+                   "of the way up, fixed in advance) or give it a generalization_budget, so "
+                   "that it chooses the generalization from the data")
+            lines.append(f"note: {', '.join(lost)} ended where every record shows the same "
+                         f"value, so the release keeps nothing of {it}. To keep more of "
+                         f"{it}, {how}.")
+            return lines
         lines.append(
             f"note: {', '.join(lost)} ended where every record shows the same value "
             f"(the top of the hierarchy, or one value short of it), so the release keeps "

@@ -24,11 +24,13 @@ from blendin.outputs import check_paths, pending_location
 from blendin.related import check_folder, table_paths, write_tables
 from blendin.spec import Spec
 from blendin.summaries import (
+    SAFEPUB,
     cells_text,
     fully_generalized,
     minimal_nodes,
     not_proven,
     result_summary,
+    safepub_words,
     summary_notes,
 )
 from blendin.utility import utility
@@ -216,6 +218,7 @@ class Result:
         lines = []
         what = "re-applied the saved solution" if self.applied_from else (
             "mondrian partitioning" if self.algorithm == "mondrian"
+            else safepub_words(self) if self.algorithm == SAFEPUB
             else f"{self.algorithm} search, metric {self.metric}")
         lines.append(f"anonymized {self.records:,} records ({what})" if not
                      self.records_by_table else f"anonymized related tables as one stack of "
@@ -276,7 +279,7 @@ class Result:
                 f"{k} {_fmt(v)}" for k, v in self.utility.items())
                 + (" (of the node, the records with blanks counted as suppressed)"
                    if self.cells is not None else ""))
-        if self.applied_from is None and self.algorithm != "mondrian":
+        if self.applied_from is None and self.algorithm not in ("mondrian", SAFEPUB):
             lines.append(f"nodes checked: {self.nodes_checked:,}")
         lines.append(f"time: {self.seconds:.3f} s")
         lines += [applied.line() for applied in self.transformed]

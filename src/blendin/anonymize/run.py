@@ -28,6 +28,7 @@ from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
 from blendin.errors import BlendinError
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec
+from blendin.summaries import SAFEPUB
 
 
 def anonymize(
@@ -222,6 +223,8 @@ def anonymize(
             release, report, applied = transformed(plan, release, report)
     found = outcome.solution
     ran = getattr(found, "algorithm", algorithm) if algorithm in FULL_DOMAIN else algorithm
+    if plan.sample is not None:  # SafePub chose its node itself: no search ran
+        ran = SAFEPUB
     result = released_result(
         plan, outcome, release, report, data=data, output=output, suppressed=suppressed,
         start=start, nodes_checked=outcome.nodes_checked, algorithm=ran, metric=metric,

@@ -44,7 +44,15 @@ from blendin.report.words import (
 )
 from blendin.risk import RiskReport, class_sizes, risk
 from blendin.suda import DIS_FRACTION
-from blendin.summaries import cells_text, fully_generalized, not_proven, percent_of
+from blendin.summaries import (
+    SAFEPUB,
+    cells_text,
+    fully_generalized,
+    not_proven,
+    percent_of,
+    safepub_sample,
+    safepub_words,
+)
 
 TEMPLATE = "report.html.j2"
 #: example released values shown per quasi-identifier
@@ -342,13 +350,16 @@ def _released(result) -> list[dict[str, str]]:
         counted = {"smallest": "people", "limit": f"at most {count(most)} people",
                    "classes": "groups of people with the same quasi-identifier values"}
         rows = [{**r, "note": counted[r["key"]]} if r["key"] in counted else r for r in rows]
-    if result.levels and result.applied_from is None:
+    if result.levels and result.applied_from is None and result.algorithm != SAFEPUB:
         rows.insert(10 if people else 8, _row("nodes", "Nodes checked",
                                               count(result.nodes_checked),
                                               _lattice_note(result)))
     if result.algorithm == "mondrian" and result.classes != _classes(result):
         rows.insert(5, _row("groups", "Mondrian groups", count(result.classes),
                             "groups with the same released values count as one class"))
+    if result.algorithm == SAFEPUB:  # the input is the sample SafePub drew
+        rows[0] = _row("records", "Records sampled", count(records),
+                       f"{safepub_sample(result)}; the release is made from them")
     if getattr(result, "cells", None) is not None:
         rows = [r for r in rows if r["key"] != "suppressed"]
         short = result.short_records
@@ -398,14 +409,16 @@ def _algorithm(result) -> str:
     names = {"optimal": "optimal full-domain search", "exhaustive": "exhaustive search",
              "binary": "binary search on height (Samarati)", "datafly": "Datafly (greedy)",
              "heuristic": "anytime heuristic (best node found within the budget)",
-             "mondrian": "Mondrian (multidimensional, local recoding)"}
+             "mondrian": "Mondrian (multidimensional, local recoding)",
+             SAFEPUB: safepub_words(result)}
     return names.get(result.algorithm, result.algorithm)
 
 
 def _minimized(result) -> str | None:
     """The metric the search minimized: none for Mondrian (it cuts at medians) or a saved
-    solution (re-applied as it was)."""
-    if result.algorithm == "mondrian" or result.applied_from is not None:
+    solution (re-applied as it was), nor for SafePub (its node is fixed, or drawn at
+    random)."""
+    if result.algorithm in ("mondrian", SAFEPUB) or result.applied_from is not None:
         return None
     return result.metric
 
