@@ -305,3 +305,29 @@ def test_attack_on_years_in_intervals():
     page = Page(render_report(result, original=data, external=people))
     assert not page.errors and page.ids["attack-after-reidentified"] == "0 (0.0%)"
     assert attack(result.data, people, spec=spec).reidentified == 0
+
+
+def test_cli_report_on_people_measures_the_release_in_people(tmp_path):
+    """With a person key the CLI's report measures the release in people, as the checker
+    counted it: it measured the written rows (a class of 2 people in 4 rows read 25%, not
+    50%), and its smallest class contradicted the one above it."""
+    rows = [(f"p{p}", "F" if p % 2 else "M", str(1950 + p // 4), str(v))
+            for p in range(40) for v in range(1 + (p % 3 == 0) * 3)]
+    pd.DataFrame(rows, columns=["pid", "sex", "year", "visit"]).to_csv(
+        tmp_path / "visits.csv", index=False)
+    (tmp_path / "spec.toml").write_text(
+        '[attributes]\nperson = "pid"\ninsensitive = ["visit"]\n[quasi_identifiers]\n'
+        'sex = { flat = true }\nyear = { flat = true }\n[[privacy]]\nmodel = "k-anonymity"\n'
+        'k = 2\n[anonymization]\nmax_suppression = 0\n')
+    out = CliRunner().invoke(main, [
+        "anonymize", str(tmp_path / "visits.csv"), "--spec", str(tmp_path / "spec.toml"),
+        "-o", str(tmp_path / "release.csv"), "--report", str(tmp_path / "report.html"),
+        "--json"])
+    assert out.exit_code == 0, out.output
+    figures = json.loads(out.output)
+    assert figures["levels"] == {"sex": 0, "year": 0} and figures["min_class_size"] == 2
+    page = Page((tmp_path / "report.html").read_text(encoding="utf-8"))
+    assert page.ids["after-risk-records"] == "40"  # people, not the 82 rows
+    assert page.ids["after-risk-smallest"] == "2"
+    assert page.ids["after-prosecutor-highest"] == "50.0%"
+    assert len(pd.read_csv(tmp_path / "release.csv")) == len(rows)

@@ -394,12 +394,16 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                                output_table=output_table, replace=force, **rows)
         _say_dry_run(result, as_json=as_json)
         return
+    # a report on people measures the release in people: its rows keep their person
+    # numbers only in memory (the report reads the whole release anyway), so the release
+    # is held and written after the check rather than streamed to -o
+    held = report is not None and spec.person is not None and not rows and engine == "embedded"
     with together():
         with Progress(enabled=not quiet) as progress:
             result = anonymize(data, spec, algorithm=algorithm, metric=metric,
                                suppressed=suppressed, progress=progress,
                                group_column=group_column, original_row=original_row,
-                               index_base=index_base, output=output,
+                               index_base=index_base, output=None if held else output,
                                output_delimiter=output_delimiter,
                                escape_formulas=escape_formulas, engine=chosen,
                                keep_order=keep_order, shuffle_seed=shuffle_seed,
