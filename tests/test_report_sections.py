@@ -331,3 +331,29 @@ def test_cli_report_on_people_measures_the_release_in_people(tmp_path):
     assert page.ids["after-risk-smallest"] == "2"
     assert page.ids["after-prosecutor-highest"] == "50.0%"
     assert len(pd.read_csv(tmp_path / "release.csv")) == len(rows)
+
+
+def test_a_report_on_people_says_people_and_draws_no_absent_k_line():
+    """Where classes count people the models' promises and the class-size plot say people
+    (they said 'Every record shares ... with at least 3 other records'); a spec without
+    k-anonymity draws no k line, and its caption names none."""
+    from blendin.hierarchy.flat import flat
+    from blendin.models import AverageRisk, KAnonymity
+
+    rows = [(f"p{p}", "F" if p % 2 else "M", str(1950 + p // 8))
+            for p in range(80) for _ in range(1 + p % 3)]
+    visits = pd.DataFrame(rows, columns=["pid", "sex", "year"])
+    qis = {"sex": flat(), "year": flat()}
+    spec = Spec(quasi_identifiers=qis, models=[KAnonymity(4)], person="pid",
+                max_suppression=0.0)
+    result = anonymize(visits, spec)
+    page = Page(render_report(result, original=visits))
+    assert "at least 3 other people (classes of at least 4 people)" in page.ids["models"]
+    assert "records" not in page.ids["models"]
+    assert "each size in people" in page.ids["plot-sizes"]
+    assert "k line" in page.ids["plot-sizes"]
+    plain = Spec(quasi_identifiers=qis, models=[AverageRisk(0.5)], max_suppression=0.0)
+    page = Page(render_report(anonymize(visits.drop(columns="pid"), plain),
+                              original=visits.drop(columns="pid")))
+    assert "k line" not in page.ids["plot-sizes"]
+    assert "each size in records" in page.ids["plot-sizes"]

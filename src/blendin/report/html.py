@@ -112,6 +112,16 @@ MODEL_MEANINGS: dict[str, str] = {
                             "private.",
 }
 
+#: the meanings that count records, as they read when classes count people (a person key)
+PEOPLE_MEANINGS: dict[str, str] = {
+    "k-anonymity": "Every person shares their quasi-identifier values with at least {k_1} "
+                   "other people (classes of at least {k} people).",
+    "average-risk": "The average re-identification risk of the released people (1 / class "
+                    "size in people) is at most {threshold}.",
+    "sample-uniqueness": "At most {threshold} of the released people are alone in their "
+                         "class.",
+}
+
 #: bars of the risk plot: label, attribute of the RiskReport
 RISK_BARS = (
     ("prosecutor\nhighest", lambda r: r.prosecutor.highest),
@@ -517,12 +527,13 @@ def _transformed(result) -> list[dict[str, Any]]:
 def _model_rows(report, models: Sequence) -> list[dict[str, Any]]:
     """The checker's verdict per model (it checked the spec's models, in order)."""
     rows = []
+    people = getattr(report, "people", None) is not None  # classes count people
     for m, model in zip(getattr(report, "models", []), models):
         params = {k: v for k, v in model.to_dict().items()
                   if v is not None and not k.startswith("hierarchy")}
         rows.append({
             "name": m.name,
-            "meaning": _meaning(m.model, params),
+            "meaning": _meaning(m.model, params, people),
             "figure_name": m.figure_name,
             "figure": number(m.figure),
             "required": _required(model, params),
@@ -532,8 +543,8 @@ def _model_rows(report, models: Sequence) -> list[dict[str, Any]]:
     return rows
 
 
-def _meaning(key: str, params: dict) -> str:
-    template = MODEL_MEANINGS.get(key)
+def _meaning(key: str, params: dict, people: bool = False) -> str:
+    template = (people and PEOPLE_MEANINGS.get(key)) or MODEL_MEANINGS.get(key)
     if template is None:
         return ""
     values = {k: v if isinstance(v, str) else number(v) for k, v in params.items()}
@@ -815,14 +826,19 @@ def _plots(result, release, before_table, before, after, qis, mondrian) -> list[
     what = "Mondrian groups" if mondrian else "equivalence classes"
     out = []
     if after is not None:
+        unit = "people" if getattr(after, "person", None) is not None else "records"
+        k = _k(result)
         out.append({"key": "plot-sizes", "title": f"Sizes of the {what}",
-                    "caption": f"How many {what} have each size, in the release (bars) "
-                               "and the input (outline; every input record with the same "
-                               "values is one class). Nothing left of the k line can exist "
-                               "in the release; the count axis is logarithmic when the counts "
-                               "spread widely.",
+                    "caption": f"How many {what} have each size in {unit}, in the release "
+                               f"(bars) and the input (outline; every input "
+                               f"{'person' if unit == 'people' else 'record'} with the same "
+                               "values is one class)."
+                               + (" Nothing left of the k line can exist in the release;"
+                                  if k is not None else "")
+                               + " the count axis is logarithmic when the counts spread "
+                               "widely.",
                     "png": plots.class_sizes(after.sizes, None if before is None
-                                             else before.sizes, k=_k(result), what=what)})
+                                             else before.sizes, k=k, what=what, unit=unit)})
     if result.levels:
         out.append({"key": "plot-levels", "title": "Generalization per quasi-identifier",
                      "caption": "The chosen level of each hierarchy, from the original "

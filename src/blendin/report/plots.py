@@ -73,13 +73,14 @@ def size_bins(largest: int) -> np.ndarray:
 
 
 def class_sizes(after: np.ndarray, before: np.ndarray | None = None, *, k: int | None = None,
-                what: str = "equivalence classes") -> str:
+                what: str = "equivalence classes", unit: str = "records") -> str:
     """The class-size histogram (:func:`class_sizes_figure`) as base64 PNG text."""
-    return png_base64(class_sizes_figure(after, before, k=k, what=what))
+    return png_base64(class_sizes_figure(after, before, k=k, what=what, unit=unit))
 
 
 def class_sizes_figure(after: np.ndarray, before: np.ndarray | None = None, *,
-                       k: int | None = None, what: str = "equivalence classes") -> Figure:
+                       k: int | None = None, what: str = "equivalence classes",
+                       unit: str = "records") -> Figure:
     """Histogram of class sizes in the release (bars) and in the input (an outline drawn
     over them); ``k`` is a line at the edge of the bars of size k, so every release bar is
     right of it. Counts go on a log axis when they spread widely, so a few release classes
@@ -112,7 +113,7 @@ def class_sizes_figure(after: np.ndarray, before: np.ndarray | None = None, *,
         _log(ax.yaxis)
     else:
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("records in the class" if "class" in what else "records in the group")
+    ax.set_xlabel(f"{unit} in the class" if "class" in what else f"{unit} in the group")
     ax.set_ylabel(f"number of {what}")
     ax.set_title(f"Sizes of the {what}")
     ax.legend(frameon=False)
