@@ -361,3 +361,13 @@ def test_with_a_person_key_the_lines_count_people():
     text = "\n".join(report.lines())
     assert "homogeneous on dx: 2 classes, 4 people (100.0%)" in text
     assert "people above 0.2" in text and "records above" not in text
+
+
+def test_suppressed_records_are_named_in_text_and_the_smallest_class_in_json():
+    """A release with its suppressed records kept (all *): the text says they were left
+    out (it did so only for people), and the JSON gives the smallest class the text shows."""
+    data = pd.DataFrame({"a": ["x"] * 4 + ["y"] * 3 + ["*"] * 2, "b": ["1"] * 7 + ["*"] * 2})
+    report = risk(data, ["a", "b"])
+    assert report.lines()[0] == "records            7 (+2 suppressed, not at risk)"
+    assert "(smallest 3)" in report.lines()[2]
+    assert report.to_dict()["min_class_size"] == 3

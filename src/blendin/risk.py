@@ -144,6 +144,8 @@ class RiskReport:
         out.pop("sizes")
         out.pop("suda_scores")
         out["quasi_identifiers"] = list(self.quasi_identifiers)
+        # the smallest class the text shows (None where every record is suppressed)
+        out["min_class_size"] = int(self.sizes.min()) if len(self.sizes) else None
         if self.population is not None:
             population = out["population"]
             population["share"] = self.population.share
@@ -157,9 +159,9 @@ class RiskReport:
         n = max(self.records, 1)
         unit = "records" if self.person is None else "people"  # what each figure counts
         rows = [
-            f"records            {self.records}" if self.person is None else
-            f"people             {self.records} ({self.rows} records; person key "
-            f"{self.person!r})"
+            (f"records            {self.records}" if self.person is None else
+             f"people             {self.records} ({self.rows} records; person key "
+             f"{self.person!r})")
             + (f" (+{self.suppressed} suppressed, not at risk)" if self.suppressed else ""),
             f"quasi-identifiers  {', '.join(self.quasi_identifiers)}",
             f"classes            {self.classes} (smallest {_smallest(self.sizes)})"
