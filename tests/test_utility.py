@@ -360,3 +360,16 @@ def test_a_latin_1_input_and_the_release_anonymize_wrote_from_it(tmp_path):
                                     str(tmp_path / "out.csv"), "--spec", str(tmp_path / "s.toml")])
     assert run.exit_code == 0, run.output
     assert "city: values as they are" in run.output
+
+
+def test_gathered_bars_hold_the_same_number_of_values():
+    """72 ordered values in at most 30 bars: every bar but the last holds as many values,
+    so the bars' heights compare (12 bars of three values and 18 of two drew the input as
+    thinning out at one age)."""
+    from blendin.utility.columns import Distribution
+
+    pairs = tuple((str(18 + i), 10) for i in range(72))
+    before, _ = Distribution("age", pairs, pairs, True).bars(30)
+    assert [n for _, n in before] == [30] * 24 and before[0][0] == "18–20"
+    before, _ = Distribution("age", pairs[:7], pairs, True).bars(3)
+    assert before == [("18–20", 30), ("21–23", 30), ("24", 10)]
