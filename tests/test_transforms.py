@@ -306,3 +306,20 @@ def test_a_microaggregated_quasi_identifier_is_grouped_within_each_class():
                      bl.Spec.from_dict({**spec.to_dict(),
                                         "anonymization": {"max_suppression": 0.2}}),
                      suppressed="keep")  # the one suppressed record kept: a class of 1
+
+
+def test_the_report_names_the_transformed_columns_in_the_specification():
+    """A sensitive attribute randomized by PRAM is not 'released as it is', and a
+    microaggregated column is named: the specification listed the one as released as it is
+    and left the other out."""
+    from test_report import Page
+
+    from blendin.report import render_report
+
+    df = survey()
+    spec = transform_spec(income=bl.Microaggregate(4), marital=bl.Pram(pd=0.6, seed=7))
+    spec.sensitive = ["marital"]
+    result = bl.anonymize(df, spec)
+    text = " ".join(Page(render_report(result, original=df)).ids["spec"].split())
+    assert "marital (randomized by PRAM)" in text
+    assert "Changed by a transform (below): income (microaggregated)" in text

@@ -211,6 +211,9 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "mondrian": mondrian,
         "models": _model_rows(result.check, spec.models),
         "transformed": _transformed(result),
+        "changed": {c: {"microaggregate": "microaggregated", "pram": "randomized by PRAM"}
+                    .get(t.kind, t.kind)
+                    for t in getattr(result, "transformed", []) for c in t.columns},
         "keeps": release_keeps(result, before_table),
         "utility": utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
