@@ -357,3 +357,18 @@ def test_a_report_on_people_says_people_and_draws_no_absent_k_line():
                               original=visits.drop(columns="pid")))
     assert "k line" not in page.ids["plot-sizes"]
     assert "each size in records" in page.ids["plot-sizes"]
+
+
+def test_k_map_states_the_class_size_it_requires():
+    """k-map's figure is the smallest class, compared with the class size that stands for k
+    people: the report showed 'smallest class 8' against 'at least 10 people' with nothing
+    under Required."""
+    from blendin.hierarchy.flat import flat
+    from blendin.models import KMap
+
+    data = pd.DataFrame({"sex": ["F", "M"] * 15, "band": ["a", "b", "c"] * 10})
+    spec = Spec(quasi_identifiers={"sex": flat(), "band": flat()},
+                models=[KMap(5, population=3000)], max_suppression=0.0)
+    result = anonymize(data, spec)
+    row = " ".join(Page(render_report(result, original=data)).ids["model-0"].split())
+    assert "smallest class 5 ≥ 3 pass" in row  # 30 records of 3,000: classes of 3 suffice

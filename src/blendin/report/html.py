@@ -98,7 +98,8 @@ MODEL_MEANINGS: dict[str, str] = {
                          "class.",
     "population-uniqueness": "At most {threshold} of the population is estimated to be "
                              "unique on the released values ({estimator}).",
-    "k-map": "Every class stands for at least {k} people of the population (estimated).",
+    "k-map": "Every class stands for at least {k} people of the population (estimated "
+             "from its records: the class size required).",
     "individual-risk": "Every released record's individual risk, estimated from the sampling "
                        "weights of its class as sdcMicro does, is at most {threshold}.",
     "beta-likeness": "No value of {attribute} is more than {beta} times more frequent, "
@@ -578,6 +579,13 @@ def _risk_models(report, models: Sequence) -> list[str]:
 
 
 def _required(model, params: dict) -> str:
+    if model.key == "k-map":  # the figure is a class size: the size that stands for k
+        if getattr(model, "needs_population", False):
+            return f"≥ {number(params['k'])}"
+        try:
+            return f"≥ {number(model.derived())}"
+        except BlendinError:  # the table's size is not known
+            return ""
     name = BOUNDS.get(model.key, "l")
     if name not in params:
         return ""
