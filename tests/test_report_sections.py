@@ -372,3 +372,22 @@ def test_k_map_states_the_class_size_it_requires():
     result = anonymize(data, spec)
     row = " ".join(Page(render_report(result, original=data)).ids["model-0"].split())
     assert "smallest class 5 ≥ 3 pass" in row  # 30 records of 3,000: classes of 3 suffice
+
+
+def test_the_release_report_shows_no_input_median_or_quartile():
+    """The input's median and quartiles of a numeric quasi-identifier are ages of records,
+    which the release shows only as intervals: the report (for those who get the release)
+    gives the release's, and the input's mean only."""
+    from blendin.hierarchy.intervals import intervals
+    from blendin.models import KAnonymity
+
+    ages = [21, 23, 26, 28, 33, 41, 44, 47, 52, 58]
+    data = pd.DataFrame({"age": [str(a) for a in ages]})
+    spec = Spec(quasi_identifiers={"age": intervals(10, 20)}, models=[KAnonymity(5)],
+                max_suppression=0.0)
+    result = anonymize(data, spec)
+    assert set(result.data["age"]) == {"20-39", "40-59"}
+    text = " ".join(Page(render_report(result, original=data)).ids["keeps"].split())
+    assert "age: mean 37.3 → " in text and "; in the release median 39.5," in text
+    median, q1, q3 = np.percentile(ages, [50, 25, 75])  # 37, 26.5, 46.25
+    assert not {f"{v:g}" for v in (median, q1, q3)} & set(text.replace("–", " ").split())

@@ -39,8 +39,10 @@ from blendin.utility import MEANINGS, UtilityReport, utility
 TEMPLATE = "utility.html.j2"
 
 
-def keeps(report: UtilityReport) -> dict[str, Any]:
-    """The figures of "What the release keeps", formatted (the template ``keeps.html.j2``)."""
+def keeps(report: UtilityReport, *, input_values: bool = True) -> dict[str, Any]:
+    """The figures of "What the release keeps", formatted (the template ``keeps.html.j2``).
+    Without ``input_values`` a numeric column's median and quartiles are the release's
+    only: the input's are values of records (an age, a date) that the release hides."""
     columns = [{"line": c.line(), "name": c.name, "granularity": number(c.granularity),
                 "entropy": number(c.non_uniform_entropy),
                 "intensity": number(c.generalization_intensity),
@@ -52,7 +54,9 @@ def keeps(report: UtilityReport) -> dict[str, Any]:
                "meaning": MEANINGS[name]} for name, value in report.table.items()]
     statistics = [f"{name}: mean {number(a.mean)} → {number(b.mean)}, median "
                   f"{number(a.median)} → {number(b.median)}, quartiles {number(a.q1)}–"
-                  f"{number(a.q3)} → {number(b.q1)}–{number(b.q3)}"
+                  f"{number(a.q3)} → {number(b.q1)}–{number(b.q3)}" if input_values else
+                  f"{name}: mean {number(a.mean)} → {number(b.mean)}; in the release "
+                  f"median {number(b.median)}, quartiles {number(b.q1)}–{number(b.q3)}"
                   for name, (a, b) in report.statistics.items()]
     figures = plot_files(report)
     distributions = [{"key": key, "name": d.name, "png": plots.png_base64(figures[key]),
@@ -83,7 +87,7 @@ def release_keeps(result, original: pa.Table | None, *, input_values: bool = Fal
         return None
     try:
         return keeps(utility(original, result.table, result.spec,
-                             input_values=input_values))
+                             input_values=input_values), input_values=input_values)
     except BlendinError as error:  # the rest of the page stands without it
         return {"error": error.problem, "columns": [], "table": [], "statistics": [],
                 "distributions": [], "classification": None, "contingencies": []}
