@@ -104,3 +104,18 @@ def test_cli_writes_the_scores(tmp_path):
     again = CliRunner().invoke(main, ["risk", str(tmp_path / "d.csv"), "--qi", "a",
                                       "--suda-out", str(out)])
     assert again.exit_code == 2 and "add --suda" in again.output
+
+
+def test_dis_suda_takes_the_sampling_fraction_the_population_gives():
+    """With a population the DIS-SUDA score uses the table's sampling fraction (records
+    over people), as the journalist risk beside it does; 0.01 was used whatever the
+    population, so one report stated two sampling fractions."""
+    import pandas as pd
+
+    from blendin.risk import risk
+
+    df = pd.DataFrame({"a": list("aabbcdd"), "b": list("xyxyxxz")})
+    assert risk(df, ["a", "b"], suda=True).suda.dis_fraction == 0.01
+    assert risk(df, ["a", "b"], suda=True, population=70).suda.dis_fraction == 0.1
+    assert risk(df, ["a", "b"], suda=True, population=70,
+                dis_fraction=0.5).suda.dis_fraction == 0.5

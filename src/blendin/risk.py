@@ -237,7 +237,7 @@ def risk(
     weights: str | None = None,
     household: str | None = None,
     suda: bool = False,
-    dis_fraction: float = DIS_FRACTION,
+    dis_fraction: float | None = None,
     cells: bool | None = None,
 ) -> RiskReport:
     """Re-identification risk of ``data`` (a raw table or a release) on quasi-identifiers.
@@ -255,7 +255,8 @@ def risk(
     column of household ids) add sdcMicro's individual and household risk
     (:class:`IndividualRiskFigures`; either turns it on). ``suda=True`` finds the special
     uniques (:mod:`blendin.suda`; ``dis_fraction`` the sampling fraction of the DIS-SUDA
-    score). ``cells=True`` (the default for a spec with ``suppression = "cells"``) reads a
+    score: by default the one ``population`` or ``sampling_fraction`` gives, else 0.01).
+    ``cells=True`` (the default for a spec with ``suppression = "cells"``) reads a
     ``*`` in a QI as a blank cell that matches any value: a record's class is then every
     record compatible with it (:mod:`blendin.transform.cells`), and a record blank in
     every QI is released, not suppressed.
@@ -358,6 +359,9 @@ def risk(
         if person is not None:
             raise BlendinError("special uniques are found among records, and a person key "
                                "counts people", fix="leave out --person, or --suda")
+        if dis_fraction is None:  # the table's own sampling fraction, where it is known
+            dis_fraction = (fraction if population is not None or sampling_fraction is not None
+                            else DIS_FRACTION)
         found, scores = _special_uniques(tuples, names, dis_fraction)
         report = dataclasses.replace(report, suda=found, suda_scores=scores)
     return report

@@ -38,8 +38,9 @@ from blendin.cli.database import database_options, table_options
 @click.option("--suda", is_flag=True,
               help="Find the special uniques (SUDA2): records singled out by few key values, "
               "with SUDA and DIS-SUDA scores as sdcMicro computes them.")
-@click.option("--dis-fraction", default=0.01, show_default=True, type=float,
-              help="--suda: the sampling fraction of the DIS-SUDA score.")
+@click.option("--dis-fraction", default=None, type=float,
+              help="--suda: the sampling fraction of the DIS-SUDA score (default: the one "
+              "--population or --sampling-fraction gives, else 0.01).")
 @click.option("--suda-out", default=None, type=click.Path(dir_okay=False),
               help="--suda: write each combination of key values with its records and "
               "scores (CSV, Parquet or Excel).")

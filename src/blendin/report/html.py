@@ -660,7 +660,7 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
     if any(getattr(r, "individual", None) is not None for r in reports):
         rows += _individual_rows(both, reports)
     if any(getattr(r, "suda", None) is not None for r in reports):
-        rows += _suda_rows(both)
+        rows += _suda_rows(both, population)
     for i, s in enumerate(sensitive):
         rows.append(both(
             f"homogeneous-{i}", f"Classes with one value of {s}",
@@ -699,7 +699,7 @@ def _individual_rows(both, reports: Sequence[RiskReport]) -> list[dict[str, str]
     return rows
 
 
-def _suda_rows(both) -> list[dict[str, str]]:
+def _suda_rows(both, population: float | None = None) -> list[dict[str, str]]:
     """The special uniques (SUDA2, sdcMicro's scores; docs/sdc.md)."""
     def get(read):
         return lambda r: "–" if r.suda is None else read(r.suda, r)
@@ -713,7 +713,9 @@ def _suda_rows(both) -> list[dict[str, str]]:
              "(SUDA2's minimal sample uniques)"),
         both("suda-dis-max", "DIS-SUDA score, highest", get(lambda s, r: f"{s.dis_max:.4f}"),
              "the probability that a record unique on those values is a correct match, "
-             f"for a sampling fraction of {DIS_FRACTION}"),
+             + (f"for a sampling fraction of {DIS_FRACTION}" if population is None else
+                "for the sampling fraction of each table, its records over the population "
+                f"of {number(population)}")),
         both("suda-dis-sum", "DIS-SUDA score, sum", get(lambda s, r: f"{s.dis_sum:.4f}")),
     ]
 
