@@ -391,3 +391,21 @@ def test_the_release_report_shows_no_input_median_or_quartile():
     assert "age: mean 37.3 → " in text and "; in the release median 39.5," in text
     median, q1, q3 = np.percentile(ages, [50, 25, 75])  # 37, 26.5, 46.25
     assert not {f"{v:g}" for v in (median, q1, q3)} & set(text.replace("–", " ").split())
+
+
+def test_a_release_at_the_top_of_every_hierarchy_is_measured():
+    """Every QI at its top: every record shows * and is released (none suppressed), one
+    class of all of them; the report showed '–' for every figure of the release, as if
+    every record had been suppressed, and left out its plots."""
+    from blendin.hierarchy.flat import flat
+    from blendin.models import KAnonymity
+
+    data = pd.DataFrame({"sex": ["F", "M", "M", "F", "M", "F"], "ward": list("abcabd")})
+    spec = Spec(quasi_identifiers={"sex": flat(), "ward": flat()}, models=[KAnonymity(6)],
+                max_suppression=0.0)
+    result = anonymize(data, spec)
+    assert result.levels == {"sex": 1, "ward": 1} and result.suppressed == 0
+    page = Page(render_report(result, original=data))
+    assert page.ids["after-risk-records"] == "6" and page.ids["after-risk-classes"] == "1"
+    assert page.ids["after-prosecutor-highest"] == pct(1 / 6)
+    assert "plot-sizes" in page.ids and "plot-risk" in page.ids

@@ -190,9 +190,13 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
     qis = list(spec.quasi_identifiers)
     threshold, threshold_note = risk_threshold(spec, threshold)
     before_table = _input_table(original, spec, result.records)
+    # every QI at its top: the records show * everywhere and are released, not suppressed
+    # (read as suppressed, the release had no risk to show); a * then matches any value
+    everything = bool(result.levels) and result.suppressed_mode == "drop" and all(
+        result.levels[q] == result.heights[q] - 1 for q in result.levels)
     after = _risk(result.table_with_people() if result.release_people is not None
                   else release, spec, threshold, population,
-                  cells=spec.suppression == "cells")
+                  cells=spec.suppression == "cells" or everything)
     before = (_risk(before_table, spec, threshold, population)
               if before_table is not None else None)
     mondrian = not result.levels and result.algorithm == "mondrian"
