@@ -233,6 +233,11 @@ def anonymize(
         proven_optimal=getattr(found, "optimal", None) if algorithm in FULL_DOMAIN else None,
         recoded_parts=outcome.parts, cells=outcome.cells, cell_records=outcome.cell_records,
         short_records=outcome.short_records, transformed=applied, notes=outcome.notes)
+    if original_row is not None:  # verified, yet linkable row by row: said where it shows
+        result.warnings.append(
+            f"the release's column {original_row!r} holds each record's source row number: "
+            "anyone who holds the source can link every released record back to its person "
+            "(for internal use only; drop the column before the release leaves)")
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)
