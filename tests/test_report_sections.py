@@ -427,3 +427,23 @@ def test_an_original_row_column_is_warned_of_where_the_release_shows():
     page = Page(render_report(result, original=data))
     assert "link every released record back to its person" in page.raw
     assert not anonymize(data, spec).warnings
+
+
+def test_the_risk_table_of_people_counts_people_in_its_words():
+    """Where input and release are measured in people the risk section's labels and notes
+    say people (they said 'Records above the threshold', 'records alone in their class',
+    'classes ... records' beside figures that count people)."""
+    from blendin.hierarchy.flat import flat
+    from blendin.models import KAnonymity
+
+    rows = [(f"p{p}", "F" if p % 2 else "M", str(1950 + p // 8), "xy"[p % 2 and p % 3 > 0])
+            for p in range(80) for _ in range(1 + p % 3)]
+    visits = pd.DataFrame(rows, columns=["pid", "sex", "year", "dx"])
+    spec = Spec(quasi_identifiers={"sex": flat(), "year": flat()}, models=[KAnonymity(4)],
+                person="pid", sensitive=["dx"], max_suppression=0.0)
+    result = anonymize(visits, spec)
+    page = Page(render_report(result, original=visits))
+    text = " ".join(page.ids["risk"].split())
+    assert "People above the threshold (prosecutor)" in text
+    assert "fewer than k = 4 people" in text and "people alone in their class" in text
+    assert "Records" not in text and " records" not in text.replace("the records", "")

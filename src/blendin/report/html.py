@@ -222,10 +222,13 @@ def report_context(result, *, original=None, threshold: float | None = None, ext
         "keeps": release_keeps(result, before_table),
         "utility": utility_rows(result.utility, _minimized(result)),
         "risk": _risk_rows(before, after, list(spec.sensitive), population,
-                           _short_threshold_note(spec, threshold)),
+                           _short_threshold_note(spec, threshold, _unit(before, after))),
         "risk_models": _risk_models(result.check, spec.models),
         "threshold": number(threshold),
-        "threshold_note": threshold_note,
+        "threshold_note": (threshold_note.replace("records", "people")
+                           .replace("a record is", "a person is")
+                           if _unit(before, after) == "people" else threshold_note),
+        "risk_one": "person" if _unit(before, after) == "people" else "record",
         "population": number(population) if population is not None else None,
         "has_input": before is not None,
         "attack": attack,
@@ -299,12 +302,12 @@ def risk_threshold(spec, threshold: float | None = None) -> tuple[float, str]:
                                "choice; pass threshold= to the report for another")
 
 
-def _short_threshold_note(spec, threshold: float) -> str:
+def _short_threshold_note(spec, threshold: float, unit: str = "records") -> str:
     """The row's note: what being above the threshold means for this spec."""
     ks = [int(m.k) for m in spec.models if getattr(m, "key", "") == "k-anonymity"]
     if ks and math.isclose(threshold, 1 / max(ks)):
         return (f"risk above 1/k = {number(threshold)}: in a class of fewer than "
-                f"k = {max(ks)} records")
+                f"k = {max(ks)} {unit}")
     return f"risk above {number(threshold)}"
 
 
@@ -611,6 +614,9 @@ def utility_rows(utility: dict, minimized: str | None = None) -> list[dict[str, 
 def _risk_rows(before: RiskReport | None, after: RiskReport | None,
                sensitive: Sequence[str], population: float | None = None,
                threshold_note: str = "") -> list[dict[str, str]]:
+    unit = _unit(before, after)  # what the figures count: people where both count them
+    Unit = unit.capitalize()
+
     def both(key, label, get, note=""):
         return {"key": key, "label": label, "note": note,
                 "before": get(before) if before is not None else "–",
@@ -632,13 +638,13 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         both("risk-classes", "Classes", lambda r: count(r.classes)),
         both("risk-smallest", "Smallest class", lambda r: count(r.sizes.min())),
         both("sample-uniques", "Sample uniques", lambda r: share(r.sample_uniques, r),
-             "records alone in their class"),
+             f"{unit} alone in their class"),
         both("prosecutor-highest", "Prosecutor risk, highest",
              lambda r: pct(r.prosecutor.highest),
              "attacker knows the person is in the data: 1 / class size"),
         both("prosecutor-average", "Prosecutor risk, average",
              lambda r: pct(r.prosecutor.average)),
-        both("prosecutor-at-risk", "Records above the threshold (prosecutor)",
+        both("prosecutor-at-risk", f"{Unit} above the threshold (prosecutor)",
              lambda r: pct(r.prosecutor.records_at_risk), threshold_note),
         both("journalist-highest", "Journalist risk, highest",
              lambda r: pct(r.journalist.highest),
@@ -650,10 +656,10 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
              f"{number(population)}"),
         both("journalist-average", "Journalist risk, average",
              lambda r: pct(r.journalist.average)),
-        both("journalist-at-risk", "Records above the threshold (journalist)",
+        both("journalist-at-risk", f"{Unit} above the threshold (journalist)",
              lambda r: pct(r.journalist.records_at_risk)),
         both("marketer", "Marketer risk", lambda r: pct(r.marketer),
-             "expected share of records re-identified in a mass attack"),
+             f"expected share of {unit} re-identified in a mass attack"),
     ]
     if population is not None:
         rows.append(both(
@@ -669,9 +675,16 @@ def _risk_rows(before: RiskReport | None, after: RiskReport | None,
         rows.append(both(
             f"homogeneous-{i}", f"Classes with one value of {s}",
             lambda r, s=s: (f"{count(r.homogeneity[s].classes)} classes, "
-                            f"{share(r.homogeneity[s].records, r)} records"),
+                            f"{share(r.homogeneity[s].records, r)} {unit}"),
             "everyone in such a class has the same value: it is disclosed"))
     return rows
+
+
+def _unit(*reports) -> str:
+    """``people`` where every measured table counts people (a person key), else ``records``."""
+    measured = [r for r in reports if r is not None]
+    return ("people" if measured and all(getattr(r, "person", None) is not None
+                                         for r in measured) else "records")
 
 
 def _individual_rows(both, reports: Sequence[RiskReport]) -> list[dict[str, str]]:
