@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -380,3 +381,29 @@ def test_a_failed_release_leaves_no_folder_it_made(tmp_path: Path, monkeypatch):
     with pytest.raises(OSError):
         bl.anonymize(_cohort(), spec_of(2, 0.5), output=str(out))
     assert not out.exists()
+
+
+def test_cli_options_take_effect_or_are_refused_with_related_tables(tmp_path: Path):
+    """--normalize counts the spellings as one (it was dropped: an l-diverse release by
+    spelling alone), and the options related tables do not take are refused, --dry-run
+    first (it wrote the files)."""
+    tables = _cohort()
+    tables["visits"]["dx"] = ["u", "U", "u", "U", "u"]
+    for name, table in tables.items():
+        table.to_csv(tmp_path / f"{name}.csv", index=False)
+    spec = _spec_file(tmp_path)
+    spec.write_text(spec.read_text() + '[[privacy]]\nmodel = "distinct-l-diversity"\n'
+                    'attribute = "dx"\nl = 2\n')
+    args = ["anonymize", *(f"--input={n}={tmp_path / n}.csv" for n in TABLES),
+            "--spec", str(spec), "-o", str(tmp_path / "out")]
+    assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0  # u, U: two values
+    run = CliRunner().invoke(main, [*args, "--normalize", "case", "--force"])
+    assert run.exit_code == 2 and "no generalization meets" in run.output, run.output
+    shutil.rmtree(tmp_path / "out")
+    for extra in (["--dry-run"], ["--index-base", "0"], ["--external", str(spec)],
+                  ["--population", "100"], ["--spark-master", "local[1]"],
+                  ["--schema", "s"]):
+        run = CliRunner().invoke(main, [*args, *extra])
+        assert run.exit_code == 2, (extra, run.output)
+        assert f"{extra[0]} does not work with related tables" in run.output
+    assert not (tmp_path / "out").exists()

@@ -318,39 +318,40 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     from blendin.spec import Spec
 
     delimiter, encoding = read_options(delimiter, encoding)
+    settings = {"policy": policy, "relaxed": relaxed, "sets": sets, "time_limit": time_limit,
+                "max_checks": max_checks, "seed": seed,
+                "recode_suppressed": recode_suppressed}
+    shown = dict(algorithm=algorithm, metric=metric, suppressed=suppressed,
+                 shuffle_seed=shuffle_seed, output_delimiter=output_delimiter,
+                 escape_formulas=escape_formulas, strict=strict)
+    # what related tables do not take (those given: not None); the rest they take as one
+    # table does: a flag accepted must have its effect
+    index_given = click.get_current_context().get_parameter_source(
+        "index_base") is not click.core.ParameterSource.DEFAULT
+    refused = {"--save-solution": solution, "--report": report, "--person": person,
+               "--group-column": group_column, "--original-row": original_row,
+               "--index-base": index_given or None, "--keep-order": keep_order or None,
+               "--external": external, "--on": external_on, "--population": population,
+               "--engine spark": engine == "spark" or None, "--spark-master": spark_master,
+               "--spark-conf": spark_conf or None}
     if inputs or data is None:
         _related_command(data, inputs, spec_path, output=output, force=force,
-                         settings={"time_limit": time_limit, "max_checks": max_checks,
-                                   "seed": seed, "delimiter": delimiter,
-                                   "encoding": encoding},
-                         shown=dict(algorithm=algorithm, metric=metric,
-                                    suppressed=suppressed, shuffle_seed=shuffle_seed,
-                                    output_delimiter=output_delimiter,
-                                    escape_formulas=escape_formulas, strict=strict),
-                         refused={"--save-solution": solution, "--report": report,
-                                  "--person": person, "--table": table, "--query": query,
+                         settings=settings, delimiter=delimiter, encoding=encoding,
+                         normalize=normalize, shown=shown,
+                         refused={**refused, "--table": table, "--query": query,
+                                  "--schema": schema, "--password-env": password_env,
                                   "--output-table": output_table,
-                                  "--group-column": group_column,
-                                  "--original-row": original_row,
-                                  "--engine spark": engine == "spark" or None,
-                                  "--keep-order": keep_order or None},
+                                  "--dry-run": dry_run or None},
                          as_json=as_json, quiet=quiet)
         return
     spec = Spec.from_toml(spec_path)
     rows = table_options(data, table, query, schema, password_env,
                          related=bool(spec.tables))
     if spec.tables and rows and table is None and query is None:
+        _refuse_for_related({**refused, "--dry-run": dry_run or None})
+        _settle(spec, settings, delimiter=delimiter, encoding=encoding, normalize=normalize)
         _related_in_database(data, spec, output, output_table, rows, force=force,
-                             shown=dict(algorithm=algorithm, metric=metric,
-                                        suppressed=suppressed, shuffle_seed=shuffle_seed,
-                                        output_delimiter=output_delimiter,
-                                        escape_formulas=escape_formulas, strict=strict),
-                             refused={"--save-solution": solution, "--report": report,
-                                      "--person": person, "--dry-run": dry_run or None,
-                                      "--group-column": group_column,
-                                      "--original-row": original_row,
-                                      "--keep-order": keep_order or None},
-                             as_json=as_json, quiet=quiet)
+                             shown=shown, as_json=as_json, quiet=quiet)
         return
     _output_table(output, output_table)
     if rows:  # the SQL engine: the options are its own
@@ -372,19 +373,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                            "(auto, optimal, heuristic, exhaustive, binary, datafly)")
     if group_column is not None and not is_database(data):  # (a table: refused later)
         _check_new_column(data, spec, group_column, delimiter, encoding)
-    if delimiter is not None:
-        spec.delimiter = delimiter
-    if encoding is not None:
-        spec.encoding = encoding
     if person is not None:
         spec.person = person
         spec.validate()
-    _normalize(spec, normalize)
-    for key, value in (("policy", policy), ("relaxed", relaxed), ("sets", sets),
-                       ("time_limit", time_limit), ("max_checks", max_checks), ("seed", seed),
-                       ("recode_suppressed", recode_suppressed)):
-        if value is not None:
-            setattr(spec, key, value)
+    _settle(spec, settings, delimiter=delimiter, encoding=encoding, normalize=normalize)
     if dry_run:
         with Progress(enabled=not quiet) as progress:
             result = anonymize(data, spec, algorithm=algorithm, metric=metric,
@@ -416,9 +408,19 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     _say(result, *written, as_json=as_json, quiet=quiet)
 
 
+def _settle(spec, settings: dict, *, delimiter: str | None, encoding: str | None,
+            normalize: str | None) -> None:
+    """The options that stand in for the spec's keys (those given: not None)."""
+    for key, value in {"delimiter": delimiter, "encoding": encoding, **settings}.items():
+        if value is not None:
+            setattr(spec, key, value)
+    _normalize(spec, normalize)
+
+
 def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, *,
-                     output: str, force: bool, settings: dict, shown: dict, refused: dict,
-                     as_json: bool, quiet: bool) -> None:
+                     output: str, force: bool, settings: dict, delimiter: str | None,
+                     encoding: str | None, normalize: str | None, shown: dict,
+                     refused: dict, as_json: bool, quiet: bool) -> None:
     """``--input NAME=FILE ...``: related tables, released together into a folder."""
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
@@ -428,9 +430,7 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
     tables = related_inputs(data, inputs)
     _refuse_for_related(refused)
     spec = Spec.from_toml(spec_path)
-    for key, value in settings.items():
-        if value is not None:
-            setattr(spec, key, value)
+    _settle(spec, settings, delimiter=delimiter, encoding=encoding, normalize=normalize)
     check_paths({"--spec": spec_path, **{f"--input {n}": p for n, p in tables.items()},
                  **spec.files_read()}, {}, force=force)
     _fresh_folder(output, force)
@@ -440,7 +440,7 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
 
 
 def _related_in_database(data: str, spec, output: str, output_table: str | None,
-                         rows: dict, *, force: bool, shown: dict, refused: dict,
+                         rows: dict, *, force: bool, shown: dict,
                          as_json: bool, quiet: bool) -> None:
     """Related tables in one database (the spec's [tables]): released as tables there
     (--output-table with {table}) or into the folder -o names."""
@@ -449,7 +449,6 @@ def _related_in_database(data: str, spec, output: str, output_table: str | None,
     from blendin.engines.databases import is_database
     from blendin.progress import Progress
 
-    _refuse_for_related(refused)
     if not is_database(output):
         _fresh_folder(output, force)
     with Progress(enabled=not quiet) as progress:
