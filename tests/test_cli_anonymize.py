@@ -9,8 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+import blendin as bl
 from blendin.check import check
 from blendin.cli import main
+from blendin.errors import BlendinError
 from blendin.spec import Spec
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -205,11 +207,13 @@ def test_adult_cli_k2(tmp_path):
 def test_algorithm_option(tmp_path, algorithm):
     data, spec = write_case(tmp_path, k=5)
     out = tmp_path / "release.csv"
+    metric = [] if algorithm == "mondrian" else ["--metric", "discernibility"]
     result = run("anonymize", data, "--spec", spec, "-o", out, "--algorithm", algorithm,
-                 "--metric", "discernibility", "--json")
+                 *metric, "--json")
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)
-    assert figures["algorithm"] == algorithm and figures["metric"] == "discernibility"
+    assert figures["algorithm"] == algorithm
+    assert figures["metric"] == ("loss" if algorithm == "mondrian" else "discernibility")
     assert (figures["levels"] == {}) == (algorithm == "mondrian")
     back = pd.read_csv(out, dtype=str)
     sizes = back.groupby(["age", "zip", "sex"]).size()
@@ -336,3 +340,34 @@ def test_spark_output_without_its_suffix_names_the_suffixes_spark_writes(tmp_pat
     assert result.exit_code == 2
     assert "end the -o name with .parquet or .csv" in result.output, result.output
     assert ".xlsx" not in result.output
+
+
+@pytest.mark.parametrize("algorithm, option", [
+    ("mondrian", ["--metric", "gcp"]), ("mondrian", ["--policy", "relative"]),
+    ("mondrian", ["--seed", "1"]), ("datafly", ["--policy", "relative"]),
+    ("optimal", ["--time-limit", "5"]), ("exhaustive", ["--max-checks", "9"]),
+    ("binary", ["--seed", "2"])])
+def test_a_search_option_the_algorithm_ignores_is_refused(tmp_path, algorithm, option):
+    """Mondrian minimizes no metric and breaks no ties; only the heuristic has a budget and
+    random moves: such an option was accepted, and the release was the same without it."""
+    data, spec = write_case(tmp_path, k=5)
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+                 "--algorithm", algorithm, *option)
+    assert result.exit_code == 2, result.output
+    assert f"{option[0]} is not used by the {algorithm} algorithm" in result.output
+    assert not (tmp_path / "r.csv").exists()
+    if option[0] in ("--time-limit", "--max-checks", "--seed") and algorithm != "mondrian":
+        # they bound the heuristic's search of the suppressed records for a node of theirs
+        recoded = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+                      "--algorithm", algorithm, *option, "--recode-suppressed")
+        assert recoded.exit_code == 0, recoded.output
+
+
+@pytest.mark.parametrize("algorithm, option", [
+    ("mondrian", {"metric": "gcp"}), ("optimal", {"time_limit": 5}),
+    ("datafly", {"seed": 1}), ("binary", {"max_checks": 9})])
+def test_the_library_refuses_them_too(tmp_path, algorithm, option):
+    data, spec = write_case(tmp_path, k=5)
+    name = next(iter(option))
+    with pytest.raises(BlendinError, match=f"{name}= is not used by the {algorithm}"):
+        bl.anonymize(str(data), Spec.from_toml(spec), algorithm=algorithm, **option)

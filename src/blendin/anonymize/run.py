@@ -165,9 +165,16 @@ def anonymize(
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
+    given_metric = metric
     algorithm = algorithm or spec.algorithm or "auto"
     metric = metric or spec.metric or "loss"
     check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
+    unused_search_options(algorithm, {"metric": given_metric is not None,
+                                      "time_limit": time_limit is not False,
+                                      "max_checks": max_checks is not False,
+                                      "seed": seed is not None},
+                          recode=bool(spec.recode_suppressed if recode_suppressed is None
+                                      else recode_suppressed))
     for option in ("relaxed", "sets"):
         if getattr(spec, option) and algorithm != "mondrian":
             raise BlendinError(f"{option} is an option of the mondrian algorithm, and "
@@ -241,6 +248,29 @@ def anonymize(
     if dry_run:
         return result
     return written(result, output, output_delimiter, escape_formulas)
+
+
+#: the search options an algorithm has no use for: Mondrian partitions by medians (no
+#: metric, no tie to break), Datafly climbs greedily, and only the heuristic (or auto,
+#: which may run it) has a budget and random moves
+_BUDGET = ("time_limit", "max_checks", "seed")
+UNUSED_OPTIONS = {"mondrian": ("metric", "policy", *_BUDGET), "datafly": ("policy", *_BUDGET),
+                  "optimal": _BUDGET, "exhaustive": _BUDGET, "binary": _BUDGET}
+
+
+def unused_search_options(algorithm: str, given: dict[str, bool], *, recode: bool,
+                          cli: bool = False) -> None:
+    """Refuse an option given (``given[name]``) that ``algorithm`` would ignore, named as
+    the user typed it: a flag (``cli``) or a keyword argument. With ``recode`` (the
+    suppressed records recoded) the heuristic's budget and seed bound its search of them."""
+    for name in UNUSED_OPTIONS.get(algorithm, ()):
+        if given.get(name) and not (recode and name in _BUDGET):
+            said = "--" + name.replace("_", "-") if cli else f"{name}="
+            users = ("auto or heuristic" if name in _BUDGET else
+                     "auto, optimal, heuristic, exhaustive or binary")
+            raise BlendinError(f"{said} is not used by the {algorithm} algorithm",
+                               fix=f"leave out {said}, or use --algorithm {users}" if cli
+                               else f'leave out {said}, or pass algorithm="auto"')
 
 
 def _check_added(group_column: str | None, original_row: str | None) -> None:

@@ -313,6 +313,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     """
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
+    from blendin.anonymize.run import unused_search_options
     from blendin.engines.databases import is_database
     from blendin.progress import Progress
     from blendin.spec import Spec
@@ -354,6 +355,10 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                              shown=shown, as_json=as_json, quiet=quiet)
         return
     _output_table(output, output_table)
+    unused_search_options(algorithm or spec.algorithm or "auto",
+                          {"metric": metric, "policy": policy, "time_limit": time_limit,
+                           "max_checks": max_checks, "seed": seed},
+                          recode=bool(recode_suppressed or spec.recode_suppressed), cli=True)
     if rows:  # the SQL engine: the options are its own
         chosen = _sql_engine(engine, spark_master, spark_conf, force, dry_run)
     elif dry_run:
