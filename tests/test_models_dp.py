@@ -220,3 +220,29 @@ def test_safepub_is_named_for_what_it_did(budget):
     assert "Records sampled" in released and sample in released
     assert "Nodes checked" not in released and "did not minimize a metric" in released
     assert "marks the one the search minimized" not in page.ids["utility"]
+
+
+@pytest.mark.parametrize("option", [{"algorithm": "optimal"}, {"metric": "gcp"},
+                                    {"seed": 4}, {"time_limit": 5}, {"max_checks": 9},
+                                    {"recode_suppressed": True}])
+def test_search_options_are_refused_not_ignored(option, tmp_path):
+    """SafePub chooses its node: an algorithm, a metric or a search seed given beside it
+    changed nothing (a --seed N read as the mechanism's seed did not repeat the release)."""
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    name = next(iter(option))
+    with pytest.raises(BlendinError, match=f"{name}= is not used with differential"):
+        bl.anonymize(data(200), spec(DifferentialPrivacy(1, 1e-5, seed=1)), **option)
+    data(200).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "s.toml").write_text(
+        '[quasi_identifiers]\nage = { intervals = [10] }\n[[privacy]]\n'
+        'model = "differential-privacy"\nepsilon = 1\ndelta = 1e-5\n'
+        '[anonymization]\nmax_suppression = 1\n')
+    flag = "--" + name.replace("_", "-")
+    value = [] if name == "recode_suppressed" else [str(option[name])]
+    run = CliRunner().invoke(main, ["anonymize", str(tmp_path / "d.csv"), "--spec",
+                                    str(tmp_path / "s.toml"), "-o", str(tmp_path / "r.csv"),
+                                    flag, *value])
+    assert run.exit_code == 2 and f"{flag} is not used with differential" in run.output

@@ -26,6 +26,7 @@ from blendin.engines.databases import is_database
 from blendin.engines.kernels import SUPPRESSION_MODES, RowColumns
 from blendin.engines.sql import SqlEngine, TableRef, check_target, in_database
 from blendin.errors import BlendinError
+from blendin.models.dp import DifferentialPrivacy
 from blendin.progress import Progress, progress_callback
 from blendin.spec import Spec
 from blendin.summaries import SAFEPUB
@@ -165,14 +166,14 @@ def anonymize(
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
-    given_metric = metric
+    given = {"algorithm": algorithm not in (None, "mondrian"),  # (mondrian: refused below)
+             "metric": metric is not None, "time_limit": time_limit is not False,
+             "max_checks": max_checks is not False, "seed": seed is not None,
+             "recode_suppressed": recode_suppressed is not None}
     algorithm = algorithm or spec.algorithm or "auto"
     metric = metric or spec.metric or "loss"
     check_choice("algorithm", algorithm, tuple(ALGORITHMS) + FULL_DOMAIN)
-    unused_search_options(algorithm, {"metric": given_metric is not None,
-                                      "time_limit": time_limit is not False,
-                                      "max_checks": max_checks is not False,
-                                      "seed": seed is not None},
+    unused_search_options(algorithm, given, dp=spec.models,
                           recode=bool(spec.recode_suppressed if recode_suppressed is None
                                       else recode_suppressed))
     for option in ("relaxed", "sets"):
@@ -259,10 +260,21 @@ UNUSED_OPTIONS = {"mondrian": ("metric", "policy", *_BUDGET), "datafly": ("polic
 
 
 def unused_search_options(algorithm: str, given: dict[str, bool], *, recode: bool,
-                          cli: bool = False) -> None:
+                          dp: list, cli: bool = False) -> None:
     """Refuse an option given (``given[name]``) that ``algorithm`` would ignore, named as
     the user typed it: a flag (``cli``) or a keyword argument. With ``recode`` (the
-    suppressed records recoded) the heuristic's budget and seed bound its search of them."""
+    suppressed records recoded) the heuristic's budget and seed bound its search of them.
+    With differential privacy among the models ``dp``, SafePub chooses its node: no search
+    option is used (its randomness is the model's ``seed``)."""
+    if any(isinstance(model, DifferentialPrivacy) for model in dp):
+        for name in ("algorithm", "metric", "policy", *_BUDGET, "recode_suppressed"):
+            if given.get(name):
+                said = "--" + name.replace("_", "-") if cli else f"{name}="
+                seed = (" (its randomness is the model's seed: seed = N under its "
+                        "[[privacy]])" if name == "seed" else "")
+                raise BlendinError(f"{said} is not used with differential-privacy: SafePub "
+                                   f"chooses its node and suppresses what it must{seed}",
+                                   fix=f"leave out {said}")
     for name in UNUSED_OPTIONS.get(algorithm, ()):
         if given.get(name) and not (recode and name in _BUDGET):
             said = "--" + name.replace("_", "-") if cli else f"{name}="

@@ -356,9 +356,12 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
         return
     _output_table(output, output_table)
     unused_search_options(algorithm or spec.algorithm or "auto",
-                          {"metric": metric, "policy": policy, "time_limit": time_limit,
-                           "max_checks": max_checks, "seed": seed},
-                          recode=bool(recode_suppressed or spec.recode_suppressed), cli=True)
+                          {"algorithm": algorithm not in (None, "mondrian"), "metric": metric,
+                           "policy": policy, "time_limit": time_limit,
+                           "max_checks": max_checks, "seed": seed,
+                           "recode_suppressed": recode_suppressed},
+                          recode=bool(recode_suppressed or spec.recode_suppressed),
+                          dp=spec.models, cli=True)
     if rows:  # the SQL engine: the options are its own
         chosen = _sql_engine(engine, spark_master, spark_conf, force, dry_run)
     elif dry_run:
