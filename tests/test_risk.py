@@ -291,6 +291,10 @@ def test_the_cli_reads_a_file_in_batches(tmp_path, monkeypatch):
                                        "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["classes"] == 3
+    # every figure the text shows: "classes 3 (smallest 10)" (the JSON had no smallest)
+    assert json.loads(result.output)["min_class_size"] == 10
+    text = CliRunner().invoke(main, ["risk", str(data), "--qi", "a,b", "--delimiter", ";"])
+    assert "classes            3 (smallest 10)" in text.output
 
 
 def test_the_cli_reads_a_file_in_the_specs_encoding(tmp_path):

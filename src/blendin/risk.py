@@ -143,6 +143,8 @@ class RiskReport:
         out = asdict(self)
         out.pop("sizes")
         out.pop("suda_scores")
+        # the text's "smallest" (with --cells: the fewest compatible records); null when empty
+        out["min_class_size"] = int(self.sizes.min()) if len(self.sizes) else None
         out["quasi_identifiers"] = list(self.quasi_identifiers)
         # the smallest class the text shows (None where every record is suppressed)
         out["min_class_size"] = int(self.sizes.min()) if len(self.sizes) else None
