@@ -371,3 +371,25 @@ def test_the_library_refuses_them_too(tmp_path, algorithm, option):
     name = next(iter(option))
     with pytest.raises(BlendinError, match=f"{name}= is not used by the {algorithm}"):
         bl.anonymize(str(data), Spec.from_toml(spec), algorithm=algorithm, **option)
+
+
+@pytest.mark.parametrize("command", ["anonymize", "apply"])
+@pytest.mark.parametrize("output, option", [
+    ("r.parquet", ["--output-delimiter", ";"]), ("r.xlsx", ["--output-delimiter", ";"]),
+    ("r.parquet", ["--escape-formulas"])])
+def test_csv_writing_options_are_refused_for_another_release(tmp_path, command, output,
+                                                            option):
+    """They were accepted for a Parquet or Excel release, and changed nothing."""
+    data, spec = write_case(tmp_path, k=2)
+    if command == "apply":
+        sol = tmp_path / "sol.json"
+        assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "first.csv",
+                   "--save-solution", sol).exit_code == 0
+        args = ["apply", data, "--solution", sol]
+    else:
+        args = ["anonymize", data, "--spec", spec]
+    result = run(*args, "-o", tmp_path / output, *option)
+    assert result.exit_code == 2, result.output
+    assert f"{option[0]} writes a CSV release" in result.output
+    assert not (tmp_path / output).exists()
+    assert run(*args, "-o", tmp_path / "r.csv", *option).exit_code == 0

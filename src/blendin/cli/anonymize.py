@@ -17,15 +17,22 @@ DUCKDB_FILES = (".duckdb", ".ddb")
 
 
 def _check_before_work(inputs: dict, output: str, *, force: bool,
-                       output_delimiter: str | None,
+                       output_delimiter: str | None, escape_formulas: bool = False,
                        solution: str | None = None, report: str | None = None,
                        engine: str = "embedded") -> None:
     """Every output path against every input and every other output, the folders, the
     files that exist, the output delimiter: all before any work is done."""
     # loaded when the command runs, so that blendin --help stays instant
-    from blendin.engines.databases import is_database
+    from blendin.engines.databases import hidden, is_database
+    from blendin.io import CSV_SUFFIXES, _suffix
     from blendin.io import output_delimiter as check_delimiter
 
+    csv = not is_database(output) and _suffix(Path(output.rstrip("/"))) in CSV_SUFFIXES
+    for flag, given in (("--output-delimiter", output_delimiter is not None),
+                        ("--escape-formulas", escape_formulas)):
+        if given and not csv:  # (an .xlsx release stores text; Parquet and tables, values)
+            raise BlendinError(f"{flag} writes a CSV release, and -o {hidden(output)!r} is not a "
+                               "CSV file", fix=f"leave out {flag}, or give -o a .csv name")
     spark = engine == "spark"
     if is_database(output) and not output.lower().endswith(DUCKDB_FILES):
         output = None  # a table in a database: the SQL engine checks it before any work
@@ -372,7 +379,8 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     report_options = _report_options(report, external, external_on, population)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
                         **spec.files_read()}, output,
-                       force=force, output_delimiter=output_delimiter, solution=solution,
+                       force=force, output_delimiter=output_delimiter,
+                       escape_formulas=escape_formulas, solution=solution,
                        report=report, engine=engine)
     if solution and (algorithm or spec.algorithm) == "mondrian":
         raise BlendinError("--save-solution: a mondrian release has no levels to save (it "
@@ -596,7 +604,8 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
         _normalize(spec, normalize)
     _check_before_work({"DATA": data, "--solution": solution, "--spec": spec_path,
                         **(spec.files_read() if spec else {})}, output,
-                       force=force, output_delimiter=output_delimiter, engine=engine)
+                       force=force, output_delimiter=output_delimiter,
+                       escape_formulas=escape_formulas, engine=engine)
     with together():
         with Progress(enabled=not quiet) as bars:
             result = apply_solution(data, solution, spec, suppressed=suppressed,
