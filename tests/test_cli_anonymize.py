@@ -393,3 +393,12 @@ def test_csv_writing_options_are_refused_for_another_release(tmp_path, command, 
     assert f"{option[0]} writes a CSV release" in result.output
     assert not (tmp_path / output).exists()
     assert run(*args, "-o", tmp_path / "r.csv", *option).exit_code == 0
+
+
+def test_on_without_external_is_refused(tmp_path):
+    """--on joins --external: alone (with --report) it was accepted and changed nothing."""
+    data, spec = write_case(tmp_path, k=2)
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv", "--report",
+                 tmp_path / "r.html", "--on", "age,zip")
+    assert result.exit_code == 2 and "no --external was given" in result.output
+    assert not (tmp_path / "r.csv").exists() and not (tmp_path / "r.html").exists()

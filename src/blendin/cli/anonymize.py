@@ -109,6 +109,9 @@ def _report_options(report: str | None, external: str | None, on: str | None,
 
         raise BlendinError(f"{' and '.join(given)} only change the report, and no report "
                            "was asked for", fix="add --report report.html")
+    if on is not None and external is None:
+        raise BlendinError("--on names the columns to join --external on, and no --external "
+                           "was given", fix="add --external voters.csv, or leave out --on")
     return {"external": external, "on": on, "population": population}
 
 
