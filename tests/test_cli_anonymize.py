@@ -402,3 +402,16 @@ def test_on_without_external_is_refused(tmp_path):
                  tmp_path / "r.html", "--on", "age,zip")
     assert result.exit_code == 2 and "no --external was given" in result.output
     assert not (tmp_path / "r.csv").exists() and not (tmp_path / "r.html").exists()
+
+
+def test_index_base_without_an_added_column_is_refused(tmp_path):
+    """--index-base numbers the added columns: alone it was accepted and changed nothing."""
+    data, spec = write_case(tmp_path, k=2)
+    result = run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv",
+                 "--index-base", "0")
+    assert result.exit_code == 2 and "neither was given" in result.output
+    assert not (tmp_path / "r.csv").exists()
+    with pytest.raises(BlendinError, match="index_base=0 numbers the classes"):
+        bl.anonymize(str(data), Spec.from_toml(spec), index_base=0)
+    assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv", "--index-base",
+               "0", "--group-column").exit_code == 0

@@ -121,6 +121,10 @@ def anonymize(
     """
     start = time.perf_counter()
     spec = as_spec(spec)
+    if index_base != 1 and group_column is None and original_row is None:
+        raise BlendinError(f"index_base={index_base!r} numbers the classes and rows of the "
+                           "added columns, and none was asked for",
+                           fix="add group_column= or original_row=, or leave out index_base=")
     if isinstance(data, Mapping):
         return release_tables(
             anonymize, data, spec, output=output, suppressed=suppressed, engine=engine,

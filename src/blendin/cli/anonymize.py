@@ -390,6 +390,11 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                            "recodes each group on its own)",
                            fix="leave out --save-solution, or use a full-domain --algorithm "
                            "(auto, optimal, heuristic, exhaustive, binary, datafly)")
+    if index_given and group_column is None and original_row is None:
+        raise BlendinError("--index-base numbers the classes of --group-column and the rows "
+                           "of --original-row, and neither was given",
+                           fix="add --group-column or --original-row, or leave out "
+                               "--index-base")
     if group_column is not None and not is_database(data):  # (a table: refused later)
         _check_new_column(data, spec, group_column, delimiter, encoding)
     if person is not None:
