@@ -415,3 +415,23 @@ def test_index_base_without_an_added_column_is_refused(tmp_path):
         bl.anonymize(str(data), Spec.from_toml(spec), index_base=0)
     assert run("anonymize", data, "--spec", spec, "-o", tmp_path / "r.csv", "--index-base",
                "0", "--group-column").exit_code == 0
+
+
+@pytest.mark.parametrize("call, python", [
+    (lambda df, spec, out: bl.risk(df), 'qi=["zip", "dob", "sex"]'),
+    (lambda df, spec, out: bl.risk(df, qi=["age"], threshold=2), "threshold=0.2"),
+    (lambda df, spec, out: bl.attack(df, df, on=["age"], k=1), "k=5"),
+    (lambda df, spec, out: bl.anonymize(df, spec, shuffle_seed=-1), "shuffle_seed=7"),
+    (lambda df, spec, out: bl.anonymize(df, spec, output_delimiter="::", output=out),
+     "output_delimiter=';'"),
+    (lambda df, spec, out: bl.anonymize(df, spec, output_delimiter='"', output=out),
+     "output_delimiter=';'"),
+    (lambda df, spec, out: bl.anonymize(df, spec, engine="sparkk"), 'engine="embedded"'),
+])
+def test_errors_of_python_calls_give_the_python_fix(tmp_path, call, python):
+    """A Python caller was told to pass --qi, --threshold, --k, --shuffle-seed,
+    --output-delimiter or --engine, which it has not got."""
+    data, spec = write_case(tmp_path, k=2)
+    with pytest.raises(BlendinError) as error:
+        call(pd.read_csv(data, dtype=str), Spec.from_toml(spec), tmp_path / "r.csv")
+    assert python in error.value.fix and "in Python" in error.value.fix

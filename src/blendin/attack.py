@@ -191,7 +191,7 @@ def attack(
         missing = spec.missing
     on = _join_columns(rel, ext, on, truth, spec, missing)
     if k < 2:
-        raise BlendinError(f"k must be 2 or more, got {k}", fix="pass e.g. --k 5")
+        raise BlendinError(f"k must be 2 or more, got {k}", fix="pass e.g. --k 5 (k=5 in Python)")
     unknown = [c for c in (kinds or {}) if c not in on]
     if unknown:
         raise BlendinError(f"--kind names column(s) {preview(unknown)} that are not joined on "

@@ -878,7 +878,8 @@ def delimiter_option(delimiter: str | None, flag: str = "--delimiter") -> str | 
     delimiter = {"\\t": "\t", "tab": "\t", "TAB": "\t"}.get(delimiter, delimiter)
     if len(delimiter) != 1:
         raise BlendinError(f"{flag} must be one character, got {delimiter!r}",
-                           fix=f"pass e.g. {flag} ';' or {flag} '\\t'")
+                           fix=f"pass e.g. {flag} ';' or {flag} '\\t' "
+                           f"({flag[2:].replace('-', '_')}=';' in Python)")
     return delimiter
 
 
@@ -989,7 +990,8 @@ def output_delimiter(delimiter: str | None) -> str:
     delimiter = delimiter_option(delimiter, "--output-delimiter") or ","
     if delimiter in ('"', "\n", "\r"):
         raise BlendinError(f"the output delimiter cannot be {delimiter!r} (it quotes or ends "
-                           "records)", fix="pass e.g. --output-delimiter ';'")
+                           "records)", fix="pass e.g. --output-delimiter ';' (output_delimiter=';' "
+                           "in Python)")
     return delimiter
 
 

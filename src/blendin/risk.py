@@ -287,7 +287,8 @@ def risk(
     household = household if household is not None else getattr(spec, "household", None)
     if not 0 <= threshold <= 1:
         raise BlendinError(f"the risk threshold must be between 0 and 1, got {threshold}",
-                           fix="pass e.g. --threshold 0.2 (a risk of 1 in 5)")
+                           fix="pass e.g. --threshold 0.2 (threshold=0.2 in Python; a risk of 1 "
+                           "in 5)")
     data, _ = in_database(data, table=table, query=query, schema=schema,
                           password_env=password_env)
     # a file is read in batches; a Spark DataFrame stays on Spark, a table in its database
@@ -380,7 +381,8 @@ def _columns(qi, spec, sensitive) -> tuple[list[str], list[str]]:
         sensitive = sensitive or list(spec.sensitive)
     if not qi:
         raise BlendinError("no quasi-identifiers to measure the risk on",
-                           fix="name them (--qi zip,dob,sex) or give a spec (--spec s.toml)")
+                           fix="name them (--qi zip,dob,sex; qi=[\"zip\", \"dob\", \"sex\"] in "
+                           "Python) or give a spec (--spec s.toml; spec=)")
     twice = sorted({c for c in qi if list(qi).count(c) > 1})
     if twice:
         raise BlendinError(f"the quasi-identifiers name {preview(twice)} more than once",

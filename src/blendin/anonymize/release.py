@@ -184,7 +184,8 @@ def order_seed(keep_order: bool, seed: int | None) -> int | None:
         return None
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise BlendinError(f"shuffle_seed must be a whole number >= 0, got {seed!r}",
-                           fix="give e.g. --shuffle-seed 7, or leave it out (a fresh order)")
+                           fix="give e.g. --shuffle-seed 7 (shuffle_seed=7 in Python), or leave "
+                           "it out (a fresh order)")
     return secrets.randbits(63) if seed is None else seed
 
 

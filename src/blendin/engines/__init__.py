@@ -62,4 +62,5 @@ def engine_for(data=None, engine=None, **options):
         return SparkEngine(**options)
     if engine == "sql":
         return SqlEngine(**options)
-    raise BlendinError(f"unknown engine {engine!r}", fix="use --engine embedded, spark or sql")
+    raise BlendinError(f"unknown engine {engine!r}", fix="use --engine embedded, spark or sql "
+                       "(engine=\"embedded\", \"spark\" or \"sql\" in Python)")
