@@ -407,3 +407,30 @@ def test_cli_options_take_effect_or_are_refused_with_related_tables(tmp_path: Pa
         assert run.exit_code == 2, (extra, run.output)
         assert f"{extra[0]} does not work with related tables" in run.output
     assert not (tmp_path / "out").exists()
+
+
+def test_check_and_risk_refuse_what_related_tables_do_not_take(tmp_path: Path):
+    """--table, --query, --person, --weights, --suda, --cells (and their keywords) were
+    accepted beside --input and changed nothing (a --weights column that is in no table
+    even), and risk read the tables with a --delimiter of its own."""
+    for name, table in _cohort().items():
+        table.to_csv(tmp_path / f"{name}.csv", index=False, sep=";")
+    tables = [f"--input={n}={tmp_path / n}.csv" for n in TABLES]
+    spec = str(_spec_file(tmp_path))
+    for command, extra in [("check", ["--table", "t"]), ("check", ["--query", "q"]),
+                           ("check", ["--person", "id"]), ("risk", ["--table", "t"]),
+                           ("risk", ["--person", "id"]), ("risk", ["--weights", "w"]),
+                           ("risk", ["--household", "h"]), ("risk", ["--suda"]),
+                           ("risk", ["--cells"])]:
+        run = CliRunner().invoke(main, [command, *tables, "--spec", spec, *extra])
+        assert run.exit_code == 2, (command, extra, run.output)
+        assert extra[0] in run.output and "does not work with related tables" in run.output
+    for keyword in ({"weights": "w"}, {"suda": True}, {"table": "t"}):
+        with pytest.raises(BlendinError, match=f"--{next(iter(keyword))} .* related tables"):
+            bl.risk(_cohort(), spec=spec_of(2, 0.5), **keyword)
+    with pytest.raises(BlendinError, match="--query .* related tables"):
+        bl.check(_cohort(), spec_of(2, 0.5), query="SELECT 1")
+    run = CliRunner().invoke(main, ["risk", *tables, "--spec", spec, "--delimiter", "|"])
+    assert run.exit_code == 2 and "with delimiter '|'" in run.output, run.output
+    run = CliRunner().invoke(main, ["risk", *tables, "--spec", spec, "--delimiter", ";"])
+    assert run.exit_code == 0, run.output

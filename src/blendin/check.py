@@ -42,7 +42,7 @@ from blendin.models.presence import population_source, subset_column, subset_row
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
-from blendin.related import in_memory
+from blendin.related import in_memory, refuse_options
 from blendin.spec import Spec, overlooked_warnings
 from blendin.summaries import cells_text, check_summary
 from blendin.transform.cells import compatible
@@ -286,6 +286,8 @@ def check(
     spec.validate()
     spec = spec.with_own_models()
     if isinstance(data, Mapping):  # related tables: checked as one stack
+        refuse_options({"table": table, "query": query, "schema": schema,
+                        "password_env": password_env})
         spec = replace(spec, delimiter=delimiter or spec.delimiter,
                        encoding=encoding or spec.encoding)
         stacked, whole = in_memory(data, spec)

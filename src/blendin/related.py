@@ -96,6 +96,16 @@ class Stack:
             weights={**spec.weights, self.tag: 0.0})
 
 
+def refuse_options(given: Mapping[str, object]) -> None:
+    """The options related tables do not take (``given``: each keyword argument's value,
+    None or False when not given), named as a flag and as the keyword."""
+    for name, value in given.items():
+        if value is not None and value is not False:
+            flag = "--" + name.replace("_", "-")
+            raise BlendinError(f"{flag} ({name}=) does not work with related tables yet",
+                               fix=f"leave out {flag} ({name}= in Python)")
+
+
 def sources(data: Mapping, spec: Spec) -> dict[str, Source]:
     """The related tables ``data`` names (DataFrames, Arrow tables or file paths), checked
     against the spec's ``[tables]``, in its order."""

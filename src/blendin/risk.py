@@ -52,7 +52,7 @@ from blendin.estimators import (
 from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
-from blendin.related import in_memory
+from blendin.related import in_memory, refuse_options
 from blendin.suda import DIS_FRACTION, SpecialUniques, suda2
 from blendin.summaries import percent, risk_summary
 from blendin.transform.cells import compatible
@@ -276,6 +276,9 @@ def risk(
                                                  '= "KEY" for each (docs/people.md)')
     names, sensitive = _columns(qi, spec, sensitive)
     if isinstance(data, Mapping):  # related tables: measured as one stack, in people
+        refuse_options({"table": table, "query": query, "schema": schema,
+                        "password_env": password_env, "person": person, "weights": weights,
+                        "household": household, "suda": suda, "cells": cells})
         stacked, whole = in_memory(data, spec)
         return risk(whole, [*names, stacked.tag], sensitive=sensitive, threshold=threshold,
                     population=population, sampling_fraction=sampling_fraction,

@@ -71,8 +71,16 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     from blendin.spec import Spec
 
     related = related_inputs(data, inputs) if inputs or data is None else None
-    rows = {} if related else table_options(data, table, query, schema, password_env)
+    rows = (table_options(data, table, query, schema, password_env) if not related else
+            # (refused with related tables, by name)
+            {"table": table, "query": query, "schema": schema,
+             "password_env": password_env})
     spec = Spec.from_toml(spec_path)
+    if related and person is not None:  # (their people are the tables' keys)
+        from blendin.errors import BlendinError
+
+        raise BlendinError("--person does not work with related tables: the spec's "
+                           "[tables] name each table's key", fix="leave out --person")
     if person is not None:
         spec.person = person
         spec.validate()

@@ -91,6 +91,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
         delimiter = delimiter or spec.delimiter
         encoding = encoding or spec.encoding
     related = related_inputs(data, inputs) if inputs or data is None else None
+    if related and spec is not None:  # (the tables are read as the spec says)
+        spec.delimiter, spec.encoding = delimiter, encoding
     if suda_out is not None:
         from blendin.errors import BlendinError
         from blendin.outputs import check_paths
@@ -102,7 +104,10 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
                      **{f"--input {n}": p for n, p in (related or {}).items()},
                      **(spec.files_read() if spec else {})},
                     {"--suda-out": (suda_out, "table")}, force=force)
-    rows = {} if related else table_options(data, table, query, schema, password_env)
+    rows = (table_options(data, table, query, schema, password_env) if not related else
+            # (refused with related tables, by name)
+            {"table": table, "query": query, "schema": schema,
+             "password_env": password_env})
     source = related or (data if rows else Source(data, delimiter=delimiter,
                                                   encoding=encoding))
     with Progress() as bars:  # in a terminal, while a large file is read
