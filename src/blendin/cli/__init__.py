@@ -102,6 +102,17 @@ def related_inputs(data: str | None, inputs: tuple[str, ...]) -> dict[str, str]:
     return tables
 
 
+def refuse_without(*rules: tuple[str, str, bool, str]) -> None:
+    """Each rule ``(parameter, flag, works, needed)``: ``flag``, typed on the command line,
+    changes nothing unless ``works`` (``needed`` is given): refused, naming both."""
+    ctx = click.get_current_context()
+    for name, flag, works, needed in rules:
+        if not works and ctx.get_parameter_source(name) not in (
+                None, click.core.ParameterSource.DEFAULT):
+            raise BlendinError(f"{flag} has no effect without {needed}",
+                               fix=f"add {needed}, or leave out {flag}")
+
+
 def _stop(signum: int, frame) -> None:
     """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed;
     and no output takes its name after it, should the exception be lost (raised within

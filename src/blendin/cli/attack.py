@@ -6,7 +6,7 @@ import json
 
 import click
 
-from blendin.cli import main
+from blendin.cli import main, refuse_without
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths
 
@@ -73,6 +73,9 @@ def attack_command(release: str, external: str, on: str | None, sensitive: str |
     from blendin.attack import attack
     from blendin.io import Source
 
+    csv = output is not None and output.lower().endswith((".csv", ".csv.gz"))
+    refuse_without(("escape_formulas", "--escape-formulas", csv, "a CSV -o (FILE.csv)"),
+                   ("force", "--force", output is not None, "-o"))
     spec = None
     if spec_path:
         from blendin.spec import Spec

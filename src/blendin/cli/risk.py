@@ -6,7 +6,7 @@ import json
 
 import click
 
-from blendin.cli import INPUT_HELP, main, related_inputs
+from blendin.cli import INPUT_HELP, main, refuse_without, related_inputs
 from blendin.cli.database import database_options, table_options
 
 
@@ -83,6 +83,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
     from blendin.progress import Progress
     from blendin.risk import risk
 
+    refuse_without(("dis_fraction", "--dis-fraction", suda, "--suda"),
+                   ("force", "--force", suda_out is not None, "--suda-out"))
     spec = None
     if spec_path is not None:
         from blendin.spec import Spec

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from blendin.cli import main
+from blendin.cli import main, refuse_without
 from blendin.errors import BlendinError, preview
 from blendin.outputs import check_paths
 
@@ -70,6 +70,11 @@ def utility_command(data: str, release: str, spec_path: str, target: str | None,
     from blendin.spec import Spec
     from blendin.utility import MODELS, utility
 
+    refuse_without(*((name, flag, target is not None, "--target") for name, flag in (
+        ("models", "--model"), ("folds", "--folds"), ("seed", "--seed"),
+        ("sample", "--sample"))), ("force", "--force", any(
+            p is not None for p in (csv_path, report_path, plots_dir)),
+            "--csv, --report or --plots"))
     spec = Spec.from_toml(spec_path)
     check_paths({"DATA": data, "RELEASE": release, "--spec": spec_path, **spec.files_read()},
                 {"--csv": (csv_path, "table"), "--report": (report_path, "report"),

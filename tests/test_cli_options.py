@@ -1,0 +1,50 @@
+"""Options that qualify another one are refused without it: they were accepted and
+changed nothing (risk --dis-fraction without --suda, attack --escape-formulas without a
+CSV -o, utility --model without --target, --force with nothing to replace)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from blendin.cli import main
+from blendin.datasets import linking_tables
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("options")
+    hospital, voters = linking_tables(300, 600, seed=1)
+    hospital.to_csv(folder / "hospital.csv", index=False)
+    voters.to_csv(folder / "voters.csv", index=False)
+    (folder / "s.toml").write_text(
+        '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n'
+        '[quasi_identifiers]\nzip = { masking = 5 }\nsex = { flat = true }\n'
+        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
+        '[anonymization]\nmax_suppression = 0.5\n')
+    return folder
+
+
+@pytest.mark.parametrize("args, flag, needed", [
+    (["risk", "{h}", "--qi", "zip,sex", "--dis-fraction", "0.5"], "--dis-fraction", "--suda"),
+    (["risk", "{h}", "--qi", "zip,sex", "--force"], "--force", "--suda-out"),
+    (["attack", "{h}", "--external", "{v}", "--on", "zip,sex", "--escape-formulas"],
+     "--escape-formulas", "a CSV -o"),
+    (["attack", "{h}", "--external", "{v}", "--on", "zip,sex", "-o", "{f}/a.parquet",
+      "--escape-formulas"], "--escape-formulas", "a CSV -o"),
+    (["attack", "{h}", "--external", "{v}", "--on", "zip,sex", "--force"], "--force", "-o"),
+    (["utility", "{h}", "{h}", "--spec", "{s}", "--model", "naive-bayes"], "--model",
+     "--target"),
+    (["utility", "{h}", "{h}", "--spec", "{s}", "--folds", "3"], "--folds", "--target"),
+    (["utility", "{h}", "{h}", "--spec", "{s}", "--sample", "100"], "--sample", "--target"),
+    (["utility", "{h}", "{h}", "--spec", "{s}", "--seed", "2"], "--seed", "--target"),
+    (["utility", "{h}", "{h}", "--spec", "{s}", "--force"], "--force", "--csv"),
+])
+def test_an_option_without_the_one_it_qualifies_is_refused(files, args, flag, needed):
+    names = {"h": files / "hospital.csv", "v": files / "voters.csv", "s": files / "s.toml",
+             "f": files}
+    args = [a.format(**names) for a in args]
+    run = CliRunner().invoke(main, args)
+    assert run.exit_code == 2, run.output
+    assert f"{flag} has no effect without {needed}" in run.output
+    assert not (files / "a.parquet").exists()
