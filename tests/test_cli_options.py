@@ -48,3 +48,8 @@ def test_an_option_without_the_one_it_qualifies_is_refused(files, args, flag, ne
     assert run.exit_code == 2, run.output
     assert f"{flag} has no effect without {needed}" in run.output
     assert not (files / "a.parquet").exists()
+
+
+def test_demo_force_without_out_is_refused():
+    run = CliRunner().invoke(main, ["demo", "--force", "--patients", "50", "--voters", "60"])
+    assert run.exit_code == 2 and "--force has no effect without --out" in run.output

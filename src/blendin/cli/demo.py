@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from blendin.cli import main
+from blendin.cli import main, refuse_without
 from blendin.errors import BlendinError
 from blendin.outputs import check_creatable, check_paths
 
@@ -32,6 +32,7 @@ def demo_command(seed: int, patients: int, voters: int, out: str | None, force: 
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.demo import DEMO_FILES, run_demo
 
+    refuse_without(("force", "--force", out is not None, "--out"))
     if out is not None:
         _check_out(out, DEMO_FILES, force)
     demo = run_demo(seed, patients, voters, out=out, echo=lambda s: click.echo(f"- {s}"))
