@@ -53,3 +53,32 @@ def test_an_option_without_the_one_it_qualifies_is_refused(files, args, flag, ne
 def test_demo_force_without_out_is_refused():
     run = CliRunner().invoke(main, ["demo", "--force", "--patients", "50", "--voters", "60"])
     assert run.exit_code == 2 and "--force has no effect without --out" in run.output
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["check", "{p}", "--spec", "{s}", "--encoding", "latin-1"], "--encoding"),
+    (["check", "{p}", "--spec", "{s}", "--delimiter", ";"], "--delimiter"),
+    (["risk", "{p}", "--qi", "zip", "--encoding", "latin-1"], "--encoding"),
+    (["risk", "{p}", "--qi", "zip", "--delimiter", ";"], "--delimiter"),
+    (["anonymize", "{p}", "--spec", "{s}", "-o", "{f}/r.csv", "--encoding", "latin-1"],
+     "--encoding"),
+    (["anonymize", "{p}", "--spec", "{s}", "-o", "{f}/r.parquet", "--delimiter", ";"],
+     "--delimiter"),
+])
+def test_csv_reading_options_are_refused_for_parquet(files, args, flag):
+    """A Parquet file has no delimiter nor text encoding: they were accepted and changed
+    nothing (--delimiter still sets a CSV release's delimiter, as the input's)."""
+    import pandas as pd
+
+    parquet = files / "hospital.parquet"
+    pd.read_csv(files / "hospital.csv", dtype=str).to_parquet(parquet)
+    names = {"p": parquet, "s": files / "s.toml", "f": files}
+    run = CliRunner().invoke(main, [a.format(**names) for a in args])
+    assert run.exit_code == 2, run.output
+    assert f"{flag} reads a CSV file, and '{parquet}' is Parquet" in run.output
+    assert not (files / "r.csv").exists() and not (files / "r.parquet").exists()
+    kept = CliRunner().invoke(main, ["anonymize", str(parquet), "--spec", str(files / "s.toml"),
+                                     "-o", str(files / "r.csv"), "--delimiter", ";", "-q"])
+    assert kept.exit_code == 0, kept.output
+    assert "\";\"" in (files / "r.csv").read_text().splitlines()[0]
+    (files / "r.csv").unlink()

@@ -113,6 +113,27 @@ def refuse_without(*rules: tuple[str, str, bool, str]) -> None:
                                fix=f"add {needed}, or leave out {flag}")
 
 
+def refuse_text_options(delimiter: str | None, encoding: str | None, files, *,
+                        writes_csv: bool = False) -> None:
+    """--delimiter and --encoding read CSV files: refused where every file given (None: not
+    given) is Parquet or a database, which they do not change (--delimiter is also a CSV
+    release's delimiter: ``writes_csv``)."""
+    from blendin.engines.databases import hidden, is_database
+    from blendin.io import file_kind
+
+    given = [f for f in files if f is not None]
+    if not given or any(not is_database(f) and file_kind(f) == "csv" for f in given):
+        return
+    for flag, value, kept in (("--delimiter", delimiter, writes_csv),
+                              ("--encoding", encoding, False)):
+        if value is not None and not kept:
+            database = is_database(given[0])
+            raise BlendinError(f"{flag} reads a CSV file, and "
+                               f"{hidden(given[0]) if database else given[0]!r} is "
+                               + ("a database" if database else "Parquet"),
+                               fix=f"leave out {flag}")
+
+
 def _stop(signum: int, frame) -> None:
     """SIGTERM ends a run as SIGINT does, by an exception: temporary files are removed;
     and no output takes its name after it, should the exception be lost (raised within

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from blendin.cli import INPUT_HELP, main, read_options, related_inputs, with_options
+from blendin.cli import (
+    INPUT_HELP,
+    main,
+    read_options,
+    refuse_text_options,
+    related_inputs,
+    with_options,
+)
 from blendin.cli.database import release_database_options, table_options
 from blendin.errors import BlendinError
 from blendin.outputs import check_paths, together
@@ -24,10 +31,9 @@ def _check_before_work(inputs: dict, output: str, *, force: bool,
     files that exist, the output delimiter: all before any work is done."""
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.engines.databases import hidden, is_database
-    from blendin.io import CSV_SUFFIXES, _suffix
     from blendin.io import output_delimiter as check_delimiter
 
-    csv = not is_database(output) and _suffix(Path(output.rstrip("/"))) in CSV_SUFFIXES
+    csv = _csv(output)
     for flag, given in (("--output-delimiter", output_delimiter is not None),
                         ("--escape-formulas", escape_formulas)):
         if given and not csv:  # (an .xlsx release stores text; Parquet and tables, values)
@@ -63,6 +69,14 @@ def _check_before_work(inputs: dict, output: str, *, force: bool,
 
         types = Source(data).types()
         check_writable_types(pa.schema(list(types.items())), Path(output).suffix.lower())
+
+
+def _csv(output: str) -> bool:
+    """Whether the release is written as CSV (its delimiter the input's by default)."""
+    from blendin.engines.databases import is_database
+    from blendin.io import CSV_SUFFIXES, _suffix
+
+    return not is_database(output) and _suffix(Path(output.rstrip("/"))) in CSV_SUFFIXES
 
 
 def _finish(result, output: str, *, delimiter: str | None,
@@ -365,6 +379,7 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                              shown=shown, as_json=as_json, quiet=quiet)
         return
     _output_table(output, output_table)
+    refuse_text_options(delimiter, encoding, [data], writes_csv=_csv(output))
     unused_search_options(algorithm or spec.algorithm or "auto",
                           {"algorithm": algorithm not in (None, "mondrian"), "metric": metric,
                            "policy": policy, "time_limit": time_limit,
@@ -603,6 +618,7 @@ def apply_command(data: str, solution: str, spec_path: str | None, unknown: str,
     from blendin.spec import Spec
 
     delimiter, encoding = read_options(delimiter, encoding)
+    refuse_text_options(delimiter, encoding, [data], writes_csv=_csv(output))
     chosen = _engine(engine, spark_master, spark_conf)
     spec = Spec.from_toml(spec_path) if spec_path else None
     if normalize is not None:

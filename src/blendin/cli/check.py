@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from blendin.cli import INPUT_HELP, main, related_inputs
+from blendin.cli import INPUT_HELP, main, refuse_text_options, related_inputs
 from blendin.cli.database import database_options, table_options
 
 
@@ -71,6 +71,8 @@ def check_command(data: str, spec_path: str, as_json: bool, show_values: bool,
     from blendin.spec import Spec
 
     related = related_inputs(data, inputs) if inputs or data is None else None
+    if not related:
+        refuse_text_options(delimiter, encoding, [data, population])
     rows = (table_options(data, table, query, schema, password_env) if not related else
             # (refused with related tables, by name)
             {"table": table, "query": query, "schema": schema,

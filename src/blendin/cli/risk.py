@@ -6,7 +6,13 @@ import json
 
 import click
 
-from blendin.cli import INPUT_HELP, main, refuse_without, related_inputs
+from blendin.cli import (
+    INPUT_HELP,
+    main,
+    refuse_text_options,
+    refuse_without,
+    related_inputs,
+)
 from blendin.cli.database import database_options, table_options
 
 
@@ -85,6 +91,8 @@ def risk_command(data: str, qi: str | None, spec_path: str | None, sensitive: st
 
     refuse_without(("dis_fraction", "--dis-fraction", suda, "--suda"),
                    ("force", "--force", suda_out is not None, "--suda-out"))
+    if data is not None and not inputs:
+        refuse_text_options(delimiter, encoding, [data])
     spec = None
     if spec_path is not None:
         from blendin.spec import Spec
