@@ -313,6 +313,25 @@ def test_the_cli_reads_a_file_in_the_specs_encoding(tmp_path):
     result = CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec)])
     assert result.exit_code == 0, result.output
     assert "classes            2 (smallest 6)" in result.output
+    # and so does the library, as the CLI: it read the file as UTF-8 whatever the spec said
+    from blendin.spec import Spec
+
+    assert risk(str(data), spec=Spec.from_toml(spec)).to_dict() == json.loads(
+        CliRunner().invoke(main, ["risk", str(data), "--spec", str(spec), "--json"]).output)
+
+
+def test_the_library_labels_missing_values_as_the_spec_says(tmp_path):
+    """With missing = "?" the CLI counts an empty cell and "?" as one value; the library,
+    given the same spec, counted them apart."""
+    from blendin.spec import Spec
+
+    data = tmp_path / "m.csv"
+    data.write_text("city,sex\n" + "".join(f"{c},f\n" for c in ["", "?"] * 3 + ["x"] * 6))
+    spec = Spec.from_dict({"input": {"missing": "?"},
+                           "quasi_identifiers": {"city": {"flat": True}, "sex": {"flat": True}},
+                           "privacy": [{"model": "k-anonymity", "k": 2}]})
+    assert risk(str(data), spec=spec).classes == 2
+    assert risk(str(data), spec=spec, missing="").classes == 3
 
 
 def test_a_share_neither_vanishes_nor_fills_in_rounding():

@@ -229,7 +229,7 @@ def risk(
     threshold: float = 0.2,
     population: float | None = None,
     sampling_fraction: float | None = None,
-    missing: str = "",
+    missing: str | None = None,
     progress: bool | Progress = False,
     table: str | None = None,
     query: str | None = None,
@@ -246,7 +246,8 @@ def risk(
 
     ``data`` is a pandas, polars or pyarrow table or a CSV/Parquet path. ``qi`` names the
     quasi-identifier columns (a list or ``"a,b,c"``), or ``spec`` gives
-    them (and the sensitive attributes). ``population`` (or ``sampling_fraction``) turns on
+    them (and the sensitive attributes; a file is then read with its [input] delimiter,
+    encoding and missing label). ``population`` (or ``sampling_fraction``) turns on
     the population-uniqueness estimates. Records whose quasi-identifiers are all ``*`` are
     suppressed: they are counted apart and are not at risk. ``progress=True`` (or a
     :class:`~blendin.progress.Progress`) shows a bar while a file is read. A table in a
@@ -296,7 +297,9 @@ def risk(
                           password_env=password_env)
     # a file is read in batches; a Spark DataFrame stays on Spark, a table in its database
     engine = engine_for(data)
-    source = engine.source(data)
+    # a file is read, and its missing values labelled, as the spec says (as the CLI does)
+    source = engine.source(data, spec)
+    missing = missing if missing is not None else getattr(spec, "missing", "")
     extra = [c for c in (weights, household) if c]
     _check_columns(source.columns, [*([person] if person else []), *names, *sensitive,
                                     *extra])
