@@ -82,3 +82,21 @@ def test_csv_reading_options_are_refused_for_parquet(files, args, flag):
     assert kept.exit_code == 0, kept.output
     assert "\";\"" in (files / "r.csv").read_text().splitlines()[0]
     (files / "r.csv").unlink()
+
+
+@pytest.mark.parametrize("command, target", [("check", "blendin.check.check"),
+                                             ("anonymize", "blendin.anonymize.anonymize")])
+def test_ctrl_c_exits_130(files, monkeypatch, command, target):
+    """Ctrl-C ended with click's "Aborted!" and exit code 1, which check means "a model is
+    violated"; SIGTERM already gave 143."""
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    module, name = target.rsplit(".", 1)
+    monkeypatch.setattr(__import__(module, fromlist=[name]), name, stopped)
+    args = [command, str(files / "hospital.csv"), "--spec", str(files / "s.toml")]
+    if command == "anonymize":
+        args += ["-o", str(files / "never.csv")]
+    run = CliRunner().invoke(main, args)
+    assert run.exit_code == 130 and "interrupted" in run.output, (run.exit_code, run.output)
+    assert not (files / "never.csv").exists()

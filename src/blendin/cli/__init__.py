@@ -22,8 +22,9 @@ class _Group(click.Group):
             refuse_when_stopped()  # (stopped, and the signal's exception was lost)
             return done
         except KeyboardInterrupt:
-            # Ctrl-C: the temporary files went on the way out; the shell's code for it, as
-            # SIGTERM's 143 (not click's "Aborted!" and 1, a violated table's code in check)
+            # Ctrl-C: 130 as a shell reports it (click's own "Aborted!" exits 1, which
+            # blendin check means "a model is violated"); temporary files are gone by now
+            click.echo("interrupted", err=True)
             sys.exit(130)
         except Exception as error:
             # SIGTERM, and what it broke on the way out (an import half done, a driver's
