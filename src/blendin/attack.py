@@ -36,6 +36,7 @@ from blendin.io import Source, to_arrow
 from blendin.labels import KINDS, cover_pairs, guess_kind, parse_dates, parse_numeric, parse_values
 from blendin.normalize import normalize_text, text_steps
 from blendin.people import person_codes
+from blendin.spec import as_spec
 from blendin.summaries import attack_summary, percent_of
 
 #: cells of the (release tuples × external tuples) matrix handled at once
@@ -188,6 +189,7 @@ def attack(
     """
     rel, ext = _read(release), _read(external)
     if spec is not None:
+        spec = as_spec(spec)  # (a path too, as anonymize and check take it)
         missing = spec.missing
     on = _join_columns(rel, ext, on, truth, spec, missing)
     if k < 2:

@@ -53,6 +53,7 @@ from blendin.hierarchy.core import SUPPRESSED
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory, refuse_options
+from blendin.spec import as_spec
 from blendin.suda import DIS_FRACTION, SpecialUniques, suda2
 from blendin.summaries import percent, risk_summary
 from blendin.transform.cells import compatible
@@ -270,6 +271,8 @@ def risk(
     >>> r.classes, r.prosecutor.records_at_risk, round(r.marketer, 3)
     (2, 0.3333333333333333, 0.667)
     """
+    if spec is not None:
+        spec = as_spec(spec)  # (a path too, as anonymize and check take it)
     if isinstance(data, Mapping) and (spec is None or not spec.tables):
         # (before the QIs: --qi alone, which their message offers, cannot measure them)
         raise BlendinError("several tables were given, and no spec names them as "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import difflib
 import math
+import os
 import re
 import tomllib
 from collections import Counter
@@ -961,3 +962,13 @@ def project_spec(folder: Path, name: str) -> Path:
                     "file itself")
         found = folder / specs[0]
     return found
+
+
+def as_spec(spec) -> Spec:
+    """A Spec, or the spec file (TOML) a path names."""
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, str | os.PathLike):
+        return Spec.from_toml(spec)
+    raise BlendinError(f"expected a Spec or the path of a spec file, got {type(spec).__name__}",
+                       fix="pass bl.Spec(...) or a path such as \"release.toml\"")

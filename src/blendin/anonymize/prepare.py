@@ -35,19 +35,9 @@ from blendin.people import (
 )
 from blendin.plan import Plan
 from blendin.progress import Progress, file_pass, short_name
-from blendin.spec import Spec, overlooked_warnings
+from blendin.spec import Spec, as_spec, overlooked_warnings  # noqa: F401 (as_spec re-exported)
 
 ProgressCallback = Callable[[int, int], None]
-
-
-def as_spec(spec) -> Spec:
-    """A Spec, or the spec file (TOML) a path names."""
-    if isinstance(spec, Spec):
-        return spec
-    if isinstance(spec, str | os.PathLike):
-        return Spec.from_toml(spec)
-    raise BlendinError(f"expected a Spec or the path of a spec file, got {type(spec).__name__}",
-                       fix="pass bl.Spec(...) or a path such as \"release.toml\"")
 
 
 def check_choice(what: str, value: str, choices: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from blendin.codes import as_text
 from blendin.errors import BlendinError, preview
 from blendin.io import Source, to_arrow
+from blendin.spec import as_spec
 from blendin.summaries import percent_of, utility_summary
 from blendin.utility.align import Aligned, align
 from blendin.utility.classify import CLASSIFY_SAMPLE, MODELS, Classification, classify
@@ -144,6 +145,8 @@ def utility(original, release, spec, *, target: str | None = None,
     >>> [c.line() for c in report.columns][1]
     'sex: values as they are; 0.3% of values suppressed'
     """
+    spec = as_spec(spec)  # (a path too, as anonymize and check take it)
+
     def read(data, default_encoding: str):
         if isinstance(data, str):
             return Source(data, delimiter=delimiter or spec.delimiter,
