@@ -434,3 +434,17 @@ def test_check_and_risk_refuse_what_related_tables_do_not_take(tmp_path: Path):
     assert run.exit_code == 2 and "with delimiter '|'" in run.output, run.output
     run = CliRunner().invoke(main, ["risk", *tables, "--spec", spec, "--delimiter", ";"])
     assert run.exit_code == 0, run.output
+
+
+@pytest.mark.parametrize("extra", [["--output-delimiter", ";"], ["--escape-formulas"],
+                                   ["--encoding", "latin-1"], ["--delimiter", ";"]])
+def test_csv_options_are_refused_for_related_parquet_tables(tmp_path: Path, extra):
+    """Each table is written as its input: with Parquet in and out they changed nothing."""
+    for name, table in _cohort().items():
+        table.to_parquet(tmp_path / f"{name}.parquet")
+    run = CliRunner().invoke(main, ["anonymize", *(f"--input={n}={tmp_path / n}.parquet"
+                                                   for n in TABLES), "--spec",
+                                    str(_spec_file(tmp_path)), "-o", str(tmp_path / "out"),
+                                    *extra])
+    assert run.exit_code == 2 and extra[0] in run.output, run.output
+    assert not (tmp_path / "out").exists()

@@ -468,6 +468,14 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
 
     tables = related_inputs(data, inputs)
     _refuse_for_related(refused)
+    # each table is written as its input is: CSV options need a CSV table
+    refuse_text_options(delimiter, encoding, list(tables.values()))
+    if not any(_csv(path) for path in tables.values()):
+        for flag, given in (("--output-delimiter", shown["output_delimiter"] is not None),
+                            ("--escape-formulas", shown["escape_formulas"])):
+            if given:
+                raise BlendinError(f"{flag} writes a CSV table, and every related table is "
+                                   "written as its input, Parquet", fix=f"leave out {flag}")
     spec = Spec.from_toml(spec_path)
     _settle(spec, settings, delimiter=delimiter, encoding=encoding, normalize=normalize)
     check_paths({"--spec": spec_path, **{f"--input {n}": p for n, p in tables.items()},
