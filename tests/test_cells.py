@@ -339,3 +339,21 @@ def test_the_report_and_utility_name_blank_cells_as_what_they_do_not_measure():
     with pytest.raises(BlendinError, match="cells") as error:
         bl.utility(df, result.data, result.spec)
     assert "give the input the release was made from" not in str(error.value)
+
+
+def test_suppressed_keep_is_refused_with_cells(tmp_path):
+    """Cells suppress no record: --suppressed keep was accepted and the release was the
+    same, byte for byte."""
+    from click.testing import CliRunner
+
+    from blendin.cli import main
+
+    with pytest.raises(BlendinError, match='suppression = "cells" suppresses none'):
+        bl.anonymize(survey(), cells_spec(), suppressed="keep")
+    survey().to_csv(tmp_path / "s.csv", index=False)
+    (tmp_path / "s.toml").write_text(cells_spec().to_toml())
+    run = CliRunner().invoke(main, ["anonymize", str(tmp_path / "s.csv"), "--spec",
+                                    str(tmp_path / "s.toml"), "-o", str(tmp_path / "r.csv"),
+                                    "--suppressed", "keep"])
+    assert run.exit_code == 2 and "--suppressed keep" in run.output, run.output
+    assert not (tmp_path / "r.csv").exists()

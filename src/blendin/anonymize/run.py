@@ -170,6 +170,11 @@ def anonymize(
     if suppressed not in SUPPRESSION_MODES:
         raise BlendinError(f"suppressed must be 'drop' or 'keep', got {suppressed!r}",
                            fix="use 'drop' (remove the records) or 'keep' (show * in QIs)")
+    if suppressed == "keep" and spec.suppression == "cells":
+        raise BlendinError('suppressed=\'keep\' (--suppressed keep) keeps suppressed records, '
+                           'and suppression = "cells" suppresses none: it blanks cells and '
+                           "releases every record", fix="leave out suppressed='keep' "
+                           "(--suppressed keep)")
     given = {"algorithm": algorithm not in (None, "mondrian"),  # (mondrian: refused below)
              "metric": metric is not None, "time_limit": time_limit is not False,
              "max_checks": max_checks is not False, "seed": seed is not None,
