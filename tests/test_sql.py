@@ -829,6 +829,14 @@ def test_dry_run_prints_the_sql_and_writes_nothing(db, tmp_path):
     out = CliRunner().invoke(main, ["anonymize", str(tmp_path / "x.csv"), "--spec", spec,
                                     "-o", str(tmp_path / "y.csv"), "--dry-run"])
     assert out.exit_code == 2 and "leave --dry-run out" in out.output
+    # what only a written run makes was accepted, and nothing made (the report, the solution)
+    for extra in (["--report", str(tmp_path / "r.html")],
+                  ["--save-solution", str(tmp_path / "s.json")], ["--group-column"],
+                  ["--escape-formulas"]):
+        out = CliRunner().invoke(main, [*dry, "--force", *extra])
+        assert out.exit_code == 2, out.output
+        assert f"--dry-run writes nothing, and {extra[0]}" in out.output
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "s.json").exists()
 
 
 def test_duckdb_runs_on_the_threads_blendin_may_use(tmp_path, monkeypatch):

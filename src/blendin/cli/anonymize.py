@@ -394,6 +394,14 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
                            "a file", fix="leave --dry-run out")
     else:
         chosen = _engine(engine, spark_master, spark_conf)
+    if dry_run:  # nothing is written: what would only change a written file is refused
+        for flag, value in (("--report", report), ("--save-solution", solution),
+                            ("--group-column", group_column), ("--original-row", original_row),
+                            ("--output-delimiter", output_delimiter),
+                            ("--escape-formulas", escape_formulas or None)):
+            if value is not None:
+                raise BlendinError(f"--dry-run writes nothing, and {flag} is about what a "
+                                   "run writes", fix=f"leave out {flag}, or --dry-run")
     report_options = _report_options(report, external, external_on, population)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
                         **spec.files_read()}, output,
