@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from blendin.engines.kernels import decoded
 from blendin.engines.sql import SqlSource, in_database
 from blendin.errors import BlendinError, Unmeetable
 from blendin.estimators import sampling_weights
-from blendin.frequency import Classes, SensitiveDomain
+from blendin.frequency import Classes, SensitiveDomain, class_slices
 from blendin.groupby import distinct_tuples
 from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -509,7 +510,14 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     if rows is not None and signature is not None:  # the joint set of event tuples
         grouped = [*qi_codes, (np.arange(int(signature.max(initial=0)) + 1), signature)]
     class_of, first_row, n_classes = _group(grouped, kept)
-    classes = _classes(class_of, n_classes, counts[kept], value_codes, kept, domains)
+    widest = max((len(d.labels) for d in domains.values()), default=1)
+    parts = class_slices(n_classes, widest)
+    # (the histograms of many classes by many values: made a slice of classes at a time)
+    sliced = (None if len(parts) == 1 or by_cells else
+              [(part, partial(_classes, class_of, n_classes, counts[kept], value_codes,
+                              kept, domains, part)) for part in parts])
+    classes = _classes(class_of, n_classes, counts[kept],
+                       {} if sliced else value_codes, kept, domains)
     cells = None
     if by_cells:  # a blank cell matches any value (docs/sdc.md)
         classes, cells = _compatible(qis, qi_codes, counts, first_row, classes)
@@ -519,9 +527,9 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
               _people(spec, distinct, qis, first_row, kept,
                       _population_source(m, population, spec, delimiter, encoding))
               for i, m in enumerate(spec.models) if m.needs_population}
-    results, ok = _evaluate(spec.models, classes, records, domains, people)
+    results, ok = _evaluate(spec.models, classes, records, domains, people, sliced)
     problems = _problems(distinct, qis, first_row, classes, ok, spec.models,
-                         show_values=show_values)
+                         show_values=show_values, sliced=sliced)
     present = spec.identifiers_present(columns)
     all_ok = np.logical_and.reduce(ok) if ok else np.ones(n_classes, bool)
     counted = {"records": records, "suppressed": int(counts[~kept].sum()),
@@ -705,13 +713,21 @@ def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, visible: np.nda
             and not np.asarray(m.holds(group), dtype=bool).all()]
 
 
-def _classes(class_of, n_classes, counts, value_codes, kept, domains) -> Classes:
+def _classes(class_of, n_classes, counts, value_codes, kept, domains,
+             part: slice | None = None) -> Classes:
+    """The classes, their sizes and the histograms of ``value_codes``; only the classes of
+    ``part`` where it is given."""
     sizes = np.bincount(class_of, weights=counts, minlength=n_classes).astype(np.int64)
+    if part is not None:
+        inside = (class_of >= part.start) & (class_of < part.stop)
+        sizes, n_classes = sizes[part], part.stop - part.start
+        class_of, counts = class_of[inside] - part.start, counts[inside]
     histograms = {}
     for name, codes in value_codes.items():
         width = len(domains[name].labels)
-        flat = class_of * width + codes[kept]
-        hist = np.bincount(flat, weights=counts, minlength=n_classes * width)
+        codes = codes[kept] if part is None else codes[kept][inside]
+        hist = np.bincount(class_of * width + codes, weights=counts,
+                           minlength=n_classes * width)
         histograms[name] = hist.astype(np.int64).reshape(n_classes, width)
     return Classes(sizes, histograms, domains)
 
@@ -730,16 +746,21 @@ def model_name(model: PrivacyModel) -> str:
     return f"{model.key} ({', '.join(parts)})" if parts else model.key
 
 
-def _evaluate(models, classes: Classes, records: int, domains, people=None):
+def _evaluate(models, classes: Classes, records: int, domains, people=None, sliced=None):
+    """Each model's verdict per class and figure; a model of a sensitive attribute on the
+    histograms of ``sliced`` (slices of the classes, and how to make each) where given."""
     results, ok = [], []
     for i, model in enumerate(models):
         with contextlib.suppress(Unmeetable):  # (then no class holds: the verdict says so)
             model.validate(records, domains)
         if model.needs_population:
             classes = replace(classes, population=people[i])
-        holds = np.asarray(model.holds(classes), dtype=bool) if len(classes) else np.zeros(
-            0, bool)
-        figure = float(model.figure(classes)) if len(classes) else float("nan")
+        if sliced and model.attribute is not None:
+            holds, figure = _in_slices(model, sliced)
+        else:
+            holds = (np.asarray(model.holds(classes), dtype=bool) if len(classes)
+                     else np.zeros(0, bool))
+            figure = float(model.figure(classes)) if len(classes) else float("nan")
         ok.append(holds)
         results.append(ModelResult(
             name=model_name(model),
@@ -754,8 +775,29 @@ def _evaluate(models, classes: Classes, records: int, domains, people=None):
     return results, ok
 
 
+def _in_slices(model: PrivacyModel, sliced) -> tuple[np.ndarray, float]:
+    """A model's verdict per class and its figure (the worst class's), a slice of classes
+    at a time."""
+    holds, values = [], []
+    for _, make in sliced:
+        part = make()
+        holds.append(np.asarray(model.holds(part), dtype=bool))
+        values.append(np.asarray(model.per_class(part), dtype=float))
+    values = np.concatenate(values)
+    return np.concatenate(holds), float(values.min() if model.larger_is_better
+                                        else values.max())
+
+
+def _histograms_of(classes: Classes, sliced, cls: int):
+    """The histograms that hold class ``cls``, and its row there (its slice's, if sliced)."""
+    for part, make in sliced or ():
+        if part.start <= cls < part.stop:
+            return make().histograms, cls - part.start
+    return classes.histograms, cls
+
+
 def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
-              show_values: bool) -> list[Problem]:
+              show_values: bool, sliced=None) -> list[Problem]:
     if not ok:
         return []
     bad = np.flatnonzero(~np.logical_and.reduce(ok))
@@ -771,8 +813,9 @@ def _problems(distinct, qis, first_row, classes: Classes, ok, models, *,
         sensitive = None
         if show_values:
             sensitive = {}
-            for name, hist in classes.histograms.items():
-                row = hist[cls]
+            rows, at = _histograms_of(classes, sliced, cls)
+            for name, hist in rows.items():
+                row = hist[at]
                 values = classes.domains[name].labels
                 sensitive[name] = {str(values[j]): int(row[j]) for j in np.flatnonzero(row)}
         problems.append(Problem(

@@ -91,6 +91,23 @@ class Cells(NamedTuple):
         return summed(self.rows, self.values, self.counts, n_rows, width)
 
 
+#: the most cells of a (classes, values) histogram made at once (int64: 128 MiB): a
+#: sensitive column of many values (free text, codes) is checked a slice of classes at a
+#: time, as its classes x values grow with the square of the rows
+HISTOGRAM_CELLS = 1 << 24
+
+
+def class_slices(n_classes: int, width: int) -> list[slice]:
+    """The classes in slices whose histogram of ``width`` values holds at most
+    ``HISTOGRAM_CELLS`` cells (one slice where all fit, as they mostly do).
+
+    >>> class_slices(5, 1 << 23)
+    [slice(0, 2, None), slice(2, 4, None), slice(4, 5, None)]
+    """
+    step = max(1, HISTOGRAM_CELLS // max(width, 1))
+    return [slice(i, min(i + step, n_classes)) for i in range(0, max(n_classes, 1), step)]
+
+
 def summed(rows: np.ndarray, values: np.ndarray, counts: np.ndarray, n_rows: int,
            width: int) -> np.ndarray:
     """The dense (n_rows, width) int64 histogram of (row, value, count) cells (a cell may

@@ -30,7 +30,7 @@ import numpy as np
 
 from blendin.codes import combine_keys, factorized, unique_inverse
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, summed
+from blendin.frequency import Classes, FrequencyTable, class_slices, summed
 from blendin.hierarchy.core import first_seen
 from blendin.models import PrivacyModel, violating
 
@@ -513,11 +513,14 @@ class Checker:
                     people = model.population_at(levels, groups.codes_of(live))
                     local = ~model.holds(Classes(sizes[live], {}, domains, people))
                 else:
-                    classes = Classes(sizes[live], self._dense_hists(groups, live,
-                                                                     model.attribute), domains)
-                    local = ~model.holds(classes)
-                    if not flagged and counting and model.monotone:
-                        floor += _must_go(model, classes, local) - int(local.sum())
+                    local = np.zeros(len(live), bool)
+                    for part in class_slices(len(live), len(domains[model.attribute].labels)):
+                        classes = Classes(sizes[live[part]], self._dense_hists(
+                            groups, live[part], model.attribute), domains)
+                        local[part] = ~model.holds(classes)
+                        if not flagged and counting and model.monotone:
+                            floor += (_must_go(model, classes, local[part])
+                                      - int(local[part].sum()))
                 new = np.zeros(len(sizes), bool)
                 new[live[local]] = True
             proven = proven and flagged
