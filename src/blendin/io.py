@@ -178,7 +178,7 @@ def _as_polars(table: pa.Table, like):
     frame = pl.from_arrow(table)
     if not isinstance(frame, pl.DataFrame):
         return frame
-    for name, want in like.schema.items():
+    for name, want in like.collect_schema().items():  # (a LazyFrame's: not run again)
         if (isinstance(want, pl.Enum) and name in frame.columns
                 and frame.schema[name] != want):
             with contextlib.suppress(pl.exceptions.PolarsError):  # generalized: labels

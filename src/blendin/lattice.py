@@ -781,22 +781,69 @@ def violating_of_keys(ft: FrequencyTable, levels: Sequence[int], models: Sequenc
     class_of_tuple, n_classes = unique_inverse(keys, span)
     sizes = np.bincount(class_of_tuple, weights=ft.counts, minlength=n_classes)
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.cells}
-    histograms = {}
-    for name in used:
-        rows, values, counts = ft.cells[name]
-        histograms[name] = summed(np.take(class_of_tuple, rows), values, counts, n_classes,
-                                  len(ft.domains[name].labels))
+    widest = max((len(ft.domains[name].labels) for name in used), default=1)
+    parts = class_slices(n_classes, widest)
+    if len(parts) > 1:  # the classes of a sensitive column's models, a slice at a time
+        failing = _failing_in_slices(ft, class_of_tuple, sizes, used, models, parts)
+        forced_classes = np.zeros(n_classes, bool)
+        if forced is not None:
+            forced_classes[class_of_tuple[forced]] = True
+        bad, _, classes = _violating(ft, levels, models, generalized, class_of_tuple,
+                                     Classes(sizes.astype(np.int64), {}, ft.domains),
+                                     forced_classes | failing, sized=True)
+        return bad, class_of_tuple, classes
+    histograms = {name: _histogram(ft, class_of_tuple, name, slice(0, n_classes))
+                  for name in used}
     classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
+    suppressed = None
+    if forced is not None:
+        suppressed = np.zeros(n_classes, bool)
+        suppressed[class_of_tuple[forced]] = True
+    return _violating(ft, levels, models, generalized, class_of_tuple, classes, suppressed)
+
+
+def _histogram(ft: FrequencyTable, class_of_tuple: np.ndarray, name: str,
+               part: slice) -> np.ndarray:
+    """The (classes, values) histogram of ``name`` in the classes of ``part``."""
+    rows, values, counts = ft.cells[name]
+    of = np.take(class_of_tuple, rows)
+    if part.start or (of.size and part.stop <= of.max()):  # (else: every class)
+        inside = (of >= part.start) & (of < part.stop)
+        of, values, counts = of[inside] - part.start, values[inside], counts[inside]
+    return summed(of, values, counts, part.stop - part.start, len(ft.domains[name].labels))
+
+
+def _failing_in_slices(ft: FrequencyTable, class_of_tuple: np.ndarray, sizes: np.ndarray,
+                       used: set[str], models: Sequence[PrivacyModel],
+                       parts: Sequence[slice]) -> np.ndarray:
+    """The classes a model of a sensitive column fails, a slice of classes at a time."""
+    failing = np.zeros(len(sizes), bool)
+    for part in parts:
+        classes = Classes(sizes[part].astype(np.int64),
+                          {name: _histogram(ft, class_of_tuple, name, part) for name in used},
+                          ft.domains)
+        for model in models:
+            if getattr(model, "attribute", None) in used and not model.needs_population:
+                failing[part] |= ~np.asarray(model.holds(classes), dtype=bool)
+    return failing
+
+
+def _violating(ft: FrequencyTable, levels: Sequence[int], models: Sequence[PrivacyModel],
+               generalized: np.ndarray, class_of_tuple: np.ndarray, classes: Classes,
+               suppressed: np.ndarray | None, sized: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, Classes]:
+    """:func:`violating` on ``classes`` (``sized``: sizes only, the sensitive columns'
+    models already counted in ``suppressed``), with the people of the first model with a
+    population carried by the classes."""
+    n_classes = len(classes.sizes)
     counted = [m for m in models if m.needs_population]
     codes: Sequence[np.ndarray] = ()
     if counted:  # each class's codes, from its first tuple
         first = first_seen(class_of_tuple, n_classes)
         codes = [np.asarray(c)[first] for c in generalized.T]
-    suppressed = None
-    if forced is not None:
-        suppressed = np.zeros(n_classes, bool)
-        suppressed[class_of_tuple[forced]] = True
-    bad = violating(classes, models, levels, codes, suppressed)
+    checked = ([m for m in models if m.attribute is None or m.needs_population] if sized
+               else models)
+    bad = violating(classes, checked, levels, codes, suppressed)
     if counted:  # the classes carry the people of the first model with a population
         classes = replace(classes, population=counted[0].population_at(levels, codes))
     return bad, class_of_tuple, classes
