@@ -244,6 +244,34 @@ class FrequencyTable:
                  for name, (rows, values, counts) in self.cells.items()}
         return Classes(sizes.astype(np.int64), hists, self.domains)
 
+    def classes_of(self, tuples: np.ndarray, class_of: np.ndarray, n_classes: int,
+                   sensitive: Sequence[str] | None = None) -> Classes:
+        """The classes of some tuples (indexes, or a mask): ``class_of[i]`` is the class of
+        the i-th of them; the histograms of ``sensitive`` (all when None) summed from the
+        cells, never from a (tuples, values) matrix.
+
+        >>> import pandas as pd
+        >>> from blendin.hierarchy.core import Hierarchy
+        >>> df = pd.DataFrame({"sex": ["m", "f", "m"], "dx": ["flu", "flu", "gout"]})
+        >>> sex = Hierarchy.from_rows([["f", "*"], ["m", "*"]])
+        >>> ft = FrequencyTable.from_table(df, {"sex": sex}, ["dx"])
+        >>> ft.classes_of(np.array([1]), np.array([0]), 1).histograms["dx"].tolist()
+        [[1, 1]]
+        """
+        tuples = np.flatnonzero(tuples) if tuples.dtype == bool else np.asarray(tuples)
+        sizes = np.bincount(class_of, weights=self.counts[tuples], minlength=n_classes)
+        position = np.full(len(self.counts), -1, np.int64)  # each tuple's class, or none
+        position[tuples] = class_of
+        hists = {}
+        for name, (rows, values, counts) in self.cells.items():
+            if sensitive is not None and name not in sensitive:
+                continue
+            of = position[rows]
+            inside = of >= 0
+            hists[name] = summed(of[inside], values[inside], counts[inside], n_classes,
+                                 len(self.domains[name].labels))
+        return Classes(sizes.astype(np.int64), hists, self.domains)
+
     def generalized(self, levels: Sequence[int]) -> np.ndarray:
         """Codes of every tuple at the given level per QI, shape (n, QIs) (see
         :func:`generalized_codes`)."""

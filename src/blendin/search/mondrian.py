@@ -41,7 +41,7 @@ import numpy as np
 
 from blendin.codes import sorted_groups
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, SensitiveDomain
+from blendin.frequency import Classes, FrequencyTable, SensitiveDomain, class_slices
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.lattice import suppression_limit
 from blendin.metrics import categorical_loss, class_metrics
@@ -319,11 +319,18 @@ class _State:
         """Part of every tuple, each part's partition and side, whether it holds, its size."""
         radix = int(side.max()) + 1
         uniq, sub = sorted_groups(p * radix + side)  # (keys in sorted runs, by partition)
-        classes = _classes(self.ft, t, sub, len(uniq), self.sensitive)
-        ok = np.ones(len(uniq), bool)
-        for model in self.models:
-            ok &= model.holds(classes)
-        return sub, uniq // radix, uniq % radix, ok, classes.sizes
+        n = len(uniq)
+        names = self.ft.cells if self.sensitive is None else self.sensitive
+        widest = max((len(self.ft.domains[name].labels) for name in names), default=1)
+        sizes = np.bincount(sub, weights=self.ft.counts[t], minlength=n).astype(np.int64)
+        ok = np.ones(n, bool)
+        for part in class_slices(n, widest):  # (many parts by many sensitive values)
+            inside = (sub >= part.start) & (sub < part.stop)
+            classes = _classes(self.ft, t[inside], sub[inside] - part.start,
+                               part.stop - part.start, self.sensitive)
+            for model in self.models:
+                ok[part] &= model.holds(classes)
+        return sub, uniq // radix, uniq % radix, ok, sizes
 
     def _drops(self, parent: np.ndarray, ok: np.ndarray, sizes: np.ndarray, bad: np.ndarray,
                n_parts: int) -> np.ndarray:
@@ -420,16 +427,7 @@ def _classes(ft: FrequencyTable, tuples: np.ndarray, group: np.ndarray, n: int,
 
     Only the histograms of ``sensitive`` (all when None) are summed.
     """
-    sizes = np.bincount(group, weights=ft.counts[tuples], minlength=n).astype(np.int64)
-    hists = {}
-    for name, hist in ft.sensitive.items():
-        if sensitive is not None and name not in sensitive:
-            continue
-        width = hist.shape[1]
-        flat = (group[:, None] * width + np.arange(width)).ravel()
-        out = np.bincount(flat, weights=hist[tuples].ravel(), minlength=n * width)
-        hists[name] = out.astype(np.int64).reshape(n, width)
-    return Classes(sizes, hists, ft.domains)
+    return ft.classes_of(tuples, group, n, sensitive)
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import numpy as np
 
 from blendin.codes import combine_keys
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable
+from blendin.frequency import FrequencyTable
 from blendin.hierarchy.core import SUPPRESSED, first_seen
 from blendin.metrics import CellCosts, class_metrics, normalized_weights
 from blendin.models import PrivacyModel
@@ -168,7 +168,7 @@ class _Labels:
         tuples = new.tuples
         while tuples.any():
             index, class_of, n = self.union_classes([*earlier, Part(new.levels, tuples)])
-            classes = _classes(ft, index, class_of, n)
+            classes = ft.classes_of(index, class_of, n)
             ok = np.ones(n, bool)
             for model in models:
                 ok &= np.asarray(model.holds(classes), bool)
@@ -181,15 +181,6 @@ class _Labels:
         return tuples
 
 
-def _classes(ft: FrequencyTable, tuples: np.ndarray, class_of: np.ndarray, n: int) -> Classes:
-    sizes = np.bincount(class_of, weights=ft.counts[tuples], minlength=n).astype(np.int64)
-    hists = {}
-    for name, hist in ft.sensitive.items():
-        width = hist.shape[1]
-        flat = (class_of[:, None] * width + np.arange(width)).ravel()
-        summed = np.bincount(flat, weights=hist[tuples].ravel(), minlength=n * width)
-        hists[name] = summed.astype(np.int64).reshape(n, width)
-    return Classes(sizes, hists, ft.domains)
 
 
 def parts_utility(ft: FrequencyTable, parts: Sequence[Part],
