@@ -75,37 +75,35 @@ def _toml_document(path: Path) -> dict:
                            fix="give the spec the app or blendin wrote") from None
 
 
-def _by_name(document: dict, inbox: Path) -> dict:
-    """The ``csv`` entries of ``document`` pointed at the files given with it: the path
-    as written when it exists in the project, else the file of the same name."""
+def _given(inbox: Path, what: str, fix: str):
+    """How a path of the spec points at the files given with it: as written when it lies
+    among them (never a file outside them: /etc/..), else the given file of that name."""
     def given(where: str) -> str:
-        found = (inbox / where).resolve()  # (never a file outside what was given: /etc/..)
+        found = (inbox / where).resolve()
         if found.is_relative_to(inbox.resolve()) and found.is_file():
             return where
         if not (inbox / Path(where).name).is_file():
-            raise BlendinError(f"the spec names the hierarchy file {where!r}, which was not "
-                               "given", fix="give its .csv file with the spec, or the "
-                               "project's .zip")
+            raise BlendinError(f"the spec names the {what} {where!r}, which was not given",
+                               fix=fix)
         return Path(where).name
+    return given
 
-    return csv_paths(document, given)
+
+def _by_name(document: dict, inbox: Path) -> dict:
+    """The ``csv`` entries of ``document`` pointed at the files given with it."""
+    return csv_paths(document, _given(inbox, "hierarchy file", "give its .csv file with "
+                                      "the spec, or the project's .zip"))
 
 
 def _populations_given(document: dict, inbox: Path) -> dict:
     """The population tables of ``document``'s models (k-map) named relative to the spec
     pointed at the files given with it, as :func:`_by_name` points its hierarchy files; a
     whole path names a file of this machine, as typed in the page."""
+    relative = _given(inbox, "population table", "give its file with the spec, or in the "
+                      "project's .zip")
+
     def given(where: str) -> str:
-        if Path(where).expanduser().is_absolute():
-            return where
-        found = (inbox / where).resolve()
-        if found.is_relative_to(inbox.resolve()) and found.is_file():
-            return where
-        if not (inbox / Path(where).name).is_file():
-            raise BlendinError(f"the spec names the population table {where!r}, which was "
-                               "not given", fix="give its file with the spec, or in the "
-                               "project's .zip")
-        return Path(where).name
+        return where if Path(where).expanduser().is_absolute() else relative(where)
 
     privacy = document.get("privacy")
     if not isinstance(privacy, list):
