@@ -28,3 +28,19 @@ def spec_for(df, **kw):
                 models=[KAnonymity(8), DistinctLDiversity("dx", 2)], max_suppression=0.05)
     base.update(kw)
     return Spec(**base)
+
+
+def write_linking_case(folder, seed: int):
+    """The demo's hospital and voter tables (300 and 600 people) and a k = 2 spec of them,
+    written into ``folder``, which is returned."""
+    from blendin.datasets import linking_tables
+
+    hospital, voters = linking_tables(300, 600, seed=seed)
+    hospital.to_csv(folder / "hospital.csv", index=False)
+    voters.to_csv(folder / "voters.csv", index=False)
+    (folder / "s.toml").write_text(
+        '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n'
+        '[quasi_identifiers]\nzip = { masking = 5 }\nsex = { flat = true }\n'
+        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
+        '[anonymization]\nmax_suppression = 0.5\n')
+    return folder

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from engine_cases import write_linking_case
 
 import blendin as bl
-from blendin.datasets import linking_tables
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("parity")
-    hospital, voters = linking_tables(300, 600, seed=2)
-    hospital.to_csv(folder / "hospital.csv", index=False)
-    voters.to_csv(folder / "voters.csv", index=False)
-    (folder / "s.toml").write_text(
-        '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n'
-        '[quasi_identifiers]\nzip = { masking = 5 }\nsex = { flat = true }\n'
-        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
-        '[anonymization]\nmax_suppression = 0.5\n')
+    folder = write_linking_case(tmp_path_factory.mktemp("parity"), seed=2)
     bl.anonymize(str(folder / "hospital.csv"), str(folder / "s.toml"),
                  output=folder / "release.csv")
     return folder

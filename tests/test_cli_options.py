@@ -6,22 +6,14 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from engine_cases import write_linking_case
 
 from blendin.cli import main
-from blendin.datasets import linking_tables
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("options")
-    hospital, voters = linking_tables(300, 600, seed=1)
-    hospital.to_csv(folder / "hospital.csv", index=False)
-    voters.to_csv(folder / "voters.csv", index=False)
-    (folder / "s.toml").write_text(
-        '[attributes]\nidentifiers = ["name", "ssn"]\nsensitive = ["diagnosis"]\n'
-        '[quasi_identifiers]\nzip = { masking = 5 }\nsex = { flat = true }\n'
-        '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
-        '[anonymization]\nmax_suppression = 0.5\n')
+    folder = write_linking_case(tmp_path_factory.mktemp("options"), seed=1)
     return folder
 
 
