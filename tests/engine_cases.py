@@ -44,3 +44,14 @@ def write_linking_case(folder, seed: int):
         '[[privacy]]\nmodel = "k-anonymity"\nk = 2\n'
         '[anonymization]\nmax_suppression = 0.5\n')
     return folder
+
+
+def decades_case():
+    """Nine ages in classes of 4 at k = 4 (20-29, 30-39) and one to suppress: a row lost
+    or dropped unseen leaves a class of 3, which the checker must see."""
+    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
+    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
+    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
+                               for a in ages])
+    return df, Spec(quasi_identifiers={"age": age}, sensitive=["dx"],
+                    models=[KAnonymity(4)], max_suppression=0.2)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from engine_cases import decades_case
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -299,12 +300,7 @@ def _drops_unstarred(monkeypatch):
 def test_the_checker_counts_a_dropped_row_as_suppressed(monkeypatch, tmp_path, output):
     # classes of 4 at k = 4: the row dropped leaves one of 3 in the release, which the
     # checker must see (it counted the row in its class, by the labels it was given)
-    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
-    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
-    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
-                               for a in ages])
-    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
-                max_suppression=0.2)
+    df, spec = decades_case()
     _drops_unstarred(monkeypatch)
     out = None if output is None else tmp_path / output
     with pytest.raises(BlendinError, match="failed the independent check"):
@@ -318,12 +314,7 @@ def test_a_row_lost_on_its_way_to_the_file_is_not_released(monkeypatch, tmp_path
     # checker counted (one of 3 at k = 4), and the rows written say so
     from blendin.engines.embedded import BatchWriter
 
-    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
-    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
-    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
-                               for a in ages])
-    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
-                max_suppression=0.2)
+    df, spec = decades_case()
     real = BatchWriter.write
 
     def losing(self, table):

@@ -23,7 +23,7 @@ pytest.importorskip("pyspark")
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning",
                                         "ignore:The copy keyword is deprecated")
 
-from engine_cases import spec_for, table  # noqa: E402
+from engine_cases import decades_case, spec_for, table  # noqa: E402
 
 from blendin.anonymize import anonymize, apply_solution  # noqa: E402
 from blendin.check import check  # noqa: E402
@@ -576,15 +576,8 @@ def test_a_table_spark_cannot_hold_is_widened_or_refused_naming_the_column(spark
 def test_checker_counts_a_dropped_row_as_suppressed(spark, tmp_path, monkeypatch):
     # a recoder that drops a row from the release but leaves it its labels: the checker
     # must count it as suppressed (classes of 4 at k = 4 lose one), not in its class
-    from blendin.hierarchy.core import Hierarchy
-    from blendin.spec import Spec
 
-    ages = [20, 21, 22, 23, 30, 31, 32, 33, 40]
-    df = pd.DataFrame({"age": [str(a) for a in ages], "dx": list("abcdabcda")})
-    age = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}-{a // 10 * 10 + 9}", "*"]
-                               for a in ages])
-    spec = Spec(quasi_identifiers={"age": age}, sensitive=["dx"], models=[KAnonymity(4)],
-                max_suppression=0.2)
+    df, spec = decades_case()
     real = SparkEngine.release
 
     def release(self, source, recoder, **options):
