@@ -160,6 +160,13 @@ def test_a_column_with_one_value_left_is_named_with_the_way_out():
         quasi_identifiers={"Age (years)": a, "b": b}, models=[bl.KAnonymity(12)]))
     weights = re.search(r"weights = \{[^}]*\}", spaced.summary().splitlines()[-1])[0]
     assert tomllib.loads(weights) == {"weights": {"Age (years)": 5, "b": 5}}  # TOML, as told
+    # a re-applied solution keeps its levels: the way out is a new run, not Mondrian
+    again = bl.apply_solution(df, result).summary().splitlines()[-1]
+    assert "a saved solution keeps its levels" in again and "mondrian" not in again
+    # a heuristic stopped by its checks, not its time, says budget without naming time only
+    stopped = bl.anonymize(df, spec, algorithm="heuristic", max_checks=1).summary()
+    assert "proven optimal: no (the best node found within its budget of time and checks)" \
+        in stopped
 
 
 def test_a_column_kept_is_not_named(result):

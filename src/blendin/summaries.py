@@ -233,8 +233,8 @@ def not_proven(algorithm: str) -> str:
     return {"datafly": "the node Datafly's greedy climb stops at; it does not look for "
                        "the best one",
             "binary": "a k-minimal node of the lowest height; binary search does not look "
-                      "for the best one"}.get(algorithm, "the best node found within the "
-                                                         "time budget")
+                      "for the best one"}.get(algorithm, "the best node found within its "
+                                                         "budget of time and checks")
 
 
 def fully_generalized(result) -> list[str]:
@@ -406,11 +406,14 @@ def summary_notes(result) -> list[str]:
                          f"value, so the release keeps nothing of {it}. To keep more of "
                          f"{it}, {how}.")
             return lines
+        way = (f"anonymize the data afresh with {it} weighed more ([anonymization] "
+               f"weights = {{ {weights} }} in the spec): a saved solution keeps its levels"
+               if getattr(result, "applied_from", None) else
+               f"weigh {it} more ([anonymization] weights = {{ {weights} }} in the spec, "
+               "weights= in the API) or try --algorithm mondrian, which generalizes each "
+               "group only as much as it needs")
         lines.append(
             f"note: {', '.join(lost)} ended where every record shows the same value "
             f"(the top of the hierarchy, or one value short of it), so the release keeps "
-            f"nothing of {it}. To keep more of {it}, weigh "
-            f"{it} more ([anonymization] weights = {{ {weights} }} in the spec, weights= in "
-            "the API) or try --algorithm mondrian, which generalizes each group only as "
-            "much as it needs.")
+            f"nothing of {it}. To keep more of {it}, {way}.")
     return lines
