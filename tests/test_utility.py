@@ -147,6 +147,8 @@ def test_classification_falls_to_the_baseline_when_the_deciding_qi_is_gone():
     assert gone.classification.baseline.auc == pytest.approx(0.5)
     with pytest.raises(BlendinError, match="is a quasi-identifier"):
         utility(df, df, spec, target="x")
+    with pytest.raises(BlendinError, match="needs 2 folds or more, got 1"):  # (was 2, unsaid)
+        utility(df, df, spec, target="target", folds=1)
     # a target unique in every record (a name): sklearn's ValueError came out as a traceback
     with pytest.raises(BlendinError, match="a value of its own in every record"):
         utility(df.assign(name=[f"p{i}" for i in range(len(df))]), df, spec, target="name")

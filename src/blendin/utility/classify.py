@@ -83,6 +83,9 @@ def classify(target: np.ndarray, original: np.ndarray, released: np.ndarray, *,
     except ImportError:
         raise BlendinError("the classification needs scikit-learn",
                            fix='pip install "blendin[utility]"') from None
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise BlendinError(f"a cross-validation needs 2 folds or more, got {folds!r}",
+                           fix="pass folds=2 or more (--folds 2)")
     unknown = [m for m in models if m not in MODELS]
     if unknown or not models:
         raise BlendinError(f"unknown model(s) {', '.join(map(repr, unknown))}",
