@@ -276,6 +276,10 @@ def test_a_format_for_text_takes_a_column_held_as_dates():
     spec = bl.Spec(quasi_identifiers={"dob": builder}, models=[bl.KAnonymity(2)])
     table = pa.table({"dob": [dt.date(2017, 1, 5), dt.date(2017, 1, 6)], "n": [1, 2]})
     assert bl.anonymize(table, spec).data.column("dob").to_pylist() == ["2017-01"] * 2
+    # a format that reads no date is refused as written, before ISO values could hide it
+    for bad in ("%Q", "abc", "%d/%m"):
+        with pytest.raises(BlendinError, match=f"format '{bad}' reads no date"):
+            dates("month", format=bad)
 
 
 @settings(max_examples=40, deadline=None)

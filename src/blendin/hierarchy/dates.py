@@ -177,6 +177,10 @@ class Dates(HierarchyBuilder):
         if format is not None and not isinstance(format, str):
             raise BlendinError(f"{call}: format must be text",
                                fix='give a strptime format, e.g. format="%d/%m/%Y"')
+        if format is not None and not _reads_a_year(format):
+            raise BlendinError(f"{call}: format {format!r} reads no date (a strptime "
+                               "format names its year with %Y or %y)",
+                               fix='give a strptime format, e.g. format="%d/%m/%Y"')
 
     def build(self, values: np.ndarray, name: str = "column", missing: str = "") -> Hierarchy:
         ground = distinct_text(values)
@@ -200,6 +204,21 @@ class Dates(HierarchyBuilder):
 
     def __repr__(self) -> str:
         return f"dates({format_args(*self.levels, format=self.format)})"
+
+
+def _reads_a_year(format: str) -> bool:
+    """Whether a strptime ``format`` is one (no unknown directive) that reads a year back.
+
+    >>> _reads_a_year("%d/%m/%Y"), _reads_a_year("%Q"), _reads_a_year("abc")
+    (True, False, False)
+    """
+    from datetime import datetime
+
+    day = datetime(2017, 1, 5, 13, 45)
+    try:
+        return datetime.strptime(day.strftime(format), format).year == day.year
+    except ValueError:
+        return False
 
 
 def dates(*levels: str, format: str | None = None) -> Dates:
