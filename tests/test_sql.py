@@ -837,6 +837,8 @@ def test_dry_run_prints_the_sql_and_writes_nothing(db, tmp_path):
         assert out.exit_code == 2, out.output
         assert f"--dry-run writes nothing, and {extra[0]}" in out.output
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "s.json").exists()
+    out = CliRunner().invoke(main, [*dry, "--force", "-q"])  # it printed the SQL regardless
+    assert out.exit_code == 2 and "leave out --quiet, or --dry-run" in out.output
 
 
 def test_duckdb_runs_on_the_threads_blendin_may_use(tmp_path, monkeypatch):

@@ -402,6 +402,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
             if value is not None:
                 raise BlendinError(f"--dry-run writes nothing, and {flag} is about what a "
                                    "run writes", fix=f"leave out {flag}, or --dry-run")
+        if quiet:  # (its SQL is all a dry run gives)
+            raise BlendinError("--dry-run prints the SQL that would run, and --quiet prints "
+                               "nothing", fix="leave out --quiet, or --dry-run")
     report_options = _report_options(report, external, external_on, population)
     _check_before_work({"DATA": data, "--spec": spec_path, "--external": external,
                         **spec.files_read()}, output,
