@@ -212,7 +212,7 @@ def test_a_node_not_proven_optimal_says_why_by_algorithm(tmp_path):
     frame = pd.DataFrame({"a": list("0011223344") * 2, "b": list("0123401234") * 2})
     h = Hierarchy.from_rows([[str(v), f"{v // 2}x", "*"] for v in range(5)])
     for algorithm, why in (("datafly", "greedy climb"), ("binary", "k-minimal node"),
-                           ("heuristic", "time budget")):
+                           ("heuristic", "budget of time and checks")):
         spec = Spec(quasi_identifiers={"a": h, "b": h}, models=[KAnonymity(3)],
                     algorithm=algorithm, max_checks=1 if algorithm == "heuristic" else None)
         result = anonymize(frame, spec)
