@@ -360,10 +360,16 @@ def test_new_anonymization_keys_of_the_spec_get_a_field(monkeypatch, app):
         assert 'name="budget" value="500"' in client.get(f"{sid}/").text
 
 
-def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
-    data = tmp_path / "visits.csv"
+def _visits_file(folder, rows: int):
+    """A CSV file of ``rows`` visits (age, sex, diagnosis) in ``folder``."""
+    data = folder / "visits.csv"
     data.write_text("age,sex,diagnosis\n" + "".join(
-        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(200)))
+        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(rows)))
+    return data
+
+
+def test_a_file_given_on_the_command_line_is_in_every_new_page(tmp_path):
+    data = _visits_file(tmp_path, 200)
     app = create_app(data)
     with _client(app) as client:
         for _ in range(2):
@@ -1017,9 +1023,7 @@ def test_run_numbers_go_on_across_tables(app):
 def test_a_file_named_on_the_command_line_and_edited_since_is_not_run(tmp_path):
     # the run reads the file again: edited meanwhile, it released the new rows beside the
     # old rows' preview and risk ("200 in the input" under "400 records", 385 classes before)
-    data = tmp_path / "visits.csv"
-    data.write_text("age,sex,diagnosis\n" + "".join(
-        f"{20 + i % 40},{'fm'[i % 2]},d{i % 4}\n" for i in range(400)))
+    data = _visits_file(tmp_path, 400)
     app = create_app(data)
     with _client(app) as client:
         sid = _session(client)

@@ -1303,13 +1303,19 @@ def test_a_forgotten_direct_identifier_is_warned_of_and_strict_refuses_it(files)
 # -- 10: a solution edited after it was saved ---------------------------------------------------
 
 
-@pytest.mark.parametrize("edit", ["identifiers", "k"])
-def test_apply_refuses_a_solution_whose_spec_part_was_changed(files, edit):
+def _saved_solution(files):
+    """A solution saved by a run on the files' data: its path, and its JSON read back."""
     folder, data, spec = files
     solution = folder / "sol.json"
     assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
                "--save-solution", solution).exit_code == 0
-    saved = json.loads(solution.read_text())
+    return solution, json.loads(solution.read_text())
+
+
+@pytest.mark.parametrize("edit", ["identifiers", "k"])
+def test_apply_refuses_a_solution_whose_spec_part_was_changed(files, edit):
+    folder, data, spec = files
+    solution, saved = _saved_solution(files)
     assert saved["digest"].startswith("sha256:")
     if edit == "identifiers":
         saved["identifiers"] = []  # names and SSNs would go out
@@ -1374,10 +1380,7 @@ def test_apply_refuses_a_solution_whose_digest_was_taken_out(files):
     """Every solution of version 3 on carries a digest: one without it was edited, and its
     k lowered with the digest taken out was applied with a note only."""
     folder, data, spec = files
-    solution = folder / "sol.json"
-    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
-               "--save-solution", solution).exit_code == 0
-    saved = json.loads(solution.read_text())
+    solution, saved = _saved_solution(files)
     del saved["digest"]
     saved["models"][0]["k"] = 1
     solution.write_text(json.dumps(saved))
@@ -1390,10 +1393,7 @@ def test_apply_refuses_a_solution_whose_digest_was_taken_out(files):
 
 def test_a_solution_without_a_digest_still_applies_with_a_warning(files):
     folder, data, spec = files
-    solution = folder / "sol.json"
-    assert run("anonymize", data, "--spec", spec, "-o", folder / "r.csv", "-q",
-               "--save-solution", solution).exit_code == 0
-    saved = json.loads(solution.read_text())
+    solution, saved = _saved_solution(files)
     del saved["digest"]
     saved["version"] = 2  # before solutions carried one
     result = apply_solution(str(data), saved)
