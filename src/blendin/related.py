@@ -98,9 +98,13 @@ class Stack:
 
 def refuse_options(given: Mapping[str, object]) -> None:
     """The options related tables do not take (``given``: each keyword argument's value,
-    None or False when not given), named as a flag and as the keyword."""
+    None or False when not given), named as a flag and as the keyword; a name given as a
+    flag (``--dry-run``) is one of the command line only."""
     for name, value in given.items():
         if value is not None and value is not False:
+            if name.startswith("--"):
+                raise BlendinError(f"{name} does not work with related tables yet",
+                                   fix=f"leave out {name}")
             flag = "--" + name.replace("_", "-")
             raise BlendinError(f"{flag} ({name}=) does not work with related tables yet",
                                fix=f"leave out {flag} ({name}= in Python)")

@@ -373,7 +373,9 @@ def anonymize_command(data: str, spec_path: str, algorithm: str | None, metric: 
     rows = table_options(data, table, query, schema, password_env,
                          related=bool(spec.tables))
     if spec.tables and rows and table is None and query is None:
-        _refuse_for_related({**refused, "--dry-run": dry_run or None})
+        from blendin.related import refuse_options
+
+        refuse_options({**refused, "--dry-run": dry_run or None})
         _settle(spec, settings, delimiter=delimiter, encoding=encoding, normalize=normalize)
         _related_in_database(data, spec, output, output_table, rows, force=force,
                              shown=shown, as_json=as_json, quiet=quiet)
@@ -475,10 +477,11 @@ def _related_command(data: str | None, inputs: tuple[str, ...], spec_path: str, 
     # loaded when the command runs, so that blendin --help stays instant
     from blendin.anonymize import anonymize
     from blendin.progress import Progress
+    from blendin.related import refuse_options
     from blendin.spec import Spec
 
     tables = related_inputs(data, inputs)
-    _refuse_for_related(refused)
+    refuse_options(refused)
     # each table is written as its input is: CSV options need a CSV table
     refuse_text_options(delimiter, encoding, list(tables.values()))
     if not any(_csv(path) for path in tables.values()):
@@ -515,14 +518,6 @@ def _related_in_database(data: str, spec, output: str, output_table: str | None,
     where = output if result.written is not None else (
         ", ".join(output_table.replace("{table}", name) for name in spec.tables))
     _say(result, where, None, None, as_json=as_json, quiet=quiet)
-
-
-def _refuse_for_related(refused: dict) -> None:
-    """The options related tables do not take (those given: not None)."""
-    for flag, value in refused.items():
-        if value is not None:
-            raise BlendinError(f"{flag} does not work with related tables yet",
-                               fix=f"leave out {flag}")
 
 
 def _fresh_folder(output: str, force: bool) -> None:
