@@ -17,6 +17,7 @@ is handed to the driver only: :attr:`Database.name` and every error leave it out
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -610,9 +611,11 @@ class Postgres(Database):
                 column_types={f"c{i}": f.type for i, f in enumerate(schema)},
                 strings_can_be_null=True, quoted_strings_can_be_null=False,
                 null_values=[""], true_values=["t"], false_values=["f"])
-            # whole rows at a time, each block parsed as one: a CSV reader of a stream
-            # refuses a row longer than its block (a long text), which no size fits all
-            for block in _whole_rows(copy, rows * 64):
+            # whole rows at a time (PostgreSQL sends a row a message), each block parsed
+            # as one: a CSV reader of a stream refuses a row longer than its block (a long
+            # text), which no size fits all; joined in C, not a Python step a row
+            messages = iter(copy)
+            while block := b"".join(map(bytes, itertools.islice(messages, rows))):
                 table = pcsv.read_csv(io.BytesIO(block), read_options=pcsv.ReadOptions(
                     column_names=names, block_size=len(block) + 1, use_threads=False),
                     parse_options=parse, convert_options=convert)
@@ -744,17 +747,3 @@ def _without(text: str, secret: str | None) -> str:
     return text
 
 
-def _whole_rows(copy, size: int) -> Iterator[bytes]:
-    """The rows of a ``COPY ... TO STDOUT``, joined into blocks of about ``size`` bytes,
-    each of whole rows (PostgreSQL sends a row a message, and psycopg hands over one at a
-    time); a row longer than ``size`` is a block of its own."""
-    rows: list[bytes] = []
-    held = 0
-    for row in copy:
-        rows.append(bytes(row))
-        held += len(row)
-        if held >= size:
-            yield b"".join(rows)
-            rows, held = [], 0
-    if rows:
-        yield b"".join(rows)
