@@ -33,7 +33,7 @@ from blendin.engines.kernels import decoded
 from blendin.engines.sql import SqlSource, in_database
 from blendin.errors import BlendinError, Unmeetable
 from blendin.estimators import sampling_weights
-from blendin.frequency import Classes, SensitiveDomain, class_slices
+from blendin.frequency import Classes, SensitiveDomain, class_slices, in_slices, summed
 from blendin.groupby import distinct_tuples
 from blendin.heap import tune_heap
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
@@ -44,7 +44,7 @@ from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import PERSON_ENGINES, per_person, require_keys
 from blendin.progress import Progress, file_pass, short_name
 from blendin.related import in_memory, refuse_options
-from blendin.spec import Spec, overlooked_warnings
+from blendin.spec import Spec, as_spec, overlooked_warnings
 from blendin.summaries import cells_text, check_summary
 from blendin.transform.cells import compatible
 from blendin.transform.microaggregation import Microaggregate, smallest_group
@@ -282,8 +282,7 @@ def check(
     >>> report.passed, report.classes, report.min_class_size, report.suppressed
     (False, 2, 1, 1)
     """
-    if isinstance(spec, str | os.PathLike):
-        spec = Spec.from_toml(spec)
+    spec = as_spec(spec)
     spec.validate()
     spec = spec.with_own_models()
     if isinstance(data, Mapping):  # related tables: checked as one stack
@@ -351,10 +350,10 @@ def weighed_columns(spec: Spec) -> list[str]:
     return [spec.sampling_weights] if weighed and spec.sampling_weights else []
 
 
-def anonymity_floor(spec: Spec) -> int:
-    """The k of the spec's k-anonymity (0 without): a microaggregated quasi-identifier's
+def anonymity_floor(models: Sequence[PrivacyModel]) -> int:
+    """The k of the models' k-anonymity (0 without): a microaggregated quasi-identifier's
     released values, with its class, are shared by at least this many records too."""
-    return max((int(m.k) for m in spec.models if isinstance(m, KAnonymity)), default=0)
+    return max((int(m.k) for m in models if isinstance(m, KAnonymity)), default=0)
 
 
 def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckReport:
@@ -371,7 +370,7 @@ def check_transforms(table: pa.Table, spec: Spec, report: CheckReport) -> CheckR
         values, k = numbers(table, columns), transform.k
         if set(columns) & set(spec.transformed_qis):  # a QI: each class's values, apart
             values = np.column_stack([values, class_of(table, classes)])
-            k = max(k, anonymity_floor(spec))
+            k = max(k, anonymity_floor(spec.models))
         smallest[", ".join(columns)] = (smallest_group(values), k)
     held = all(fewest >= k or not table.num_rows for fewest, k in smallest.values())
     return replace(report, passed=report.passed and held,
@@ -513,11 +512,14 @@ def check_regrouped(distinct: pa.Table, spec: Spec, columns: Sequence[str], *,
     widest = max((len(d.labels) for d in domains.values()), default=1)
     parts = class_slices(n_classes, widest)
     # (the histograms of many classes by many values: made a slice of classes at a time)
-    sliced = (None if len(parts) == 1 or by_cells else
-              [(part, partial(_classes, class_of, n_classes, counts[kept], value_codes,
-                              kept, domains, part)) for part in parts])
+    slicing = len(parts) > 1 and not by_cells
     classes = _classes(class_of, n_classes, counts[kept],
-                       {} if sliced else value_codes, kept, domains)
+                       {} if slicing else value_codes, kept, domains)
+    sliced = None
+    if slicing:
+        kept_codes = {name: codes[kept] for name, codes in value_codes.items()}
+        sliced = [(part, partial(_part, classes, class_of, counts[kept], kept_codes, part, rows))
+                  for part, rows in zip(parts, in_slices(class_of, parts))]
     cells = None
     if by_cells:  # a blank cell matches any value (docs/sdc.md)
         classes, cells = _compatible(qis, qi_codes, counts, first_row, classes)
@@ -713,23 +715,24 @@ def _exposed(models: Sequence[PrivacyModel], counts: np.ndarray, visible: np.nda
             and not np.asarray(m.holds(group), dtype=bool).all()]
 
 
-def _classes(class_of, n_classes, counts, value_codes, kept, domains,
-             part: slice | None = None) -> Classes:
-    """The classes, their sizes and the histograms of ``value_codes``; only the classes of
-    ``part`` where it is given."""
+def _classes(class_of, n_classes, counts, value_codes, kept, domains) -> Classes:
     sizes = np.bincount(class_of, weights=counts, minlength=n_classes).astype(np.int64)
-    if part is not None:
-        inside = (class_of >= part.start) & (class_of < part.stop)
-        sizes, n_classes = sizes[part], part.stop - part.start
-        class_of, counts = class_of[inside] - part.start, counts[inside]
     histograms = {}
     for name, codes in value_codes.items():
         width = len(domains[name].labels)
-        codes = codes[kept] if part is None else codes[kept][inside]
-        hist = np.bincount(class_of * width + codes, weights=counts,
-                           minlength=n_classes * width)
+        flat = class_of * width + codes[kept]
+        hist = np.bincount(flat, weights=counts, minlength=n_classes * width)
         histograms[name] = hist.astype(np.int64).reshape(n_classes, width)
     return Classes(sizes, histograms, domains)
+
+
+def _part(classes: Classes, class_of, counts, kept_codes: dict, part: slice,
+          rows: np.ndarray) -> Classes:
+    """The classes of ``part``, their histograms summed from ``rows`` (their rows)."""
+    local, n = class_of[rows] - part.start, part.stop - part.start
+    return Classes(classes.sizes[part], {
+        name: summed(local, codes[rows], counts[rows], n, len(classes.domains[name].labels))
+        for name, codes in kept_codes.items()}, classes.domains)
 
 
 def model_name(model: PrivacyModel) -> str:
@@ -750,13 +753,16 @@ def _evaluate(models, classes: Classes, records: int, domains, people=None, slic
     """Each model's verdict per class and figure; a model of a sensitive attribute on the
     histograms of ``sliced`` (slices of the classes, and how to make each) where given."""
     results, ok = [], []
+    by_slices = None  # (each slice made once, for every model of a sensitive attribute)
     for i, model in enumerate(models):
         with contextlib.suppress(Unmeetable):  # (then no class holds: the verdict says so)
             model.validate(records, domains)
         if model.needs_population:
             classes = replace(classes, population=people[i])
         if sliced and model.attribute is not None:
-            holds, figure = _in_slices(model, sliced)
+            if by_slices is None:
+                by_slices = _in_slices([m for m in models if m.attribute is not None], sliced)
+            holds, figure = by_slices[model]
         else:
             holds = (np.asarray(model.holds(classes), dtype=bool) if len(classes)
                      else np.zeros(0, bool))
@@ -775,17 +781,22 @@ def _evaluate(models, classes: Classes, records: int, domains, people=None, slic
     return results, ok
 
 
-def _in_slices(model: PrivacyModel, sliced) -> tuple[np.ndarray, float]:
-    """A model's verdict per class and its figure (the worst class's), a slice of classes
-    at a time."""
-    holds, values = [], []
+def _in_slices(models: Sequence[PrivacyModel], sliced) -> dict:
+    """Each model's verdict per class and its figure (the worst class's), a slice of
+    classes at a time."""
+    holds = {model: [] for model in models}
+    values = {model: [] for model in models}
     for _, make in sliced:
         part = make()
-        holds.append(np.asarray(model.holds(part), dtype=bool))
-        values.append(np.asarray(model.per_class(part), dtype=float))
-    values = np.concatenate(values)
-    return np.concatenate(holds), float(values.min() if model.larger_is_better
-                                        else values.max())
+        for model in models:
+            holds[model].append(np.asarray(model.holds(part), dtype=bool))
+            values[model].append(np.asarray(model.per_class(part), dtype=float))
+    out = {}
+    for model in models:
+        every = np.concatenate(values[model])
+        out[model] = (np.concatenate(holds[model]),
+                      float(every.min() if model.larger_is_better else every.max()))
+    return out
 
 
 def _histograms_of(classes: Classes, sliced, cls: int):

@@ -108,6 +108,18 @@ def class_slices(n_classes: int, width: int) -> list[slice]:
     return [slice(i, min(i + step, n_classes)) for i in range(0, max(n_classes, 1), step)]
 
 
+def in_slices(class_of: np.ndarray, parts: Sequence[slice]) -> list[np.ndarray]:
+    """Per slice of classes (contiguous, in order), the positions of ``class_of`` that fall
+    in it: sorted once, so that each slice costs its own rows, not all of them again.
+
+    >>> [p.tolist() for p in in_slices(np.array([2, 0, 1, 2]), [slice(0, 2), slice(2, 3)])]
+    [[1, 2], [0, 3]]
+    """
+    order = np.argsort(class_of, kind="stable")
+    cut = np.searchsorted(class_of[order], [p.start for p in parts] + [parts[-1].stop])
+    return [order[lo:hi] for lo, hi in zip(cut[:-1], cut[1:])]
+
+
 def summed(rows: np.ndarray, values: np.ndarray, counts: np.ndarray, n_rows: int,
            width: int) -> np.ndarray:
     """The dense (n_rows, width) int64 histogram of (row, value, count) cells (a cell may

@@ -30,7 +30,7 @@ import numpy as np
 
 from blendin.codes import combine_keys, factorized, unique_inverse
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, class_slices, summed
+from blendin.frequency import Classes, FrequencyTable, class_slices, in_slices, summed
 from blendin.hierarchy.core import first_seen
 from blendin.models import PrivacyModel, violating
 
@@ -783,45 +783,39 @@ def violating_of_keys(ft: FrequencyTable, levels: Sequence[int], models: Sequenc
     used = {m.attribute for m in models if getattr(m, "attribute", None) in ft.cells}
     widest = max((len(ft.domains[name].labels) for name in used), default=1)
     parts = class_slices(n_classes, widest)
-    if len(parts) > 1:  # the classes of a sensitive column's models, a slice at a time
-        failing = _failing_in_slices(ft, class_of_tuple, sizes, used, models, parts)
-        forced_classes = np.zeros(n_classes, bool)
-        if forced is not None:
-            forced_classes[class_of_tuple[forced]] = True
-        bad, _, classes = _violating(ft, levels, models, generalized, class_of_tuple,
-                                     Classes(sizes.astype(np.int64), {}, ft.domains),
-                                     forced_classes | failing, sized=True)
-        return bad, class_of_tuple, classes
-    histograms = {name: _histogram(ft, class_of_tuple, name, slice(0, n_classes))
-                  for name in used}
-    classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
     suppressed = None
     if forced is not None:
         suppressed = np.zeros(n_classes, bool)
         suppressed[class_of_tuple[forced]] = True
-    return _violating(ft, levels, models, generalized, class_of_tuple, classes, suppressed)
-
-
-def _histogram(ft: FrequencyTable, class_of_tuple: np.ndarray, name: str,
-               part: slice) -> np.ndarray:
-    """The (classes, values) histogram of ``name`` in the classes of ``part``."""
-    rows, values, counts = ft.cells[name]
-    of = np.take(class_of_tuple, rows)
-    if part.start or (of.size and part.stop <= of.max()):  # (else: every class)
-        inside = (of >= part.start) & (of < part.stop)
-        of, values, counts = of[inside] - part.start, values[inside], counts[inside]
-    return summed(of, values, counts, part.stop - part.start, len(ft.domains[name].labels))
+    sliced = len(parts) > 1
+    if sliced:  # the classes of a sensitive column's models, a slice at a time
+        failing = _failing_in_slices(ft, class_of_tuple, sizes, used, models, parts)
+        suppressed = failing if suppressed is None else suppressed | failing
+        histograms = {}
+    else:
+        histograms = {name: summed(np.take(class_of_tuple, ft.cells[name].rows),
+                                   ft.cells[name].values, ft.cells[name].counts, n_classes,
+                                   len(ft.domains[name].labels)) for name in used}
+    classes = Classes(sizes.astype(np.int64), histograms, ft.domains)
+    return _violating(ft, levels, models, generalized, class_of_tuple, classes, suppressed,
+                      sized=sliced)
 
 
 def _failing_in_slices(ft: FrequencyTable, class_of_tuple: np.ndarray, sizes: np.ndarray,
                        used: set[str], models: Sequence[PrivacyModel],
                        parts: Sequence[slice]) -> np.ndarray:
     """The classes a model of a sensitive column fails, a slice of classes at a time."""
+    cells = {}  # each column's cells by class, and where each slice's are
+    for name in used:
+        rows, values, counts = ft.cells[name]
+        of = np.take(class_of_tuple, rows)
+        cells[name] = (of, values, counts, in_slices(of, parts))
     failing = np.zeros(len(sizes), bool)
-    for part in parts:
-        classes = Classes(sizes[part].astype(np.int64),
-                          {name: _histogram(ft, class_of_tuple, name, part) for name in used},
-                          ft.domains)
+    for i, part in enumerate(parts):
+        classes = Classes(sizes[part].astype(np.int64), {
+            name: summed(of[at[i]] - part.start, values[at[i]], counts[at[i]],
+                         part.stop - part.start, len(ft.domains[name].labels))
+            for name, (of, values, counts, at) in cells.items()}, ft.domains)
         for model in models:
             if getattr(model, "attribute", None) in used and not model.needs_population:
                 failing[part] |= ~np.asarray(model.holds(classes), dtype=bool)

@@ -147,8 +147,6 @@ class RiskReport:
         # the text's "smallest" (with --cells: the fewest compatible records); null when empty
         out["min_class_size"] = int(self.sizes.min()) if len(self.sizes) else None
         out["quasi_identifiers"] = list(self.quasi_identifiers)
-        # the smallest class the text shows (None where every record is suppressed)
-        out["min_class_size"] = int(self.sizes.min()) if len(self.sizes) else None
         if self.population is not None:
             population = out["population"]
             population["share"] = self.population.share

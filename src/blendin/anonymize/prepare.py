@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
+from blendin.check import anonymity_floor
 from blendin.codes import COUNT, distinct_texts
 from blendin.engines import engine_for
 from blendin.engines.kernels import decoded
@@ -24,7 +25,7 @@ from blendin.frequency import FrequencyTable
 from blendin.heap import hand_back_memory, tune_heap
 from blendin.hierarchy.core import Hierarchy
 from blendin.io import Source
-from blendin.models import IndividualRisk, KAnonymity, PrivacyModel, dp, presence
+from blendin.models import IndividualRisk, PrivacyModel, dp, presence
 from blendin.normalize import merge_spellings, spelling_warnings
 from blendin.people import (
     PERSON_ENGINES,
@@ -250,7 +251,7 @@ def enough_people(models: Sequence[PrivacyModel], people: int, records: int,
     ...     print(error.problem)
     k-anonymity: k = 2 is larger than the number of people: 1 in 3 records (person key 'pid')
     """
-    k = max((m.k for m in models if isinstance(m, KAnonymity)), default=0)
+    k = anonymity_floor(models)
     if k > people:
         raise BlendinError(
             f"k-anonymity: k = {k} is larger than the number of people: {people:,} in "

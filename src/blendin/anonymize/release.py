@@ -136,7 +136,7 @@ def transformed(plan: Plan, release, report):
     spec = plan.spec
     table, applied = apply_transforms(table, spec.transforms, plan.missing,
                                       within=list(spec.quasi_identifiers),
-                                      qis=spec.transformed_qis, floor=anonymity_floor(spec))
+                                      qis=spec.transformed_qis, floor=anonymity_floor(spec.models))
     report = check_transforms(table, plan.spec, report)
     if not report.passed:
         raise BlendinError(

@@ -360,11 +360,11 @@ MARK = "__blendin_sampled__"
 
 
 def sample_model(spec) -> DifferentialPrivacy | None:
-    """The spec's differential privacy model, checked to be usable (None without one)."""
+    """The spec's differential privacy model (None without one), drawn afresh; the spec's
+    validation checked it is usable (:meth:`DifferentialPrivacy.check_spec`)."""
     found = [m for m in spec.models if isinstance(m, DifferentialPrivacy)]
     if not found:
         return None
-    found[0].check_spec(spec)
     found[0].fresh()
     return found[0]
 

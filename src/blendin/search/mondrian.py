@@ -41,7 +41,13 @@ import numpy as np
 
 from blendin.codes import sorted_groups
 from blendin.errors import BlendinError
-from blendin.frequency import Classes, FrequencyTable, SensitiveDomain, class_slices
+from blendin.frequency import (
+    Classes,
+    FrequencyTable,
+    SensitiveDomain,
+    class_slices,
+    in_slices,
+)
 from blendin.hierarchy.core import SUPPRESSED, Hierarchy
 from blendin.lattice import suppression_limit
 from blendin.metrics import categorical_loss, class_metrics
@@ -88,7 +94,7 @@ class Partitioning:
     def classes(self, ft: FrequencyTable) -> Classes:
         """The groups as equivalence classes (sizes, sensitive histograms)."""
         kept = np.flatnonzero(self.group_of_tuple >= 0)
-        return _classes(ft, kept, self.group_of_tuple[kept], self.n_groups)
+        return ft.classes_of(kept, self.group_of_tuple[kept], self.n_groups)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,7 +183,7 @@ def mondrian(
                 f"mondrian cannot enforce {model.key}: {model.local_recoding_note}",
                 fix='use a full-domain algorithm (algorithm = "optimal", --algorithm optimal)')
     n = len(ft.counts)
-    everything = _classes(ft, np.arange(n), np.zeros(n, np.int64), 1)
+    everything = ft.classes_of(np.arange(n), np.zeros(n, np.int64), 1)
     failing = [m for m in models if not m.holds(everything).all()]
     if failing:
         raise BlendinError(
@@ -324,10 +330,10 @@ class _State:
         widest = max((len(self.ft.domains[name].labels) for name in names), default=1)
         sizes = np.bincount(sub, weights=self.ft.counts[t], minlength=n).astype(np.int64)
         ok = np.ones(n, bool)
-        for part in class_slices(n, widest):  # (many parts by many sensitive values)
-            inside = (sub >= part.start) & (sub < part.stop)
-            classes = _classes(self.ft, t[inside], sub[inside] - part.start,
-                               part.stop - part.start, self.sensitive)
+        parts = class_slices(n, widest)  # (many parts by many sensitive values)
+        for part, inside in zip(parts, in_slices(sub, parts)):
+            classes = self.ft.classes_of(t[inside], sub[inside] - part.start,
+                                         part.stop - part.start, self.sensitive)
             for model in self.models:
                 ok[part] &= model.holds(classes)
         return sub, uniq // radix, uniq % radix, ok, sizes
@@ -419,15 +425,6 @@ def _lca(codes: np.ndarray, ground: np.ndarray, starts: np.ndarray) -> tuple[np.
         lca[same] = level
         node[same] = lo[same]
     return lca, node
-
-
-def _classes(ft: FrequencyTable, tuples: np.ndarray, group: np.ndarray, n: int,
-             sensitive: Sequence[str] | None = None) -> Classes:
-    """Classes made of the given tuples, ``group[i]`` being the class of ``tuples[i]``.
-
-    Only the histograms of ``sensitive`` (all when None) are summed.
-    """
-    return ft.classes_of(tuples, group, n, sensitive)
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,7 +596,7 @@ def _starred_hold(ft: FrequencyTable, p: Partitioning, on_star: np.ndarray,
     """Do the tuples ``on_star``, with the suppressed records as missing values, meet the
     ``models`` as one class?"""
     members = np.flatnonzero(on_star)
-    one = _classes(ft, members, np.zeros(len(members), np.int64), 1)
+    one = ft.classes_of(members, np.zeros(len(members), np.int64), 1)
     hidden = p.suppressed(ft)
     if hidden:
         histograms, domains = {}, dict(ft.domains)
