@@ -24,7 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from blendin.codes import as_text
 from blendin.engines.base import Release
 from blendin.engines.kernels import (
     RowColumns,
@@ -33,6 +32,7 @@ from blendin.engines.kernels import (
     decoded,
     plain_schema,
     starred,
+    without_people,
 )
 from blendin.engines.replay import Replay
 from blendin.errors import BlendinError
@@ -223,11 +223,7 @@ class EmbeddedEngine:
                 table = shuffle.apply(table)
             if numbered is not None:
                 table = numbered(table)
-            people = None
-            if hidden:
-                people = pc.dictionary_encode(as_text(table.column(hidden[0])).combine_chunks()
-                                              ).indices.to_numpy()
-                table = table.drop_columns(list(hidden))
+            table, people = without_people(table, hidden)
             table = shown.decoded(table)
             yield Release(counter.result(), table.column_names, data=table,
                           batches=len(parts), rows=table.num_rows, people=people)

@@ -256,6 +256,16 @@ def blanked(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa
     return marked
 
 
+def without_people(table: pa.Table, hidden: Sequence[str]
+                   ) -> tuple[pa.Table, np.ndarray | None]:
+    """``table`` without its ``hidden`` person key, and each row's person as a number (the
+    order of first appearance); the table as it is and None without a key."""
+    if not hidden:
+        return table, None
+    people = pc.dictionary_encode(as_text(table.column(hidden[0])).combine_chunks())
+    return table.drop_columns(list(hidden)), people.indices.to_numpy()
+
+
 def starred(marked: pa.Table, removed: np.ndarray, columns: Sequence[str]) -> pa.Table:
     """``marked`` with ``*`` in the ``columns`` (the QIs) of the ``removed`` rows.
 

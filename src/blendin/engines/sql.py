@@ -55,6 +55,7 @@ from blendin.engines.kernels import (
     ground_codes,
     plain_schema,
     repeated,
+    without_people,
 )
 from blendin.errors import BlendinError, preview
 from blendin.groupby import dictionary_chunks
@@ -503,11 +504,7 @@ class SqlEngine:
             if self.dry_run:  # checked, and then rolled back: nothing made, nothing read
                 yield Release(regrouped, plan.columns, rows=plan.rows)
             elif output is None:
-                table, people = db.arrow(everything), None
-                if plan.hidden:
-                    people = pc.dictionary_encode(as_text(
-                        table.column(plan.hidden[0])).combine_chunks()).indices.to_numpy()
-                    table = table.drop_columns(list(plan.hidden))
+                table, people = without_people(db.arrow(everything), plan.hidden)
                 yield Release(regrouped, plan.columns, data=table, rows=plan.rows,
                               people=people)
             elif target is None:
